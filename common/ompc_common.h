@@ -1,0 +1,118 @@
+/* ompc common layer: status codes, logging, and the one table of OMPC_*
+ * configuration variables.  Every other layer depends on this one; this one
+ * depends on nothing but libc and pthreads. */
+#ifndef OMPC_COMMON_H
+#define OMPC_COMMON_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* One status type for the whole runtime: zero is success, positive means
+ * "not finished yet", negative values are errors. */
+typedef enum ompc_status {
+    OMPC_OK = 0,
+    OMPC_INPROGRESS = 1,
+    OMPC_ERR_INVALID = -1,    /* bad argument from the caller */
+    OMPC_ERR_NOMEM = -2,      /* allocation failed (local or remote) */
+    OMPC_ERR_BAD_ADDR = -3,   /* remote address range not inside an allocation */
+    OMPC_ERR_NO_FUNCTION = -4,/* execute of an unregistered function id */
+    OMPC_ERR_MPI = -5,        /* an MPI call failed */
+    OMPC_ERR_THREAD = -6,     /* a pthread call failed */
+    OMPC_ERR_PROTOCOL = -7,   /* malformed or unexpected message */
+    OMPC_ERR_TIMEOUT = -8,    /* a peer stopped responding */
+    OMPC_ERR_SHUTDOWN = -9,   /* operation issued after shutdown started */
+    OMPC_ERR_UNSUPPORTED = -10,
+    OMPC_ERR_USER = -11,      /* user function reported failure */
+} ompc_status_t;
+
+const char *ompc_status_str(ompc_status_t st);
+
+/* ---------------------------------------------------------------- logging */
+typedef enum ompc_log_level {
+    OMPC_LOG_ERROR = 0,
+    OMPC_LOG_WARN,
+    OMPC_LOG_INFO,
+    OMPC_LOG_DEBUG,
+    OMPC_LOG_TRACE, /* one line per MPI message: "-->" sent, "<--" received */
+} ompc_log_level_t;
+
+/* The rank shown in log lines; set once MPI is up (-1 before). */
+void ompc_log_set_rank(int rank);
+/* Name of the calling thread in log lines (copied, thread-local). */
+void ompc_log_set_thread_name(const char *name);
+int ompc_log_enabled(ompc_log_level_t level);
+void ompc_log_emit(ompc_log_level_t level, const char *file, int line,
+                   const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+#define OMPC_LOG(lvl, ...)                                                    \
+    do {                                                                      \
+        if (ompc_log_enabled(lvl))                                            \
+            ompc_log_emit(lvl, __FILE__, __LINE__, __VA_ARGS__);              \
+    } while (0)
+#define ompc_error(...) OMPC_LOG(OMPC_LOG_ERROR, __VA_ARGS__)
+#define ompc_warn(...) OMPC_LOG(OMPC_LOG_WARN, __VA_ARGS__)
+#define ompc_info(...) OMPC_LOG(OMPC_LOG_INFO, __VA_ARGS__)
+#define ompc_debug(...) OMPC_LOG(OMPC_LOG_DEBUG, __VA_ARGS__)
+#define ompc_trace(...) OMPC_LOG(OMPC_LOG_TRACE, __VA_ARGS__)
+
+/* Fatal errors end the whole job: the message is printed (always, whatever
+ * the log level) and the registered abort hook runs (the event system
+ * installs MPI_Abort on MPI_COMM_WORLD), falling back to abort(). */
+typedef void (*ompc_abort_hook_t)(int code);
+void ompc_set_abort_hook(ompc_abort_hook_t hook);
+_Noreturn void ompc_fatal_at(const char *file, int line, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+#define ompc_fatal(...) ompc_fatal_at(__FILE__, __LINE__, __VA_ARGS__)
+
+/* Internal invariants: compiled out with -DOMPC_NDEBUG. */
+#ifdef OMPC_NDEBUG
+#define OMPC_ASSERT(cond) do { (void)sizeof(cond); } while (0)
+#else
+#define OMPC_ASSERT(cond)                                                     \
+    do {                                                                      \
+        if (!(cond))                                                          \
+            ompc_fatal("internal invariant failed: %s", #cond);               \
+    } while (0)
+#endif
+
+/* ---------------------------------------------------------- configuration */
+/* All OMPC_* environment variables, read once from one table. */
+typedef struct ompc_config {
+    int64_t num_comms;
+    int64_t num_handlers;
+    int64_t chunk_size;
+    int64_t chunk_window;
+    int64_t inline_max;
+    int64_t spin_us;
+    int64_t poll_max_us;
+    int64_t peer_timeout_ms;
+    int64_t log_level;
+    int64_t print_config;
+} ompc_config_t;
+
+/* Parsed on first call (thread-safe); invalid values are fatal errors that
+ * name the variable. */
+const ompc_config_t *ompc_config_get(void);
+
+typedef struct ompc_config_var {
+    const char *name;
+    const char *default_value;
+    const char *help;
+} ompc_config_var_t;
+
+/* The table itself, for printing (OMPC_PRINT_CONFIG, the README check). */
+const ompc_config_var_t *ompc_config_table(size_t *count_p);
+/* Print "NAME=value (default)" for every variable to stderr. */
+void ompc_config_print(void);
+
+/* Monotonic clock in nanoseconds. */
+uint64_t ompc_now_ns(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

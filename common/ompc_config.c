@@ -1,0 +1,158 @@
+/* The single table of OMPC_* environment variables.  Adding a variable means
+ * adding a field to ompc_config_t and a row here; the README table is
+ * checked against this table by a test (tests/common/config_doc). */
+#define _GNU_SOURCE
+#include "ompc_common.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+typedef enum { CFG_INT, CFG_BYTES, CFG_LEVEL, CFG_BOOL } cfg_kind_t;
+
+typedef struct cfg_row {
+    ompc_config_var_t var;
+    cfg_kind_t kind;
+    size_t offset;
+    int64_t min, max;
+} cfg_row_t;
+
+#define ROW(n, def, help, k, field, lo, hi)                                   \
+    {{n, def, help}, k, offsetof(ompc_config_t, field), lo, hi}
+
+static const cfg_row_t rows[] = {
+    ROW("OMPC_NUM_COMMS", "8",
+        "communicators in the event pool; events pick one round-robin by tag",
+        CFG_INT, num_comms, 1, 1024),
+    ROW("OMPC_NUM_HANDLERS", "2",
+        "handler threads per rank that run event work (execute functions)",
+        CFG_INT, num_handlers, 1, 256),
+    ROW("OMPC_CHUNK_SIZE", "4M",
+        "transfers larger than this are split into chunks of this size",
+        CFG_BYTES, chunk_size, 4096, (int64_t)1 << 30),
+    ROW("OMPC_CHUNK_WINDOW", "4",
+        "chunks of one transfer in flight at once",
+        CFG_INT, chunk_window, 1, 64),
+    ROW("OMPC_INLINE_MAX", "8K",
+        "payloads up to this size travel inside the event notification",
+        CFG_BYTES, inline_max, 0, (int64_t)1 << 20),
+    ROW("OMPC_SPIN_US", "200",
+        "microseconds a thread polls without progress before backing off",
+        CFG_INT, spin_us, 0, 10000000),
+    ROW("OMPC_POLL_MAX_US", "500",
+        "longest sleep between polls of an idle gate thread (microseconds)",
+        CFG_INT, poll_max_us, 1, 1000000),
+    ROW("OMPC_PEER_TIMEOUT", "60",
+        "seconds without any sign of life from a peer we wait on before the "
+        "job is aborted (fractions allowed, e.g. 0.5)",
+        CFG_INT, peer_timeout_ms, 1, INT64_MAX / 1000000),
+    ROW("OMPC_LOG_LEVEL", "warn",
+        "error, warn, info, debug or trace (trace logs every MPI message)",
+        CFG_LEVEL, log_level, 0, 4),
+    ROW("OMPC_PRINT_CONFIG", "0", "1 prints the effective configuration at start-up",
+        CFG_BOOL, print_config, 0, 1),
+};
+
+#define NROWS (sizeof(rows) / sizeof(rows[0]))
+
+static ompc_config_t config;
+static pthread_once_t config_once = PTHREAD_ONCE_INIT;
+
+/* Config errors cannot use ompc_fatal: it reads the log level, which is
+ * what is being parsed. */
+static _Noreturn void cfg_die(const char *name, const char *value, const char *why)
+{
+    fprintf(stderr, "[ompc] fatal: environment variable %s=\"%s\": %s\n", name,
+            value, why);
+    exit(2);
+}
+
+static int64_t cfg_parse(const cfg_row_t *row, const char *s)
+{
+    if (row->kind == CFG_LEVEL) {
+        static const char *const names[] = {"error", "warn", "info", "debug",
+                                            "trace"};
+        for (int i = 0; i < 5; i++)
+            if (strcasecmp(s, names[i]) == 0)
+                return i;
+        cfg_die(row->var.name, s, "expected error, warn, info, debug or trace");
+    }
+    if (row->offset == offsetof(ompc_config_t, peer_timeout_ms)) {
+        char *end;
+        errno = 0;
+        double secs = strtod(s, &end);
+        if (errno || end == s || *end || secs <= 0 || secs > 1e9)
+            cfg_die(row->var.name, s, "expected a positive number of seconds");
+        return (int64_t)(secs * 1000.0 + 0.5) < 1 ? 1 : (int64_t)(secs * 1000.0 + 0.5);
+    }
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno || end == s)
+        cfg_die(row->var.name, s, "expected an integer");
+    if (row->kind == CFG_BYTES && *end) {
+        long long mult = 1;
+        switch (*end) {
+        case 'k': case 'K': mult = 1ll << 10; break;
+        case 'm': case 'M': mult = 1ll << 20; break;
+        case 'g': case 'G': mult = 1ll << 30; break;
+        default: cfg_die(row->var.name, s, "expected a size such as 4096, 64K or 4M");
+        }
+        end++;
+        if (v > LLONG_MAX / mult)
+            cfg_die(row->var.name, s, "size too large");
+        v *= mult;
+    }
+    if (*end)
+        cfg_die(row->var.name, s, "trailing characters");
+    if (v < row->min || v > row->max) {
+        char why[128];
+        snprintf(why, sizeof(why), "out of range [%lld, %lld]",
+                 (long long)row->min, (long long)row->max);
+        cfg_die(row->var.name, s, why);
+    }
+    return v;
+}
+
+static ompc_config_var_t vars[NROWS];
+
+static void cfg_load(void)
+{
+    for (size_t i = 0; i < NROWS; i++) {
+        vars[i] = rows[i].var;
+        const char *env = getenv(rows[i].var.name);
+        const char *s = (env && *env) ? env : rows[i].var.default_value;
+        int64_t v = cfg_parse(&rows[i], s);
+        memcpy((char *)&config + rows[i].offset, &v, sizeof(v));
+    }
+}
+
+const ompc_config_t *ompc_config_get(void)
+{
+    pthread_once(&config_once, cfg_load);
+    return &config;
+}
+
+const ompc_config_var_t *ompc_config_table(size_t *count_p)
+{
+    ompc_config_get();
+    *count_p = NROWS;
+    return vars;
+}
+
+void ompc_config_print(void)
+{
+    const ompc_config_t *c = ompc_config_get();
+    for (size_t i = 0; i < NROWS; i++) {
+        int64_t v;
+        memcpy(&v, (const char *)c + rows[i].offset, sizeof(v));
+        fprintf(stderr, "[ompc] %s=%lld%s (default %s)\n", rows[i].var.name,
+                (long long)v, rows[i].kind == CFG_LEVEL ? " (level)" :
+                rows[i].offset == offsetof(ompc_config_t, peer_timeout_ms) ? " ms" : "",
+                rows[i].var.default_value);
+    }
+}

@@ -1,0 +1,1035 @@
+/* Event-system engine: context lifetime, the gate thread (the single MPI
+ * progress engine of a rank), handler threads, handles and liveness.
+ *
+ * Ownership rule that makes this lock-light: an op is, at any moment, owned
+ * by exactly one of (a) the thread that created it and runs its first step,
+ * (b) the gate thread (request table, wait list, arrival list), (c) the
+ * handler queue or one handler thread.  Ops move between owners only through
+ * the inbox (any -> gate) and the handler queue (gate -> handlers). */
+#define _GNU_SOURCE
+#include "ev_internal.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static const char *const kind_names[EV_K_COUNT] = {
+    [0] = "invalid",
+    [EV_K_ALLOC] = "alloc",
+    [EV_K_FREE] = "free",
+    [EV_K_SUBMIT] = "submit",
+    [EV_K_RETRIEVE] = "retrieve",
+    [EV_K_EXCHANGE] = "exchange",
+    [EV_K_EXCH_SEND] = "exchange(send)",
+    [EV_K_EXCH_RECV] = "exchange(recv)",
+    [EV_K_EXCH_LOCAL] = "exchange(local)",
+    [EV_K_EXECUTE] = "execute",
+    [EV_K_SYNC] = "sync",
+    [EV_K_EXIT] = "exit",
+    [EV_K_PING] = "ping",
+    [EV_K_PONG] = "pong",
+};
+
+const char *ev_kind_name(int kind)
+{
+    if (kind <= 0 || kind >= EV_K_COUNT)
+        return "unknown";
+    return kind_names[kind];
+}
+
+static void ev_mpi_abort_hook(int code)
+{
+    int init = 0, fin = 0;
+    MPI_Initialized(&init);
+    MPI_Finalized(&fin);
+    if (init && !fin)
+        MPI_Abort(MPI_COMM_WORLD, code);
+}
+
+/* ------------------------------------------------------------ tag space */
+/* Event tag t = origin + size * seq: the origin is part of the tag, so an
+ * exchange commanded by C cannot collide with events that its source rank A
+ * originates itself towards the same target B on the same communicator. */
+static int32_t tag_alloc(ev_ctx_t *ctx, int *comm_idx_p)
+{
+    pthread_mutex_lock(&ctx->tag_mtx);
+    while (ctx->tags_in_use >= ctx->tag_seq_max) {
+        /* Every tag is live: wait for completions (only possible with
+         * millions of events in flight or a tiny MPI_TAG_UB). */
+        pthread_mutex_unlock(&ctx->tag_mtx);
+        sched_yield();
+        pthread_mutex_lock(&ctx->tag_mtx);
+    }
+    int seq = ctx->tag_next;
+    while (ctx->tag_busy[seq])
+        seq = seq % ctx->tag_seq_max + 1;
+    ctx->tag_busy[seq] = 1;
+    ctx->tags_in_use++;
+    ctx->tag_next = seq % ctx->tag_seq_max + 1;
+    pthread_mutex_unlock(&ctx->tag_mtx);
+    *comm_idx_p = seq % ctx->ncomms;
+    return ctx->rank + ctx->size * seq;
+}
+
+static void tag_release(ev_ctx_t *ctx, int32_t tag)
+{
+    int seq = (tag - ctx->rank) / ctx->size;
+    pthread_mutex_lock(&ctx->tag_mtx);
+    OMPC_ASSERT(ctx->tag_busy[seq]);
+    ctx->tag_busy[seq] = 0;
+    ctx->tags_in_use--;
+    pthread_mutex_unlock(&ctx->tag_mtx);
+}
+
+int32_t ev_debug_tag(ev_ctx_t *ctx)
+{
+    int ci;
+    return tag_alloc(ctx, &ci);
+}
+
+/* ------------------------------------------------------------- requests */
+void ev_op_isend(ev_ctx_t *ctx, ev_op_t *op, const void *buf, size_t len,
+                 int peer, MPI_Comm comm, int mpitag, int cookie)
+{
+    OMPC_ASSERT(op->nnew < EV_OP_NEWREQ_MAX && len <= INT32_MAX);
+    EV_CHECK_MPI(MPI_Isend(buf, (int)len, MPI_BYTE, peer, mpitag, comm,
+                           &op->newreq[op->nnew]), "MPI_Isend");
+    op->newcookie[op->nnew++] = cookie;
+    op->npending++;
+    op->ncook[cookie]++;
+    atomic_fetch_add_explicit(&ctx->st_bytes_sent, len, memory_order_relaxed);
+    ompc_trace("--> %s tag %d to r%d mpitag %d (%zu B)", ev_kind_name(op->kind),
+               op->tag, peer, mpitag, len);
+}
+
+void ev_op_irecv(ev_ctx_t *ctx, ev_op_t *op, void *buf, size_t len, int peer,
+                 MPI_Comm comm, int mpitag, int cookie)
+{
+    (void)ctx;
+    OMPC_ASSERT(op->nnew < EV_OP_NEWREQ_MAX && len <= INT32_MAX);
+    EV_CHECK_MPI(MPI_Irecv(buf, (int)len, MPI_BYTE, peer, mpitag, comm,
+                           &op->newreq[op->nnew]), "MPI_Irecv");
+    op->newcookie[op->nnew++] = cookie;
+    op->npending++;
+    op->ncook[cookie]++;
+}
+
+/* Keep up to `window` chunk requests of the op's stream in flight: a huge
+ * transfer then never holds more than window*chunk bytes of the transport,
+ * so small events interleave with it. */
+void ev_stream_pump(ev_ctx_t *ctx, ev_op_t *op)
+{
+    ev_stream_t *s = &op->stream;
+    MPI_Comm comm = ctx->comms[op->comm_idx];
+    while (s->inflight < ctx->window && s->posted < s->size) {
+        size_t len = s->size - s->posted;
+        if (len > ctx->chunk)
+            len = ctx->chunk;
+        char *p = s->discard ? (char *)op->scratch : s->buf + s->posted;
+        if (s->send) {
+            ev_op_isend(ctx, op, p, len, s->peer, comm, s->mpitag, EV_RQ_CHUNK);
+        } else {
+            ev_op_irecv(ctx, op, p, len, s->peer, comm, s->mpitag, EV_RQ_CHUNK);
+            atomic_fetch_add_explicit(&ctx->st_bytes_recv, len,
+                                      memory_order_relaxed);
+        }
+        s->posted += len;
+        s->inflight++;
+        /* A discarding receive reuses one scratch chunk: one at a time. */
+        if (s->discard)
+            break;
+    }
+}
+
+bool ev_stream_done(const ev_op_t *op)
+{
+    return op->stream.posted == op->stream.size && op->stream.inflight == 0;
+}
+
+/* Gate only: move the op's fresh requests into the request table. */
+static void gate_register_reqs(ev_ctx_t *ctx, ev_op_t *op)
+{
+    if (ctx->nreqs + op->nnew > ctx->capreqs) {
+        int cap = ctx->capreqs ? ctx->capreqs : 256;
+        while (cap < ctx->nreqs + op->nnew)
+            cap *= 2;
+        MPI_Request *r = realloc(ctx->reqs, (size_t)cap * sizeof(*r));
+        ev_op_t **o = realloc(ctx->req_owner, (size_t)cap * sizeof(*o));
+        int *c = realloc(ctx->req_cookie, (size_t)cap * sizeof(*c));
+        int *ix = realloc(ctx->tsome_idx, (size_t)cap * sizeof(*ix));
+        MPI_Status *st = realloc(ctx->tsome_st, (size_t)cap * sizeof(*st));
+        if (!r || !o || !c || !ix || !st)
+            ompc_fatal("out of memory growing the request table to %d", cap);
+        ctx->reqs = r;
+        ctx->req_owner = o;
+        ctx->req_cookie = c;
+        ctx->tsome_idx = ix;
+        ctx->tsome_st = st;
+        ctx->capreqs = cap;
+    }
+    for (int i = 0; i < op->nnew; i++) {
+        ctx->reqs[ctx->nreqs] = op->newreq[i];
+        ctx->req_owner[ctx->nreqs] = op;
+        ctx->req_cookie[ctx->nreqs] = op->newcookie[i];
+        ctx->nreqs++;
+    }
+    op->nnew = 0;
+}
+
+static void live_add(ev_ctx_t *ctx, ev_op_t *op)
+{
+    op->live = true;
+    op->lprev = NULL;
+    op->lnext = ctx->live_head;
+    if (ctx->live_head)
+        ctx->live_head->lprev = op;
+    ctx->live_head = op;
+}
+
+static void live_remove(ev_ctx_t *ctx, ev_op_t *op)
+{
+    if (!op->live)
+        return;
+    if (op->lprev)
+        op->lprev->lnext = op->lnext;
+    else
+        ctx->live_head = op->lnext;
+    if (op->lnext)
+        op->lnext->lprev = op->lprev;
+    op->live = false;
+}
+
+/* --------------------------------------------------------------- queues */
+void ev_inbox_push(ev_ctx_t *ctx, ev_op_t *op)
+{
+    op->next = NULL;
+    pthread_mutex_lock(&ctx->inbox_mtx);
+    if (ctx->inbox_tail)
+        ctx->inbox_tail->next = op;
+    else
+        ctx->inbox_head = op;
+    ctx->inbox_tail = op;
+    atomic_store(&ctx->inbox_nonempty, 1);
+    if (atomic_load(&ctx->gate_sleeping))
+        pthread_cond_signal(&ctx->gate_cond);
+    pthread_mutex_unlock(&ctx->inbox_mtx);
+}
+
+void ev_handler_push(ev_ctx_t *ctx, ev_op_t *op)
+{
+    op->next = NULL;
+    op->in_handler = true;
+    pthread_mutex_lock(&ctx->hq_mtx);
+    if (ctx->hq_tail)
+        ctx->hq_tail->next = op;
+    else
+        ctx->hq_head = op;
+    ctx->hq_tail = op;
+    pthread_cond_signal(&ctx->hq_cond);
+    pthread_mutex_unlock(&ctx->hq_mtx);
+}
+
+/* ------------------------------------------------------------- handles */
+/* The handle does not know its context; waiters need it for the condition
+ * variable, so the handle stores it at creation. */
+typedef struct ev_handle_ext {
+    ev_handle_t h;
+    ev_ctx_t *ctx;
+} ev_handle_ext_t;
+
+static ev_handle_t *handle_new(ev_ctx_t *ctx, int kind)
+{
+    ev_handle_ext_t *x = calloc(1, sizeof(*x));
+    if (!x)
+        return NULL;
+    x->ctx = ctx;
+    ev_handle_t *h = &x->h;
+    atomic_init(&h->refs, 2); /* caller + op */
+    atomic_init(&h->done, 0);
+    h->kind = kind;
+    return h;
+}
+
+void ev_handle_release(ev_handle_t *h)
+{
+    if (h && atomic_fetch_sub(&h->refs, 1) == 1)
+        free(h);
+}
+
+ompc_status_t ev_test(ev_handle_t *h)
+{
+    if (!atomic_load_explicit(&h->done, memory_order_acquire))
+        return OMPC_INPROGRESS;
+    return h->status;
+}
+
+/* Wait on a predicate: spin briefly (a reply usually comes within
+ * microseconds), then sleep on the context's completion condition. */
+static void wait_until(ev_ctx_t *ctx, bool (*pred)(void *), void *arg)
+{
+    uint64_t spin_end = ompc_now_ns() + (uint64_t)ctx->cfg->spin_us * 1000u;
+    while (!pred(arg)) {
+        if (ompc_now_ns() < spin_end) {
+            sched_yield();
+            continue;
+        }
+        pthread_mutex_lock(&ctx->done_mtx);
+        atomic_fetch_add(&ctx->done_waiters, 1);
+        while (!pred(arg)) {
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            ts.tv_nsec += 50 * 1000 * 1000;
+            if (ts.tv_nsec >= 1000000000) {
+                ts.tv_sec++;
+                ts.tv_nsec -= 1000000000;
+            }
+            pthread_cond_timedwait(&ctx->done_cond, &ctx->done_mtx, &ts);
+        }
+        atomic_fetch_sub(&ctx->done_waiters, 1);
+        pthread_mutex_unlock(&ctx->done_mtx);
+    }
+}
+
+static bool pred_handle_done(void *arg)
+{
+    return atomic_load_explicit(&((ev_handle_t *)arg)->done, memory_order_acquire);
+}
+
+ompc_status_t ev_wait(ev_handle_t *h)
+{
+    if (!h)
+        return OMPC_ERR_INVALID;
+    ev_ctx_t *ctx = ((ev_handle_ext_t *)h)->ctx;
+    wait_until(ctx, pred_handle_done, h);
+    return h->status;
+}
+
+ompc_status_t ev_wait_all(ev_handle_t **hs, size_t n)
+{
+    ompc_status_t first = OMPC_OK;
+    for (size_t i = 0; i < n; i++) {
+        ompc_status_t st = ev_wait(hs[i]);
+        if (st != OMPC_OK && first == OMPC_OK)
+            first = st;
+    }
+    return first;
+}
+
+ev_addr_t ev_handle_addr(const ev_handle_t *h)
+{
+    return atomic_load_explicit(&((ev_handle_t *)h)->done, memory_order_acquire)
+               ? h->addr : 0;
+}
+
+size_t ev_handle_result_size(const ev_handle_t *h)
+{
+    return atomic_load_explicit(&((ev_handle_t *)h)->done, memory_order_acquire)
+               ? h->result_size : 0;
+}
+
+static void wake_waiters(ev_ctx_t *ctx)
+{
+    if (atomic_load(&ctx->done_waiters) > 0) {
+        pthread_mutex_lock(&ctx->done_mtx);
+        pthread_cond_broadcast(&ctx->done_cond);
+        pthread_mutex_unlock(&ctx->done_mtx);
+    }
+}
+
+/* ---------------------------------------------------------- arrivals */
+static void arrival_remove(ev_ctx_t *ctx, ev_op_t *op)
+{
+    if (op->aprev)
+        op->aprev->anext = op->anext;
+    else
+        ctx->arr_head = op->anext;
+    if (op->anext)
+        op->anext->aprev = op->aprev;
+    else
+        ctx->arr_tail = op->aprev;
+    op->aprev = op->anext = NULL;
+}
+
+bool ev_arrivals_before_done(ev_ctx_t *ctx, ev_op_t *op)
+{
+    return ctx->arr_head == op;
+}
+
+static ev_op_t **dest_bucket(ev_ctx_t *ctx, int32_t tag)
+{
+    return &ctx->dest_hash[(uint32_t)tag % EV_HASH_BUCKETS];
+}
+
+/* Gate only: the op's last step returned DONE. */
+void ev_op_complete(ev_ctx_t *ctx, ev_op_t *op)
+{
+    if (op->role == EV_DEST && op->tag != 0) {
+        ev_op_t **pp = dest_bucket(ctx, op->tag);
+        while (*pp && *pp != op)
+            pp = &(*pp)->hnext;
+        if (*pp)
+            *pp = op->hnext;
+        arrival_remove(ctx, op);
+        atomic_fetch_add_explicit(&ctx->st_served, 1, memory_order_relaxed);
+    }
+    live_remove(ctx, op);
+    if (op->role == EV_ORIGIN && op->h) {
+        ev_handle_t *h = op->h;
+        h->status = op->status;
+        atomic_store_explicit(&h->done, 1, memory_order_release);
+        if (op->tag)
+            tag_release(ctx, op->tag);
+        ev_handle_release(h);
+        atomic_fetch_sub(&ctx->origin_inflight, 1);
+        wake_waiters(ctx);
+    }
+    ev_op_free(op);
+}
+
+/* ------------------------------------------------------------ stepping */
+/* Gate only: run one step of an op the gate owns and file it by result. */
+static void gate_step(ev_ctx_t *ctx, ev_op_t *op)
+{
+    int r = op->step(ctx, op);
+    if (op->nnew)
+        gate_register_reqs(ctx, op);
+    if (r == EV_STEP_DONE) {
+        OMPC_ASSERT(op->npending == 0);
+        ev_op_complete(ctx, op);
+    } else if (r == EV_STEP_HANDLER) {
+        ev_handler_push(ctx, op);
+    } else if (op->npending == 0 && !op->waitlisted) {
+        /* Waiting on a condition, not on I/O (sync, exit). */
+        op->waitlisted = true;
+        op->next = ctx->waitlist;
+        ctx->waitlist = op;
+    }
+}
+
+static int gate_drain_inbox(ev_ctx_t *ctx)
+{
+    if (!atomic_load(&ctx->inbox_nonempty))
+        return 0;
+    pthread_mutex_lock(&ctx->inbox_mtx);
+    ev_op_t *list = ctx->inbox_head;
+    ctx->inbox_head = ctx->inbox_tail = NULL;
+    atomic_store(&ctx->inbox_nonempty, 0);
+    pthread_mutex_unlock(&ctx->inbox_mtx);
+    int n = 0;
+    while (list) {
+        ev_op_t *op = list;
+        list = op->next;
+        op->next = NULL;
+        n++;
+        if (op->in_handler) {
+            /* Back from a handler thread: continue on the gate. */
+            op->in_handler = false;
+            gate_step(ctx, op);
+            continue;
+        }
+        /* A new origin op whose first step ran in the caller's thread. */
+        live_add(ctx, op);
+        if (op->nnew)
+            gate_register_reqs(ctx, op);
+        if (op->npending == 0)
+            gate_step(ctx, op);
+    }
+    return n;
+}
+
+/* Ops with a completed request in this pass, to step after compaction. */
+static int gate_progress_requests(ev_ctx_t *ctx)
+{
+    if (ctx->nreqs == 0)
+        return 0;
+    int outcount = 0;
+    EV_CHECK_MPI(MPI_Testsome(ctx->nreqs, ctx->reqs, &outcount, ctx->tsome_idx,
+                              ctx->tsome_st), "MPI_Testsome");
+    if (outcount == MPI_UNDEFINED || outcount == 0)
+        return 0;
+    uint64_t now = ompc_now_ns();
+    ev_op_t *ready = NULL;
+    for (int k = 0; k < outcount; k++) {
+        int i = ctx->tsome_idx[k];
+        ev_op_t *op = ctx->req_owner[i];
+        op->npending--;
+        op->ncook[ctx->req_cookie[i]]--;
+        if (ctx->req_cookie[i] == EV_RQ_CHUNK)
+            op->stream.inflight--;
+        if (op->peer >= 0)
+            ctx->last_heard[op->peer] = now;
+        if (op->peer2 >= 0)
+            ctx->last_heard[op->peer2] = now;
+        ctx->req_owner[i] = NULL;
+        if (!op->next && op != ready) {
+            /* Not yet on the ready list (the list is NULL-terminated via a
+             * sentinel trick: the tail points to itself). */
+            op->next = ready ? ready : op;
+            ready = op;
+        }
+    }
+    int w = 0;
+    for (int i = 0; i < ctx->nreqs; i++) {
+        if (ctx->req_owner[i]) {
+            ctx->reqs[w] = ctx->reqs[i];
+            ctx->req_owner[w] = ctx->req_owner[i];
+            ctx->req_cookie[w] = ctx->req_cookie[i];
+            w++;
+        }
+    }
+    ctx->nreqs = w;
+    while (ready) {
+        ev_op_t *op = ready;
+        ready = (op->next == op) ? NULL : op->next;
+        op->next = NULL;
+        gate_step(ctx, op);
+    }
+    return outcount;
+}
+
+static int gate_run_waitlist(ev_ctx_t *ctx)
+{
+    ev_op_t *list = ctx->waitlist;
+    ctx->waitlist = NULL;
+    int n = 0;
+    while (list) {
+        ev_op_t *op = list;
+        list = op->next;
+        op->next = NULL;
+        op->waitlisted = false;
+        int before = op->state;
+        gate_step(ctx, op);
+        /* gate_step re-queues it if still waiting; count real changes. */
+        if (!op->waitlisted || op->state != before)
+            n++;
+    }
+    return n;
+}
+
+/* ------------------------------------------------------- notifications */
+_Noreturn void ev_proto_fatal(ev_ctx_t *ctx, int src, const ev_wire_hdr_t *hdr,
+                              const char *what)
+{
+    ompc_fatal("rank %d: protocol error in message from rank %d (event kind %s"
+               " [%d], tag %d): %s", ctx->rank, src,
+               hdr ? ev_kind_name(hdr->kind) : "?", hdr ? hdr->kind : -1,
+               hdr ? hdr->tag : -1, what);
+}
+
+/* Ping and pong are fire-and-forget: done once the send completes. */
+static int send_only_step(ev_ctx_t *ctx, ev_op_t *op)
+{
+    (void)ctx;
+    return op->npending ? EV_STEP_WAIT : EV_STEP_DONE;
+}
+
+static void gate_send_pong(ev_ctx_t *ctx, int to)
+{
+    ev_op_t *op = ev_op_new(ctx, EV_K_PONG, EV_ORIGIN);
+    ev_wire_hdr_t *h = calloc(1, sizeof(*h));
+    if (!op || !h)
+        ompc_fatal("out of memory answering a ping");
+    h->magic = EV_MAGIC;
+    h->kind = EV_K_PONG;
+    h->origin = ctx->rank;
+    op->msg = h;
+    op->step = send_only_step;
+    op->peer = -1; /* a pong waits on nobody */
+    ev_op_isend(ctx, op, h, sizeof(*h), to, ctx->ctrl, EV_NOTIFY_TAG, EV_RQ_MISC);
+    live_add(ctx, op);
+    gate_register_reqs(ctx, op);
+}
+
+static void gate_handle_notification(ev_ctx_t *ctx, void *buf, size_t len, int src)
+{
+    ev_wire_hdr_t hdr;
+    ctx->last_heard[src] = ompc_now_ns();
+    if (len < sizeof(hdr)) {
+        char what[96];
+        snprintf(what, sizeof(what), "notification of %zu bytes, shorter than "
+                 "the %zu-byte header", len, sizeof(hdr));
+        ev_proto_fatal(ctx, src, NULL, what);
+    }
+    memcpy(&hdr, buf, sizeof(hdr));
+    if (hdr.magic != EV_MAGIC)
+        ev_proto_fatal(ctx, src, &hdr, "bad magic number (not an ompc message)");
+    if (hdr.kind <= 0 || hdr.kind >= EV_K_COUNT || hdr.kind == EV_K_EXCHANGE)
+        ev_proto_fatal(ctx, src, &hdr, "unknown event kind");
+    if (hdr.origin != src)
+        ev_proto_fatal(ctx, src, &hdr, "origin field does not match the sender");
+    if ((size_t)hdr.payload != len - sizeof(hdr)) {
+        char what[128];
+        snprintf(what, sizeof(what), "wrong message size: header announces %u "
+                 "payload bytes, message carries %zu", hdr.payload,
+                 len - sizeof(hdr));
+        ev_proto_fatal(ctx, src, &hdr, what);
+    }
+    if (hdr.kind == EV_K_PING) {
+        gate_send_pong(ctx, src);
+        free(buf);
+        return;
+    }
+    if (hdr.kind == EV_K_PONG) {
+        free(buf);
+        return;
+    }
+    if (hdr.tag <= 0 || hdr.tag % ctx->size != src)
+        ev_proto_fatal(ctx, src, &hdr, "event tag does not belong to the sender");
+    ev_op_t **bucket = dest_bucket(ctx, hdr.tag);
+    for (ev_op_t *o = *bucket; o; o = o->hnext) {
+        if (o->tag == hdr.tag) {
+            ompc_fatal("rank %d: tag collision: event kind %s tag %d from rank "
+                       "%d arrived while event kind %s with the same tag from "
+                       "the same origin is still in flight", ctx->rank,
+                       ev_kind_name(hdr.kind), hdr.tag, src,
+                       ev_kind_name(o->kind));
+        }
+    }
+    ev_op_t *op = ev_op_new(ctx, hdr.kind, EV_DEST);
+    if (!op)
+        ompc_fatal("rank %d: out of memory receiving event %s tag %d", ctx->rank,
+                   ev_kind_name(hdr.kind), hdr.tag);
+    op->hdr = hdr;
+    op->msg = buf;
+    op->msg_len = len;
+    op->tag = hdr.tag;
+    op->origin = src;
+    op->peer = src;
+    op->comm_idx = ((hdr.tag - src) / ctx->size) % ctx->ncomms;
+    op->arrival = ++ctx->arrivals;
+    op->t_start = ompc_now_ns();
+    op->hnext = *bucket;
+    *bucket = op;
+    op->aprev = ctx->arr_tail;
+    if (ctx->arr_tail)
+        ctx->arr_tail->anext = op;
+    else
+        ctx->arr_head = op;
+    ctx->arr_tail = op;
+    ompc_trace("<-- %s tag %d from r%d (%zu B)", ev_kind_name(hdr.kind), hdr.tag,
+               src, len);
+    live_add(ctx, op);
+    ev_dest_start(ctx, op); /* validates the kind-specific fields */
+    gate_step(ctx, op);
+}
+
+static int gate_recv_notifications(ev_ctx_t *ctx)
+{
+    int n = 0;
+    /* Bounded batch so that request progress is not starved by a flood. */
+    for (int i = 0; i < 64; i++) {
+        int flag = 0;
+        MPI_Message msg;
+        MPI_Status st;
+        EV_CHECK_MPI(MPI_Improbe(MPI_ANY_SOURCE, EV_NOTIFY_TAG, ctx->ctrl, &flag,
+                                 &msg, &st), "MPI_Improbe");
+        if (!flag)
+            break;
+        int count = 0;
+        MPI_Get_count(&st, MPI_BYTE, &count);
+        void *buf = malloc(count > 0 ? (size_t)count : 1);
+        if (!buf)
+            ompc_fatal("rank %d: out of memory receiving a %d-byte notification",
+                       ctx->rank, count);
+        EV_CHECK_MPI(MPI_Mrecv(buf, count, MPI_BYTE, &msg, MPI_STATUS_IGNORE),
+                     "MPI_Mrecv");
+        gate_handle_notification(ctx, buf, (size_t)count, st.MPI_SOURCE);
+        n++;
+    }
+    return n;
+}
+
+/* ------------------------------------------------------------ liveness */
+/* Ops that wait on a peer ping it after half the timeout without a sign of
+ * life and end the job after the full timeout.  Peers answer pings from
+ * their gate thread, which never runs user code, so a rank busy in a long
+ * kernel still answers. */
+static void gate_check_liveness(ev_ctx_t *ctx, uint64_t now)
+{
+    if (now < ctx->next_liveness_ns)
+        return;
+    uint64_t timeout = (uint64_t)ctx->cfg->peer_timeout_ms * 1000000ull;
+    ctx->next_liveness_ns = now + (timeout / 8 < 100000000ull ? timeout / 8
+                                                              : 100000000ull);
+    for (ev_op_t *op = ctx->live_head; op; op = op->lnext) {
+        if (op->in_handler)
+            continue;
+        int peers[2] = {op->peer, op->peer2};
+        for (int k = 0; k < 2; k++) {
+            int p = peers[k];
+            if (p < 0 || p == ctx->rank)
+                continue;
+            if (op->role == EV_DEST && op->npending == 0)
+                continue; /* waiting on local conditions only */
+            uint64_t ref = ctx->last_heard[p] > op->t_start ? ctx->last_heard[p]
+                                                            : op->t_start;
+            if (now - ref > timeout) {
+                ompc_fatal("rank %d: rank %d stopped responding: no message "
+                           "for %.1f s while event kind %s tag %d waits on it "
+                           "(OMPC_PEER_TIMEOUT=%.3g s)", ctx->rank, p,
+                           (double)(now - ref) / 1e9, ev_kind_name(op->kind),
+                           op->tag, (double)ctx->cfg->peer_timeout_ms / 1e3);
+            }
+            if (now - ref > timeout / 2 && now - ctx->last_ping[p] > timeout / 4) {
+                ctx->last_ping[p] = now;
+                ev_op_t *ping = ev_op_new(ctx, EV_K_PING, EV_ORIGIN);
+                ev_wire_hdr_t *h = calloc(1, sizeof(*h));
+                if (!ping || !h)
+                    ompc_fatal("out of memory sending a ping");
+                h->magic = EV_MAGIC;
+                h->kind = EV_K_PING;
+                h->origin = ctx->rank;
+                ping->msg = h;
+                ping->step = send_only_step;
+                ping->peer = -1;
+                ev_op_isend(ctx, ping, h, sizeof(*h), p, ctx->ctrl, EV_NOTIFY_TAG,
+                            EV_RQ_MISC);
+                gate_register_reqs(ctx, ping);
+                /* Pushed at the head: this walk, moving forward, skips it. */
+                ompc_debug("pinging rank %d (silent for %.2f s)", p,
+                           (double)(now - ref) / 1e9);
+                live_add(ctx, ping);
+            }
+        }
+    }
+}
+
+/* --------------------------------------------------------------- gate */
+static void *gate_main(void *arg)
+{
+    ev_ctx_t *ctx = arg;
+    ompc_log_set_thread_name("gate");
+    pthread_setname_np(pthread_self(), "ompc-gate");
+    uint64_t spin_ns = (uint64_t)ctx->cfg->spin_us * 1000u;
+    uint64_t last_progress = ompc_now_ns();
+    uint64_t sleep_us = 1;
+    for (;;) {
+        int progress = gate_drain_inbox(ctx);
+        progress += gate_recv_notifications(ctx);
+        progress += gate_progress_requests(ctx);
+        if (ctx->waitlist)
+            progress += gate_run_waitlist(ctx);
+        uint64_t now = ompc_now_ns();
+        gate_check_liveness(ctx, now);
+        if (progress) {
+            last_progress = now;
+            sleep_us = 1;
+            continue;
+        }
+        if (atomic_load(&ctx->stopping) && ctx->nreqs == 0 && !ctx->waitlist &&
+            !ctx->arr_head && !atomic_load(&ctx->inbox_nonempty) &&
+            atomic_load(&ctx->origin_inflight) == 0)
+            break;
+        if (now - last_progress < spin_ns) {
+            sched_yield();
+            continue;
+        }
+        /* Idle: MPI has no blocking wait that does not spin (MPICH polls in
+         * MPI_Wait), so back off exponentially, and let local activity (an
+         * op pushed to the inbox) wake us at once. */
+        pthread_mutex_lock(&ctx->inbox_mtx);
+        if (!atomic_load(&ctx->inbox_nonempty)) {
+            atomic_store(&ctx->gate_sleeping, 1);
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            ts.tv_nsec += (long)sleep_us * 1000;
+            while (ts.tv_nsec >= 1000000000) {
+                ts.tv_sec++;
+                ts.tv_nsec -= 1000000000;
+            }
+            pthread_cond_timedwait(&ctx->gate_cond, &ctx->inbox_mtx, &ts);
+            atomic_store(&ctx->gate_sleeping, 0);
+        }
+        pthread_mutex_unlock(&ctx->inbox_mtx);
+        sleep_us *= 2;
+        if (sleep_us > (uint64_t)ctx->cfg->poll_max_us)
+            sleep_us = (uint64_t)ctx->cfg->poll_max_us;
+    }
+    return NULL;
+}
+
+/* ------------------------------------------------------------ handlers */
+static void *handler_main(void *arg)
+{
+    ev_ctx_t *ctx = arg;
+    ompc_log_set_thread_name("handler");
+    pthread_setname_np(pthread_self(), "ompc-handler");
+    for (;;) {
+        pthread_mutex_lock(&ctx->hq_mtx);
+        while (!ctx->hq_head && !atomic_load(&ctx->stopping))
+            pthread_cond_wait(&ctx->hq_cond, &ctx->hq_mtx);
+        ev_op_t *op = ctx->hq_head;
+        if (!op) {
+            pthread_mutex_unlock(&ctx->hq_mtx);
+            break;
+        }
+        ctx->hq_head = op->next;
+        if (!ctx->hq_head)
+            ctx->hq_tail = NULL;
+        pthread_mutex_unlock(&ctx->hq_mtx);
+        op->next = NULL;
+        /* Handler steps do CPU work only; the op goes back to the gate for
+         * everything that touches MPI. */
+        int r = op->step(ctx, op);
+        OMPC_ASSERT(r == EV_STEP_WAIT && op->nnew == 0);
+        ev_inbox_push(ctx, op);
+    }
+    return NULL;
+}
+
+/* ------------------------------------------------------------- origins */
+ompc_status_t ev_origin_start(ev_ctx_t *ctx, ev_op_t *op, ev_handle_t **h_p)
+{
+    if (atomic_load(&ctx->shutdown)) {
+        ev_op_free(op);
+        return OMPC_ERR_SHUTDOWN;
+    }
+    if (!atomic_load(&ctx->started)) {
+        ompc_error("rank %d: %s event before ev_ctx_start", ctx->rank,
+                   ev_kind_name(op->kind));
+        ev_op_free(op);
+        return OMPC_ERR_INVALID;
+    }
+    ev_handle_t *h = handle_new(ctx, op->kind);
+    if (!h) {
+        ev_op_free(op);
+        return OMPC_ERR_NOMEM;
+    }
+    op->tag = tag_alloc(ctx, &op->comm_idx);
+    op->origin = ctx->rank;
+    op->h = h;
+    h->tag = op->tag;
+    op->t_start = ompc_now_ns();
+    atomic_fetch_add(&ctx->origin_inflight, 1);
+    atomic_fetch_add_explicit(&ctx->st_originated, 1, memory_order_relaxed);
+    /* The first step (post the reply receive, send the notification) runs
+     * here, so the message leaves without waiting for the gate thread. */
+    int r = op->step(ctx, op);
+    OMPC_ASSERT(r == EV_STEP_WAIT);
+    ev_inbox_push(ctx, op);
+    *h_p = h;
+    return OMPC_OK;
+}
+
+ompc_status_t ev_debug_send_raw(ev_ctx_t *ctx, int rank, const void *bytes,
+                                size_t len)
+{
+    if (rank < 0 || rank >= ctx->size || len > INT32_MAX)
+        return OMPC_ERR_INVALID;
+    EV_CHECK_MPI(MPI_Send(bytes, (int)len, MPI_BYTE, rank, EV_NOTIFY_TAG,
+                          ctx->ctrl), "MPI_Send");
+    return OMPC_OK;
+}
+
+void ev_ctx_stats(const ev_ctx_t *ctx, ev_stats_t *stats_p)
+{
+    ev_ctx_t *c = (ev_ctx_t *)ctx;
+    stats_p->events_originated = atomic_load(&c->st_originated);
+    stats_p->events_served = atomic_load(&c->st_served);
+    stats_p->bytes_sent = atomic_load(&c->st_bytes_sent);
+    stats_p->bytes_received = atomic_load(&c->st_bytes_recv);
+}
+
+/* ------------------------------------------------------------ lifecycle */
+static int ctx_counter;
+
+ompc_status_t ev_ctx_create(ev_ctx_t **ctx_p)
+{
+    const ompc_config_t *cfg = ompc_config_get();
+    int init = 0, provided = 0;
+    bool owned = false;
+    MPI_Initialized(&init);
+    if (!init) {
+        if (MPI_Init_thread(NULL, NULL, MPI_THREAD_MULTIPLE, &provided) != MPI_SUCCESS) {
+            ompc_error("MPI_Init_thread failed");
+            return OMPC_ERR_MPI;
+        }
+        owned = true;
+    } else {
+        MPI_Query_thread(&provided);
+    }
+    if (provided < MPI_THREAD_MULTIPLE) {
+        char lib[MPI_MAX_LIBRARY_VERSION_STRING];
+        int len = 0;
+        MPI_Get_library_version(lib, &len);
+        char *nl = strchr(lib, '\n');
+        if (nl)
+            *nl = '\0';
+        ompc_fatal("the MPI library provides thread level %d, but ompc needs "
+                   "MPI_THREAD_MULTIPLE (%d). Library: \"%s\". Use an MPI built "
+                   "with thread-multiple support (Debian's mpich or openmpi "
+                   "packages are), and if the application initialises MPI "
+                   "itself, call MPI_Init_thread with MPI_THREAD_MULTIPLE.",
+                   provided, MPI_THREAD_MULTIPLE, lib);
+    }
+    ompc_set_abort_hook(ev_mpi_abort_hook);
+    ev_ctx_t *ctx = calloc(1, sizeof(*ctx));
+    if (!ctx)
+        return OMPC_ERR_NOMEM;
+    ctx->cfg = cfg;
+    ctx->mpi_owned = owned;
+    MPI_Comm_rank(MPI_COMM_WORLD, &ctx->rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &ctx->size);
+    ompc_log_set_rank(ctx->rank);
+    if (cfg->print_config && ctx->rank == 0 && ctx_counter++ == 0)
+        ompc_config_print();
+    int *tag_ub = NULL, flag = 0;
+    MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &tag_ub, &flag);
+    int ub = flag ? *tag_ub : 32767;
+    ctx->tag_seq_max = ((ub - 1) / 2 - (ctx->size - 1)) / ctx->size;
+    if (ctx->tag_seq_max > (1 << 22))
+        ctx->tag_seq_max = 1 << 22; /* bounds the busy map to 4 MiB */
+    if (ctx->tag_seq_max < 16)
+        ompc_fatal("MPI_TAG_UB %d is too small for %d ranks", ub, ctx->size);
+    ctx->tag_busy = calloc((size_t)ctx->tag_seq_max + 1, 1);
+    ctx->tag_next = 1;
+    ctx->ncomms = (int)cfg->num_comms;
+    ctx->chunk = (size_t)cfg->chunk_size;
+    ctx->window = (int)cfg->chunk_window;
+    ctx->inline_max = (size_t)cfg->inline_max;
+    ctx->comms = calloc((size_t)ctx->ncomms, sizeof(MPI_Comm));
+    ctx->last_heard = calloc((size_t)ctx->size, sizeof(uint64_t));
+    ctx->last_ping = calloc((size_t)ctx->size, sizeof(uint64_t));
+    ctx->nhandlers = (int)cfg->num_handlers;
+    ctx->handlers = calloc((size_t)ctx->nhandlers, sizeof(pthread_t));
+    if (!ctx->tag_busy || !ctx->comms || !ctx->last_heard || !ctx->last_ping ||
+        !ctx->handlers)
+        ompc_fatal("out of memory creating the event context");
+    EV_CHECK_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &ctx->ctrl), "MPI_Comm_dup");
+    for (int i = 0; i < ctx->ncomms; i++)
+        EV_CHECK_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &ctx->comms[i]), "MPI_Comm_dup");
+    /* Errors inside MPI must reach us as return codes so that messages name
+     * the event; EV_CHECK_MPI turns them into fatal errors. */
+    MPI_Comm_set_errhandler(ctx->ctrl, MPI_ERRORS_RETURN);
+    for (int i = 0; i < ctx->ncomms; i++)
+        MPI_Comm_set_errhandler(ctx->comms[i], MPI_ERRORS_RETURN);
+    pthread_mutex_init(&ctx->inbox_mtx, NULL);
+    pthread_cond_init(&ctx->gate_cond, NULL);
+    pthread_mutex_init(&ctx->hq_mtx, NULL);
+    pthread_cond_init(&ctx->hq_cond, NULL);
+    pthread_mutex_init(&ctx->tag_mtx, NULL);
+    pthread_mutex_init(&ctx->done_mtx, NULL);
+    pthread_cond_init(&ctx->done_cond, NULL);
+    pthread_mutex_init(&ctx->fn_mtx, NULL);
+    pthread_mutex_init(&ctx->reg_mtx, NULL);
+    if (pthread_create(&ctx->gate, NULL, gate_main, ctx) != 0)
+        ompc_fatal("cannot start the gate thread");
+    for (int i = 0; i < ctx->nhandlers; i++)
+        if (pthread_create(&ctx->handlers[i], NULL, handler_main, ctx) != 0)
+            ompc_fatal("cannot start handler thread %d", i);
+    ompc_debug("event system up: %d ranks, %d comms, %d handlers", ctx->size,
+               ctx->ncomms, ctx->nhandlers);
+    *ctx_p = ctx;
+    return OMPC_OK;
+}
+
+ompc_status_t ev_ctx_start(ev_ctx_t *ctx)
+{
+    if (atomic_load(&ctx->started))
+        return OMPC_ERR_INVALID;
+    /* Every gate is up and every function registered before anyone sends. */
+    EV_CHECK_MPI(MPI_Barrier(ctx->ctrl), "MPI_Barrier");
+    atomic_store(&ctx->started, 1);
+    return OMPC_OK;
+}
+
+int ev_ctx_rank(const ev_ctx_t *ctx) { return ctx->rank; }
+int ev_ctx_size(const ev_ctx_t *ctx) { return ctx->size; }
+
+static bool pred_exit(void *arg)
+{
+    return atomic_load(&((ev_ctx_t *)arg)->exit_received) != 0;
+}
+
+void ev_signal_exit(ev_ctx_t *ctx)
+{
+    atomic_store(&ctx->exit_received, 1);
+    pthread_mutex_lock(&ctx->done_mtx);
+    pthread_cond_broadcast(&ctx->done_cond);
+    pthread_mutex_unlock(&ctx->done_mtx);
+}
+
+ompc_status_t ev_ctx_serve(ev_ctx_t *ctx)
+{
+    wait_until(ctx, pred_exit, ctx);
+    return OMPC_OK;
+}
+
+static bool pred_no_origin(void *arg)
+{
+    return atomic_load(&((ev_ctx_t *)arg)->origin_inflight) == 0;
+}
+
+ompc_status_t ev_ctx_shutdown(ev_ctx_t *ctx)
+{
+    wait_until(ctx, pred_no_origin, ctx);
+    ompc_status_t st = ev_sync_all(ctx);
+    if (st != OMPC_OK)
+        return st;
+    ev_handle_t **hs = calloc((size_t)ctx->size, sizeof(*hs));
+    if (!hs)
+        return OMPC_ERR_NOMEM;
+    int n = 0;
+    for (int r = 0; r < ctx->size; r++) {
+        if (r == ctx->rank)
+            continue;
+        st = ev_start_control(ctx, EV_K_EXIT, r, &hs[n]);
+        if (st != OMPC_OK)
+            return st;
+        n++;
+    }
+    st = ev_wait_all(hs, (size_t)n);
+    for (int i = 0; i < n; i++)
+        ev_handle_release(hs[i]);
+    free(hs);
+    atomic_store(&ctx->shutdown, 1);
+    return st;
+}
+
+void ev_ctx_destroy(ev_ctx_t *ctx)
+{
+    if (!ctx)
+        return;
+    atomic_store(&ctx->shutdown, 1);
+    atomic_store(&ctx->stopping, 1);
+    pthread_mutex_lock(&ctx->inbox_mtx);
+    pthread_cond_signal(&ctx->gate_cond);
+    pthread_mutex_unlock(&ctx->inbox_mtx);
+    pthread_join(ctx->gate, NULL);
+    pthread_mutex_lock(&ctx->hq_mtx);
+    pthread_cond_broadcast(&ctx->hq_cond);
+    pthread_mutex_unlock(&ctx->hq_mtx);
+    for (int i = 0; i < ctx->nhandlers; i++)
+        pthread_join(ctx->handlers[i], NULL);
+    EV_CHECK_MPI(MPI_Barrier(ctx->ctrl), "MPI_Barrier");
+    for (int i = 0; i < ctx->ncomms; i++)
+        MPI_Comm_free(&ctx->comms[i]);
+    MPI_Comm_free(&ctx->ctrl);
+    ev_region_destroy_all(ctx);
+    pthread_mutex_destroy(&ctx->inbox_mtx);
+    pthread_cond_destroy(&ctx->gate_cond);
+    pthread_mutex_destroy(&ctx->hq_mtx);
+    pthread_cond_destroy(&ctx->hq_cond);
+    pthread_mutex_destroy(&ctx->tag_mtx);
+    pthread_mutex_destroy(&ctx->done_mtx);
+    pthread_cond_destroy(&ctx->done_cond);
+    pthread_mutex_destroy(&ctx->fn_mtx);
+    pthread_mutex_destroy(&ctx->reg_mtx);
+    bool fin = ctx->mpi_owned;
+    free(ctx->reqs);
+    free(ctx->req_owner);
+    free(ctx->req_cookie);
+    free(ctx->tsome_idx);
+    free(ctx->tsome_st);
+    free(ctx->tag_busy);
+    free(ctx->comms);
+    free(ctx->last_heard);
+    free(ctx->last_ping);
+    free(ctx->handlers);
+    free(ctx);
+    if (fin)
+        MPI_Finalize();
+}

@@ -1,0 +1,158 @@
+/* ompc event system: asynchronous remote operations between MPI ranks.
+ *
+ * Every rank runs a gate thread (receives event notifications and drives all
+ * MPI progress with non-blocking calls) and a pool of handler threads (run the
+ * CPU work of events, such as registered functions).  Any rank may originate
+ * an event towards any rank; the origin gets a handle to wait on or poll.
+ *
+ * This layer knows nothing of OpenMP.  Remote memory is named by ev_addr_t,
+ * an address in the destination process, valid only inside a region that
+ * rank allocated with ev_alloc or exposed with ev_mem_register.
+ *
+ * Thread safety: every function may be called from any thread of the rank
+ * that created the context, including from inside a registered function,
+ * unless its comment says otherwise. */
+#ifndef OMPC_EV_H
+#define OMPC_EV_H
+
+#include "ompc_common.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct ev_ctx ev_ctx_t;
+typedef struct ev_handle ev_handle_t;
+typedef uint64_t ev_addr_t;
+typedef int32_t ev_fn_id_t;
+
+/* Largest argument block and result block of an execute event. */
+#define EV_EXEC_MAX_ARGS (64 * 1024)
+#define EV_EXEC_MAX_RESULT (64 * 1024)
+
+/* Create the event system: initialises MPI with MPI_THREAD_MULTIPLE unless
+ * the application already did (a lower thread level is a fatal error that
+ * names the MPI library), duplicates the communicator pool, starts the gate
+ * and handler threads.  Collective over MPI_COMM_WORLD.  Call from the main
+ * thread, then register functions, then call ev_ctx_start. */
+ompc_status_t ev_ctx_create(ev_ctx_t **ctx_p);
+
+/* Collective: after it returns on a rank, every rank has registered all its
+ * functions, so events may flow.  Events started before it are refused
+ * (OMPC_ERR_INVALID), and so are registrations after it. */
+ompc_status_t ev_ctx_start(ev_ctx_t *ctx);
+
+int ev_ctx_rank(const ev_ctx_t *ctx);
+int ev_ctx_size(const ev_ctx_t *ctx);
+
+/* Worker side: block until some rank sends the exit event, serving events
+ * meanwhile (they are served by the gate and handler threads whether or not
+ * a thread sits here). */
+ompc_status_t ev_ctx_serve(ev_ctx_t *ctx);
+
+/* Head side (the one rank that owns the job's lifetime): wait for every
+ * event this rank originated, flush all ranks (sync), then send exit to all
+ * other ranks and wait for them to acknowledge. */
+ompc_status_t ev_ctx_shutdown(ev_ctx_t *ctx);
+
+/* Stop the threads, free the communicators, and finalise MPI if
+ * ev_ctx_create initialised it.  Collective.  On a worker, call after
+ * ev_ctx_serve returned; on the head, after ev_ctx_shutdown. */
+void ev_ctx_destroy(ev_ctx_t *ctx);
+
+/* ----------------------------------------------------- registered functions
+ * A function runs on a handler thread of the destination rank.  It gets the
+ * argument bytes and may write up to result_cap bytes of result.  Functions
+ * must be registered on every rank in the same order (ids are indices),
+ * between ev_ctx_create and ev_ctx_start.
+ * A function that originates events must wait for them before it returns, so
+ * that a flush (sync) of its rank covers them too. */
+typedef struct ev_exec_info {
+    ev_ctx_t *ctx;
+    int origin;          /* rank that sent the execute event */
+    const void *args;
+    size_t args_size;
+    void *result;        /* result buffer, result_cap bytes */
+    size_t result_cap;
+    size_t result_size;  /* set by the function; 0 by default */
+} ev_exec_info_t;
+
+typedef ompc_status_t (*ev_fn_t)(ev_exec_info_t *info);
+
+/* EV_FN_INLINE marks a function short and non-blocking (no waits, no
+ * locks held long): it runs on the gate thread itself, which saves a thread
+ * hand-off (control-plane RPCs).  Never use it for user kernels. */
+#define EV_FN_INLINE 0x1u
+
+ompc_status_t ev_fn_register(ev_ctx_t *ctx, const char *name, ev_fn_t fn,
+                             unsigned flags, ev_fn_id_t *id_p);
+
+/* ------------------------------------------------------------------ memory */
+/* Expose local memory so that remote submit/retrieve/exchange may target it.
+ * Regions must not overlap an existing one. */
+ompc_status_t ev_mem_register(ev_ctx_t *ctx, void *base, size_t size);
+ompc_status_t ev_mem_unregister(ev_ctx_t *ctx, void *base);
+
+/* ------------------------------------------------------------------ events
+ * Each call starts one event and returns at once with a handle (the caller
+ * owns one reference and must ev_handle_release it).  Any local buffer passed
+ * in must stay valid and untouched until the event completes.  A negative
+ * return means the event was not started and *h_p is unchanged. */
+
+/* Allocate size bytes (64-byte aligned) on rank; ev_handle_addr gives it. */
+ompc_status_t ev_alloc(ev_ctx_t *ctx, int rank, size_t size, ev_handle_t **h_p);
+/* Free a region that ev_alloc returned on rank. */
+ompc_status_t ev_free(ev_ctx_t *ctx, int rank, ev_addr_t addr, ev_handle_t **h_p);
+/* Copy size bytes from local src to dst on rank. */
+ompc_status_t ev_submit(ev_ctx_t *ctx, int rank, const void *src, ev_addr_t dst,
+                        size_t size, ev_handle_t **h_p);
+/* Copy size bytes from src on rank to local dst. */
+ompc_status_t ev_retrieve(ev_ctx_t *ctx, int rank, ev_addr_t src, void *dst,
+                          size_t size, ev_handle_t **h_p);
+/* Copy size bytes from src on src_rank to dst on dst_rank.  The data moves
+ * directly between the two ranks; the calling rank only sends commands. */
+ompc_status_t ev_exchange(ev_ctx_t *ctx, int src_rank, ev_addr_t src,
+                          int dst_rank, ev_addr_t dst, size_t size,
+                          ev_handle_t **h_p);
+/* Run function fn on rank with a copy of args; up to result_cap bytes of its
+ * result land in result (local), ev_handle_result_size says how many. */
+ompc_status_t ev_execute(ev_ctx_t *ctx, int rank, ev_fn_id_t fn,
+                         const void *args, size_t args_size, void *result,
+                         size_t result_cap, ev_handle_t **h_p);
+/* Completes once every event that reached rank before this one has
+ * completed there. */
+ompc_status_t ev_sync(ev_ctx_t *ctx, int rank, ev_handle_t **h_p);
+/* ev_sync on every rank (including this one) and wait for all of them. */
+ompc_status_t ev_sync_all(ev_ctx_t *ctx);
+
+/* ------------------------------------------------------------------ handles */
+/* Block until the event completes; returns its final status (OMPC_OK or the
+ * error the destination reported).  A peer that stops responding is detected
+ * by the gate thread (OMPC_PEER_TIMEOUT) and ends the job with a message. */
+ompc_status_t ev_wait(ev_handle_t *h);
+/* OMPC_INPROGRESS while running, else the final status.  Never blocks. */
+ompc_status_t ev_test(ev_handle_t *h);
+/* Wait for n handles, returning the first error (all are waited for). */
+ompc_status_t ev_wait_all(ev_handle_t **hs, size_t n);
+/* Remote address produced by ev_alloc (0 before completion). */
+ev_addr_t ev_handle_addr(const ev_handle_t *h);
+/* Bytes of result written by an execute event. */
+size_t ev_handle_result_size(const ev_handle_t *h);
+void ev_handle_release(ev_handle_t *h);
+
+/* ----------------------------------------------------------- statistics */
+typedef struct ev_stats {
+    uint64_t events_originated;
+    uint64_t events_served;
+    uint64_t bytes_sent;      /* payload bytes this rank sent */
+    uint64_t bytes_received;  /* payload bytes this rank received */
+} ev_stats_t;
+void ev_ctx_stats(const ev_ctx_t *ctx, ev_stats_t *stats_p);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,91 @@
+/* Error paths, one per mode (argv[1]).  Each mode makes the job fail; the
+ * CTest wrapper checks for a non-zero exit, the expected message, and no
+ * hang.  If the runtime missed the fault, rank 0 exits 0 after a while and
+ * the test fails. */
+#define _GNU_SOURCE
+#include "ev_internal.h"
+#include "ev_test.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+static ompc_status_t do_stop(ev_exec_info_t *info)
+{
+    (void)info;
+    raise(SIGSTOP); /* a hung node: every thread of this rank stops */
+    return OMPC_OK;
+}
+
+static ompc_status_t do_die(ev_exec_info_t *info)
+{
+    (void)info;
+    kill(getpid(), SIGKILL);
+    return OMPC_OK;
+}
+
+static ev_wire_hdr_t raw_hdr(ev_ctx_t *ctx, int kind)
+{
+    ev_wire_hdr_t h;
+    memset(&h, 0, sizeof(h));
+    h.magic = EV_MAGIC;
+    h.kind = (uint16_t)kind;
+    h.origin = ev_ctx_rank(ctx);
+    h.tag = ev_debug_tag(ctx);
+    return h;
+}
+
+int main(int argc, char **argv)
+{
+    T_CHECK(argc == 2, "usage: ev_faults MODE");
+    const char *mode = argv[1];
+    ev_ctx_t *ctx;
+    ev_fn_id_t fn_stop, fn_die;
+    T_OK(ev_ctx_create(&ctx));
+    T_OK(ev_fn_register(ctx, "stop", do_stop, 0, &fn_stop));
+    T_OK(ev_fn_register(ctx, "die", do_die, 0, &fn_die));
+    T_OK(ev_ctx_start(ctx));
+    if (ev_ctx_rank(ctx) != 0) {
+        T_OK(ev_ctx_serve(ctx));
+        ev_ctx_destroy(ctx);
+        return 0;
+    }
+    if (strcmp(mode, "unknown-kind") == 0) {
+        ev_wire_hdr_t h = raw_hdr(ctx, 77);
+        T_OK(ev_debug_send_raw(ctx, 1, &h, sizeof(h)));
+    } else if (strcmp(mode, "wrong-size") == 0) {
+        char msg[sizeof(ev_wire_hdr_t) + 10];
+        ev_wire_hdr_t h = raw_hdr(ctx, EV_K_SUBMIT);
+        h.flags = EV_F_INLINE;
+        h.size = 100;
+        h.payload = 100; /* but only 10 bytes follow */
+        memcpy(msg, &h, sizeof(h));
+        memset(msg + sizeof(h), 0, 10);
+        T_OK(ev_debug_send_raw(ctx, 1, msg, sizeof(msg)));
+    } else if (strcmp(mode, "short-message") == 0) {
+        T_OK(ev_debug_send_raw(ctx, 1, "OMPE", 5));
+    } else if (strcmp(mode, "tag-collision") == 0) {
+        /* A streamed submit stays in flight waiting for its data; a second
+         * notification with the same tag must be refused. */
+        ev_wire_hdr_t h = raw_hdr(ctx, EV_K_SUBMIT);
+        h.size = 1 << 20;
+        h.addr = 0x1000;
+        T_OK(ev_debug_send_raw(ctx, 1, &h, sizeof(h)));
+        T_OK(ev_debug_send_raw(ctx, 1, &h, sizeof(h)));
+    } else if (strcmp(mode, "peer-hang") == 0) {
+        ev_handle_t *h;
+        T_OK(ev_execute(ctx, 1, fn_stop, NULL, 0, NULL, 0, &h));
+        ev_wait(h); /* must not return: the gate ends the job */
+    } else if (strcmp(mode, "peer-dies") == 0) {
+        ev_handle_t *h;
+        T_OK(ev_execute(ctx, 1, fn_die, NULL, 0, NULL, 0, &h));
+        ev_wait(h);
+    } else {
+        T_CHECK(0, "unknown mode %s", mode);
+    }
+    /* The fault should have ended the job by now. */
+    sleep(20);
+    fprintf(stderr, "ev_faults %s: the fault went unnoticed\n", mode);
+    T_OK(ev_ctx_shutdown(ctx));
+    ev_ctx_destroy(ctx);
+    return 0;
+}
