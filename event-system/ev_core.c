@@ -213,7 +213,9 @@ void ev_inbox_push(ev_ctx_t *ctx, ev_op_t *op)
         ctx->inbox_head = op;
     ctx->inbox_tail = op;
     atomic_store(&ctx->inbox_nonempty, 1);
-    if (atomic_load(&ctx->gate_sleeping))
+    /* No wake-up when a thread holds the progress role: it drains the inbox
+     * on its next pass (if it has just let go, the gate's nap is short). */
+    if (atomic_load(&ctx->gate_sleeping) && !atomic_load(&ctx->progress_active))
         pthread_cond_signal(&ctx->gate_cond);
     pthread_mutex_unlock(&ctx->inbox_mtx);
 }
@@ -222,6 +224,7 @@ void ev_handler_push(ev_ctx_t *ctx, ev_op_t *op)
 {
     op->next = NULL;
     op->in_handler = true;
+    atomic_fetch_add(&ctx->handler_ops, 1);
     pthread_mutex_lock(&ctx->hq_mtx);
     if (ctx->hq_tail)
         ctx->hq_tail->next = op;
@@ -266,14 +269,31 @@ ompc_status_t ev_test(ev_handle_t *h)
     return h->status;
 }
 
-/* Wait on a predicate: spin briefly (a reply usually comes within
- * microseconds), then sleep on the context's completion condition. */
+static int progress_try(ev_ctx_t *ctx);
+
+/* After the last progress, poll without yielding for this long: a reply
+ * usually comes within microseconds, and a sched_yield system call in the
+ * middle of that window delays noticing it.  Past it, yield between polls
+ * so that other ranks sharing the core get it. */
+#define EV_BUSY_POLL_NS 20000u
+
+/* Wait on a predicate: for up to OMPC_SPIN_US, take the progress role and
+ * drive the engine ourselves (a reply usually comes within microseconds);
+ * then sleep on the context's completion condition and leave progress to
+ * the gate thread. */
 static void wait_until(ev_ctx_t *ctx, bool (*pred)(void *), void *arg)
 {
-    uint64_t spin_end = ompc_now_ns() + (uint64_t)ctx->cfg->spin_us * 1000u;
+    uint64_t last = ompc_now_ns();
+    uint64_t spin_ns = (uint64_t)ctx->cfg->spin_us * 1000u;
     while (!pred(arg)) {
-        if (ompc_now_ns() < spin_end) {
-            sched_yield();
+        uint64_t now = ompc_now_ns();
+        if (now - last < spin_ns) {
+            int p = progress_try(ctx);
+            if (p > 0)
+                last = now;
+            else if (now - last >= EV_BUSY_POLL_NS ||
+                     atomic_load_explicit(&ctx->handler_ops, memory_order_relaxed))
+                sched_yield();
             continue;
         }
         pthread_mutex_lock(&ctx->done_mtx);
@@ -427,6 +447,7 @@ static int gate_drain_inbox(ev_ctx_t *ctx)
         if (op->in_handler) {
             /* Back from a handler thread: continue on the gate. */
             op->in_handler = false;
+            atomic_fetch_sub(&ctx->handler_ops, 1);
             gate_step(ctx, op);
             continue;
         }
@@ -698,55 +719,97 @@ static void gate_check_liveness(ev_ctx_t *ctx, uint64_t now)
 }
 
 /* --------------------------------------------------------------- gate */
+/* One pass of the engine; the caller holds progress_mtx. */
+static int progress_pass(ev_ctx_t *ctx)
+{
+    int progress = gate_drain_inbox(ctx);
+    progress += gate_recv_notifications(ctx);
+    progress += gate_progress_requests(ctx);
+    if (ctx->waitlist)
+        progress += gate_run_waitlist(ctx);
+    gate_check_liveness(ctx, ompc_now_ns());
+    return progress;
+}
+
+/* A pass if the progress role is free: >0 progress made, 0 none, -1 busy. */
+static int progress_try(ev_ctx_t *ctx)
+{
+    if (pthread_mutex_trylock(&ctx->progress_mtx) != 0)
+        return -1;
+    atomic_store_explicit(&ctx->progress_active, 1, memory_order_relaxed);
+    int p = progress_pass(ctx);
+    atomic_store_explicit(&ctx->progress_active, 0, memory_order_relaxed);
+    pthread_mutex_unlock(&ctx->progress_mtx);
+    return p;
+}
+
+/* Sleep up to `us` microseconds, or until an op reaches the inbox. */
+static void gate_nap(ev_ctx_t *ctx, uint64_t us)
+{
+    pthread_mutex_lock(&ctx->inbox_mtx);
+    if (!atomic_load(&ctx->inbox_nonempty)) {
+        atomic_store(&ctx->gate_sleeping, 1);
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += (long)us * 1000;
+        while (ts.tv_nsec >= 1000000000) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000;
+        }
+        pthread_cond_timedwait(&ctx->gate_cond, &ctx->inbox_mtx, &ts);
+        atomic_store(&ctx->gate_sleeping, 0);
+    }
+    pthread_mutex_unlock(&ctx->inbox_mtx);
+}
+
+/* --------------------------------------------------------------- gate */
 static void *gate_main(void *arg)
 {
     ev_ctx_t *ctx = arg;
     ompc_log_set_thread_name("gate");
     pthread_setname_np(pthread_self(), "ompc-gate");
     uint64_t spin_ns = (uint64_t)ctx->cfg->spin_us * 1000u;
+    uint64_t poll_max = (uint64_t)ctx->cfg->poll_max_us;
     uint64_t last_progress = ompc_now_ns();
     uint64_t sleep_us = 1;
     for (;;) {
-        int progress = gate_drain_inbox(ctx);
-        progress += gate_recv_notifications(ctx);
-        progress += gate_progress_requests(ctx);
-        if (ctx->waitlist)
-            progress += gate_run_waitlist(ctx);
+        if (pthread_mutex_trylock(&ctx->progress_mtx) != 0) {
+            /* A waiting thread drives progress: stay out of its way.  It
+             * hands the role back when its event is done; the worst case
+             * is a notification waiting one nap for us. */
+            gate_nap(ctx, sleep_us);
+            sleep_us = sleep_us * 2 > poll_max ? poll_max : sleep_us * 2;
+            continue;
+        }
+        int progress = progress_pass(ctx);
+        bool done = !progress && atomic_load(&ctx->stopping) && ctx->nreqs == 0 &&
+                    !ctx->waitlist && !ctx->arr_head &&
+                    !atomic_load(&ctx->inbox_nonempty) &&
+                    atomic_load(&ctx->origin_inflight) == 0;
+        pthread_mutex_unlock(&ctx->progress_mtx);
+        if (done)
+            break;
         uint64_t now = ompc_now_ns();
-        gate_check_liveness(ctx, now);
         if (progress) {
             last_progress = now;
             sleep_us = 1;
             continue;
         }
-        if (atomic_load(&ctx->stopping) && ctx->nreqs == 0 && !ctx->waitlist &&
-            !ctx->arr_head && !atomic_load(&ctx->inbox_nonempty) &&
-            atomic_load(&ctx->origin_inflight) == 0)
-            break;
         if (now - last_progress < spin_ns) {
-            sched_yield();
+            /* While a handler works for us, yield at once: on a full machine
+             * the handler may need this very core. */
+            if (now - last_progress >= EV_BUSY_POLL_NS ||
+                atomic_load_explicit(&ctx->handler_ops, memory_order_relaxed))
+                sched_yield();
             continue;
         }
         /* Idle: MPI has no blocking wait that does not spin (MPICH polls in
          * MPI_Wait), so back off exponentially, and let local activity (an
          * op pushed to the inbox) wake us at once. */
-        pthread_mutex_lock(&ctx->inbox_mtx);
-        if (!atomic_load(&ctx->inbox_nonempty)) {
-            atomic_store(&ctx->gate_sleeping, 1);
-            struct timespec ts;
-            clock_gettime(CLOCK_REALTIME, &ts);
-            ts.tv_nsec += (long)sleep_us * 1000;
-            while (ts.tv_nsec >= 1000000000) {
-                ts.tv_sec++;
-                ts.tv_nsec -= 1000000000;
-            }
-            pthread_cond_timedwait(&ctx->gate_cond, &ctx->inbox_mtx, &ts);
-            atomic_store(&ctx->gate_sleeping, 0);
-        }
-        pthread_mutex_unlock(&ctx->inbox_mtx);
+        gate_nap(ctx, sleep_us);
         sleep_us *= 2;
-        if (sleep_us > (uint64_t)ctx->cfg->poll_max_us)
-            sleep_us = (uint64_t)ctx->cfg->poll_max_us;
+        if (sleep_us > poll_max)
+            sleep_us = poll_max;
     }
     return NULL;
 }
@@ -907,6 +970,7 @@ ompc_status_t ev_ctx_create(ev_ctx_t **ctx_p)
     for (int i = 0; i < ctx->ncomms; i++)
         MPI_Comm_set_errhandler(ctx->comms[i], MPI_ERRORS_RETURN);
     pthread_mutex_init(&ctx->inbox_mtx, NULL);
+    pthread_mutex_init(&ctx->progress_mtx, NULL);
     pthread_cond_init(&ctx->gate_cond, NULL);
     pthread_mutex_init(&ctx->hq_mtx, NULL);
     pthread_cond_init(&ctx->hq_cond, NULL);
@@ -930,9 +994,13 @@ ompc_status_t ev_ctx_start(ev_ctx_t *ctx)
 {
     if (atomic_load(&ctx->started))
         return OMPC_ERR_INVALID;
-    /* Every gate is up and every function registered before anyone sends. */
-    EV_CHECK_MPI(MPI_Barrier(ctx->ctrl), "MPI_Barrier");
+    /* Registrations close before the barrier.  Origination opens before it
+     * too: a handler may originate events while this thread still sits in
+     * the barrier, which is safe, because the event it serves came from a
+     * rank that left the barrier, so every rank had registered.  Only the
+     * application's own threads must wait for this call to return. */
     atomic_store(&ctx->started, 1);
+    EV_CHECK_MPI(MPI_Barrier(ctx->ctrl), "MPI_Barrier");
     return OMPC_OK;
 }
 
@@ -1010,6 +1078,7 @@ void ev_ctx_destroy(ev_ctx_t *ctx)
     MPI_Comm_free(&ctx->ctrl);
     ev_region_destroy_all(ctx);
     pthread_mutex_destroy(&ctx->inbox_mtx);
+    pthread_mutex_destroy(&ctx->progress_mtx);
     pthread_cond_destroy(&ctx->gate_cond);
     pthread_mutex_destroy(&ctx->hq_mtx);
     pthread_cond_destroy(&ctx->hq_cond);

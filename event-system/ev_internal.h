@@ -200,8 +200,14 @@ struct ev_ctx {
     pthread_mutex_t hq_mtx;
     pthread_cond_t hq_cond;
     ev_op_t *hq_head, *hq_tail;
+    _Atomic int handler_ops;     /* ops queued for or running on handlers */
 
-    /* gate-thread-only state */
+    /* The progress role: whoever holds progress_mtx runs passes of the
+     * engine (normally the gate thread; a thread waiting on an event takes
+     * the role while it spins, which saves a thread hand-off per reply).
+     * Everything below up to the origin tags is protected by it. */
+    pthread_mutex_t progress_mtx;
+    _Atomic int progress_active; /* a thread holds the role right now */
     MPI_Request *reqs;
     ev_op_t **req_owner;
     int *req_cookie;

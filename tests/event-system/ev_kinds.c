@@ -214,6 +214,32 @@ static void sync_case(ev_ctx_t *ctx, int rank)
     }
 }
 
+/* A huge transfer is chunked: small events to the same rank complete while
+ * it is still in flight instead of queueing behind it. */
+static void no_starvation(ev_ctx_t *ctx, int rank)
+{
+    size_t big = (size_t)256 << 20;
+    char *src = malloc(big);
+    memset(src, 3, big);
+    ev_addr_t a = remote_alloc(ctx, rank, big);
+    ev_handle_t *hb;
+    T_OK(ev_submit(ctx, rank, src, a, big, &hb));
+    int overtook = 0;
+    for (int i = 0; i < 20; i++) {
+        unsigned char args[16] = {0}, res[32];
+        T_OK(T_RUN(ev_execute(ctx, rank, fn_echo, args, sizeof(args), res,
+                              sizeof(res), HP)));
+        if (ev_test(hb) == OMPC_INPROGRESS)
+            overtook++;
+    }
+    T_OK(ev_wait(hb));
+    ev_handle_release(hb);
+    T_CHECK(overtook >= 5, "only %d of 20 small events finished while a 256 MiB "
+            "submit to rank %d was in flight", overtook, rank);
+    T_OK(T_RUN(ev_free(ctx, rank, a, HP)));
+    free(src);
+}
+
 int main(void)
 {
     ev_ctx_t *ctx;
@@ -248,6 +274,7 @@ int main(void)
         error_statuses(ctx, r);
         sync_case(ctx, r);
     }
+    no_starvation(ctx, n - 1);
     /* Exchanges between every ordered pair, the same rank included. */
     for (int ra = 0; ra < n; ra++)
         for (int rb = 0; rb < n; rb++) {
