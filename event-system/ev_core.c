@@ -45,8 +45,13 @@ static void ev_mpi_abort_hook(int code)
     int init = 0, fin = 0;
     MPI_Initialized(&init);
     MPI_Finalized(&fin);
-    if (init && !fin)
+    if (init && !fin) {
+        /* Hydra drops output still in its pipes once a job is aborted; let
+         * it forward the message that explains the abort first. */
+        struct timespec ts = {0, 300 * 1000 * 1000};
+        nanosleep(&ts, NULL);
         MPI_Abort(MPI_COMM_WORLD, code);
+    }
 }
 
 /* ------------------------------------------------------------ tag space */
@@ -231,7 +236,10 @@ void ev_handler_push(ev_ctx_t *ctx, ev_op_t *op)
     else
         ctx->hq_head = op;
     ctx->hq_tail = op;
-    pthread_cond_signal(&ctx->hq_cond);
+    atomic_store_explicit(&ctx->hq_peek, ctx->hq_head, memory_order_release);
+    /* A hot handler will see the op without a wake-up system call. */
+    if (atomic_load(&ctx->hot_handlers) == 0)
+        pthread_cond_signal(&ctx->hq_cond);
     pthread_mutex_unlock(&ctx->hq_mtx);
 }
 
@@ -285,9 +293,14 @@ static void wait_until(ev_ctx_t *ctx, bool (*pred)(void *), void *arg)
 {
     uint64_t last = ompc_now_ns();
     uint64_t spin_ns = (uint64_t)ctx->cfg->spin_us * 1000u;
+    bool spinning = false;
     while (!pred(arg)) {
         uint64_t now = ompc_now_ns();
         if (now - last < spin_ns) {
+            if (!spinning) {
+                atomic_fetch_add(&ctx->spinners, 1);
+                spinning = true;
+            }
             int p = progress_try(ctx);
             if (p > 0)
                 last = now;
@@ -295,6 +308,10 @@ static void wait_until(ev_ctx_t *ctx, bool (*pred)(void *), void *arg)
                      atomic_load_explicit(&ctx->handler_ops, memory_order_relaxed))
                 sched_yield();
             continue;
+        }
+        if (spinning) {
+            atomic_fetch_sub(&ctx->spinners, 1);
+            spinning = false;
         }
         pthread_mutex_lock(&ctx->done_mtx);
         atomic_fetch_add(&ctx->done_waiters, 1);
@@ -311,6 +328,8 @@ static void wait_until(ev_ctx_t *ctx, bool (*pred)(void *), void *arg)
         atomic_fetch_sub(&ctx->done_waiters, 1);
         pthread_mutex_unlock(&ctx->done_mtx);
     }
+    if (spinning)
+        atomic_fetch_sub(&ctx->spinners, 1);
 }
 
 static bool pred_handle_done(void *arg)
@@ -773,10 +792,12 @@ static void *gate_main(void *arg)
     uint64_t last_progress = ompc_now_ns();
     uint64_t sleep_us = 1;
     for (;;) {
-        if (pthread_mutex_trylock(&ctx->progress_mtx) != 0) {
-            /* A waiting thread drives progress: stay out of its way.  It
-             * hands the role back when its event is done; the worst case
-             * is a notification waiting one nap for us. */
+        if (atomic_load_explicit(&ctx->spinners, memory_order_relaxed) > 0 ||
+            pthread_mutex_trylock(&ctx->progress_mtx) != 0) {
+            /* A waiting thread drives progress: stay out of its way (do
+             * not even grab the role between two of its events).  It hands
+             * the role back when it stops spinning; the worst case is a
+             * notification waiting one nap for us. */
             gate_nap(ctx, sleep_us);
             sleep_us = sleep_us * 2 > poll_max ? poll_max : sleep_us * 2;
             continue;
@@ -820,7 +841,17 @@ static void *handler_main(void *arg)
     ev_ctx_t *ctx = arg;
     ompc_log_set_thread_name("handler");
     pthread_setname_np(pthread_self(), "ompc-handler");
+    uint64_t hot_until = 0;
     for (;;) {
+        /* Stay hot (poll the queue, yielding) for a while after work: a
+         * stream of short functions then costs no wake-up per call. */
+        if (ompc_now_ns() < hot_until) {
+            atomic_fetch_add(&ctx->hot_handlers, 1);
+            while (!atomic_load_explicit(&ctx->hq_peek, memory_order_acquire) &&
+                   ompc_now_ns() < hot_until && !atomic_load(&ctx->stopping))
+                sched_yield();
+            atomic_fetch_sub(&ctx->hot_handlers, 1);
+        }
         pthread_mutex_lock(&ctx->hq_mtx);
         while (!ctx->hq_head && !atomic_load(&ctx->stopping))
             pthread_cond_wait(&ctx->hq_cond, &ctx->hq_mtx);
@@ -832,13 +863,15 @@ static void *handler_main(void *arg)
         ctx->hq_head = op->next;
         if (!ctx->hq_head)
             ctx->hq_tail = NULL;
+        atomic_store_explicit(&ctx->hq_peek, ctx->hq_head, memory_order_release);
         pthread_mutex_unlock(&ctx->hq_mtx);
         op->next = NULL;
-        /* Handler steps do CPU work only; the op goes back to the gate for
-         * everything that touches MPI. */
+        /* A handler step does the CPU work and may post the op's next
+         * messages; the gate takes the op back to track their completion. */
         int r = op->step(ctx, op);
-        OMPC_ASSERT(r == EV_STEP_WAIT && op->nnew == 0);
+        OMPC_ASSERT(r == EV_STEP_WAIT);
         ev_inbox_push(ctx, op);
+        hot_until = ompc_now_ns() + (uint64_t)ctx->cfg->spin_us * 1000u;
     }
     return NULL;
 }

@@ -201,6 +201,8 @@ struct ev_ctx {
     pthread_cond_t hq_cond;
     ev_op_t *hq_head, *hq_tail;
     _Atomic int handler_ops;     /* ops queued for or running on handlers */
+    _Atomic int hot_handlers;    /* handlers polling the queue, not asleep */
+    _Atomic(ev_op_t *) hq_peek;  /* hq_head, readable without the lock */
 
     /* The progress role: whoever holds progress_mtx runs passes of the
      * engine (normally the gate thread; a thread waiting on an event takes
@@ -208,6 +210,7 @@ struct ev_ctx {
      * Everything below up to the origin tags is protected by it. */
     pthread_mutex_t progress_mtx;
     _Atomic int progress_active; /* a thread holds the role right now */
+    _Atomic int spinners;        /* waiters polling in their spin phase */
     MPI_Request *reqs;
     ev_op_t **req_owner;
     int *req_cookie;

@@ -518,8 +518,8 @@ static int dest_execute_step(ev_ctx_t *ctx, ev_op_t *op)
         op->size = info.result_size <= info.result_cap ? info.result_size
                                                         : info.result_cap;
         op->state = 2;
-        if (op->in_handler)
-            return EV_STEP_WAIT; /* back to the gate for the reply */
+        /* On a handler too: send the reply from here rather than after a
+         * hand-off back to the gate; the gate only tracks its completion. */
     }
     /* fall through */
     case 2: {

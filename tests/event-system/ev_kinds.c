@@ -1,6 +1,7 @@
 /* Every event kind end to end, from rank 0 to every rank (itself included),
  * with data checks; error statuses for bad remote requests; exchange between
  * two workers proven not to pass through rank 0. */
+#define _GNU_SOURCE
 #include "ev_test.h"
 
 #include <stdint.h>

@@ -9,6 +9,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+
+/* Hydra drops output still in flight when a job aborts: pause first. */
+static inline void t_abort(void)
+{
+    fflush(stderr);
+    struct timespec ts = {0, 300 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+    MPI_Abort(MPI_COMM_WORLD, 1);
+}
 
 #define T_CHECK(cond, ...)                                                    \
     do {                                                                      \
@@ -19,7 +29,7 @@
                     __LINE__, #cond);                                         \
             fprintf(stderr, __VA_ARGS__);                                     \
             fprintf(stderr, "\n");                                            \
-            MPI_Abort(MPI_COMM_WORLD, 1);                                     \
+            t_abort();                                                        \
         }                                                                     \
     } while (0)
 

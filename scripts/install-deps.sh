@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Install every Debian 12 package ompc needs.  Idempotent: installs only what
+# is missing, and does nothing (not even apt-get update) when all is there.
+set -euo pipefail
+
+packages=(
+  clang-19          # compiler for the runtime and for OpenMP offloading programs
+  libomp-19-dev     # LLVM's OpenMP host runtime (libomp) that clang-19 links
+  mpich             # mpiexec.mpich (Hydra); see README "Why MPICH"
+  libmpich-dev      # MPICH headers and mpicc.mpich
+  libhwloc-dev      # node topology (cores per worker)
+  libffi-dev        # calling device kernels with arbitrary signatures
+  cmake             # >= 3.25 (Debian 12 ships 3.25.1)
+  make
+  pkg-config
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#packages[@]} packages already installed"
+  exit 0
+fi
+
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then
+  sudo="sudo"
+fi
+echo "install-deps: installing ${missing[*]}"
+$sudo apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"

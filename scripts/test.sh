@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Install dependencies, build ompc, and run the whole test suite: the normal
+# build, then the ThreadSanitizer and AddressSanitizer builds (skip those
+# with --no-sanitizers).  Exits non-zero on any failure.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+sanitizers=1
+for a in "$@"; do
+  case "$a" in
+    --no-sanitizers) sanitizers=0 ;;
+    *) echo "usage: $0 [--no-sanitizers]" >&2; exit 2 ;;
+  esac
+done
+./scripts/install-deps.sh
+jobs=$(nproc)
+
+run_suite() {  # run_suite BUILD_DIR [cmake options...]
+  local dir=$1
+  shift
+  echo "=== ${dir}: configure and build"
+  cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@"
+  cmake --build "$dir" -j"$jobs"
+  echo "=== ${dir}: tests"
+  (cd "$dir" && ctest -j"$jobs" --output-on-failure)
+}
+
+run_suite build
+if [ "$sanitizers" -eq 1 ]; then
+  run_suite build-tsan -DOMPC_ENABLE_TSAN=ON
+  run_suite build-asan -DOMPC_ENABLE_ASAN=ON
+fi
+echo "=== all test suites passed"

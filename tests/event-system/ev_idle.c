@@ -1,0 +1,67 @@
+/* Idle ranks must not burn a core: with every rank idle for a while, each
+ * process (all its threads: gate, handlers, main) may use only a small
+ * fraction of one CPU.  On a 2-core machine with 4 ranks, spinning gates
+ * would show up here as ~50% or more per process. */
+#define _GNU_SOURCE
+#include "ev_test.h"
+
+#include <sys/resource.h>
+#include <time.h>
+
+#define IDLE_SECONDS 1.5
+#define MAX_CPU_FRACTION 0.10
+
+static double cpu_seconds(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 +
+           (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
+}
+
+/* Result: this process's CPU seconds so far. */
+static ompc_status_t do_cpu(ev_exec_info_t *info)
+{
+    double c = cpu_seconds();
+    memcpy(info->result, &c, sizeof(c));
+    info->result_size = sizeof(c);
+    return OMPC_OK;
+}
+
+int main(void)
+{
+    ev_ctx_t *ctx;
+    ev_fn_id_t fn_cpu;
+    T_OK(ev_ctx_create(&ctx));
+    T_OK(ev_fn_register(ctx, "cpu", do_cpu, EV_FN_INLINE, &fn_cpu));
+    T_OK(ev_ctx_start(ctx));
+    int n = ev_ctx_size(ctx);
+    if (ev_ctx_rank(ctx) != 0) {
+        T_OK(ev_ctx_serve(ctx));
+        ev_ctx_destroy(ctx);
+        return 0;
+    }
+    double *before = calloc((size_t)n, sizeof(double));
+    double *after = calloc((size_t)n, sizeof(double));
+    for (int r = 0; r < n; r++)
+        T_OK(T_RUN(ev_execute(ctx, r, fn_cpu, NULL, 0, &before[r], sizeof(double), HP)));
+    struct timespec ts = {1, 500 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+    for (int r = 0; r < n; r++)
+        T_OK(T_RUN(ev_execute(ctx, r, fn_cpu, NULL, 0, &after[r], sizeof(double), HP)));
+    int bad = 0;
+    for (int r = 0; r < n; r++) {
+        double frac = (after[r] - before[r]) / IDLE_SECONDS;
+        printf("ev_idle: rank %d used %.1f%% of a CPU while idle\n", r, 100 * frac);
+        if (frac > MAX_CPU_FRACTION) {
+            fprintf(stderr, "ev_idle: rank %d burned %.0f%% of a CPU while idle "
+                    "(limit %.0f%%)\n", r, 100 * frac, 100 * MAX_CPU_FRACTION);
+            bad = 1;
+        }
+    }
+    T_OK(ev_ctx_shutdown(ctx));
+    ev_ctx_destroy(ctx);
+    free(before);
+    free(after);
+    return bad;
+}
