@@ -947,6 +947,10 @@ ompc_status_t ev_ctx_create(ev_ctx_t **ctx_p)
     } else {
         MPI_Query_thread(&provided);
     }
+    int world_rank = -1;
+    MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+    ompc_log_set_rank(world_rank);
+    ompc_set_abort_hook(ev_mpi_abort_hook);
     if (provided < MPI_THREAD_MULTIPLE) {
         char lib[MPI_MAX_LIBRARY_VERSION_STRING];
         int len = 0;
@@ -961,7 +965,6 @@ ompc_status_t ev_ctx_create(ev_ctx_t **ctx_p)
                    "itself, call MPI_Init_thread with MPI_THREAD_MULTIPLE.",
                    provided, MPI_THREAD_MULTIPLE, lib);
     }
-    ompc_set_abort_hook(ev_mpi_abort_hook);
     ev_ctx_t *ctx = calloc(1, sizeof(*ctx));
     if (!ctx)
         return OMPC_ERR_NOMEM;
