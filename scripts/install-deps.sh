@@ -6,6 +6,7 @@ set -euo pipefail
 packages=(
   clang-19          # compiler for the runtime and for OpenMP offloading programs
   libomp-19-dev     # LLVM's OpenMP host runtime (libomp) that clang-19 links
+  libclang-rt-19-dev # ThreadSanitizer/AddressSanitizer runtimes for clang-19
   mpich             # mpiexec.mpich (Hydra); see README "Why MPICH"
   libmpich-dev      # MPICH headers and mpicc.mpich
   libhwloc-dev      # node topology (cores per worker)
