@@ -50,6 +50,10 @@ static const cfg_row_t rows[] = {
         "seconds without any sign of life from a peer we wait on before the "
         "job is aborted (fractions allowed, e.g. 0.5)",
         CFG_INT, peer_timeout_ms, 1, INT64_MAX / 1000000),
+    ROW("OMPC_DEVICE_VA", "64G",
+        "virtual address range reserved on every rank for device memory "
+        "(only touched pages use memory)",
+        CFG_BYTES, device_va, (int64_t)1 << 30, (int64_t)1 << 46),
     ROW("OMPC_LOG_LEVEL", "warn",
         "error, warn, info, debug or trace (trace logs every MPI message)",
         CFG_LEVEL, log_level, 0, 4),

@@ -920,6 +920,32 @@ ompc_status_t ev_debug_send_raw(ev_ctx_t *ctx, int rank, const void *bytes,
     return OMPC_OK;
 }
 
+ompc_status_t ev_coll_bcast(ev_ctx_t *ctx, void *buf, size_t len, int root)
+{
+    if (len > INT32_MAX || root < 0 || root >= ctx->size)
+        return OMPC_ERR_INVALID;
+    EV_CHECK_MPI(MPI_Bcast(buf, (int)len, MPI_BYTE, root, ctx->coll), "MPI_Bcast");
+    return OMPC_OK;
+}
+
+ompc_status_t ev_coll_max(ev_ctx_t *ctx, int64_t *value)
+{
+    int64_t in = *value;
+    EV_CHECK_MPI(MPI_Allreduce(&in, value, 1, MPI_INT64_T, MPI_MAX, ctx->coll),
+                 "MPI_Allreduce");
+    return OMPC_OK;
+}
+
+ompc_status_t ev_coll_allgather(ev_ctx_t *ctx, const void *in, size_t len,
+                                void *out)
+{
+    if (len > INT32_MAX)
+        return OMPC_ERR_INVALID;
+    EV_CHECK_MPI(MPI_Allgather(in, (int)len, MPI_BYTE, out, (int)len, MPI_BYTE,
+                               ctx->coll), "MPI_Allgather");
+    return OMPC_OK;
+}
+
 void ev_ctx_stats(const ev_ctx_t *ctx, ev_stats_t *stats_p)
 {
     ev_ctx_t *c = (ev_ctx_t *)ctx;
@@ -998,6 +1024,7 @@ ompc_status_t ev_ctx_create(ev_ctx_t **ctx_p)
         !ctx->handlers)
         ompc_fatal("out of memory creating the event context");
     EV_CHECK_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &ctx->ctrl), "MPI_Comm_dup");
+    EV_CHECK_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &ctx->coll), "MPI_Comm_dup");
     for (int i = 0; i < ctx->ncomms; i++)
         EV_CHECK_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &ctx->comms[i]), "MPI_Comm_dup");
     /* Errors inside MPI must reach us as return codes so that messages name
@@ -1112,6 +1139,7 @@ void ev_ctx_destroy(ev_ctx_t *ctx)
     for (int i = 0; i < ctx->ncomms; i++)
         MPI_Comm_free(&ctx->comms[i]);
     MPI_Comm_free(&ctx->ctrl);
+    MPI_Comm_free(&ctx->coll);
     ev_region_destroy_all(ctx);
     pthread_mutex_destroy(&ctx->inbox_mtx);
     pthread_mutex_destroy(&ctx->progress_mtx);

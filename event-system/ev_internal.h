@@ -4,6 +4,7 @@
 #define OMPC_EV_INTERNAL_H
 
 #include "ompc_ev.h"
+#include "ompc_tmap.h"
 
 #include <mpi.h>
 #include <pthread.h>
@@ -150,14 +151,11 @@ struct ev_handle {
 };
 
 /* ------------------------------------------------------ region registry */
-typedef struct ev_region ev_region_t;
-struct ev_region {
-    uintptr_t base;
+typedef struct ev_region {
+    ompc_tmap_node_t node; /* key: base address */
     size_t size;
-    uint32_t prio;
-    bool owned;          /* allocated by ev_alloc: may be freed remotely */
-    ev_region_t *left, *right;
-};
+    bool owned;            /* allocated by ev_alloc: may be freed remotely */
+} ev_region_t;
 
 /* ------------------------------------------------------------ context */
 #define EV_HASH_BUCKETS 4096
@@ -174,6 +172,7 @@ struct ev_ctx {
     bool mpi_owned;          /* we called MPI_Init_thread */
     int tag_seq_max;
     MPI_Comm ctrl;           /* notifications */
+    MPI_Comm coll;           /* start-up collectives */
     MPI_Comm *comms;         /* pool for event data and replies */
     int ncomms;
     const ompc_config_t *cfg;
@@ -246,7 +245,7 @@ struct ev_ctx {
 
     /* memory regions */
     pthread_mutex_t reg_mtx;
-    ev_region_t *regions;
+    ompc_tmap_t regions;
 
     /* statistics */
     _Atomic uint64_t st_originated, st_served, st_bytes_sent, st_bytes_recv;

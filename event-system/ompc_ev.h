@@ -143,6 +143,18 @@ ev_addr_t ev_handle_addr(const ev_handle_t *h);
 size_t ev_handle_result_size(const ev_handle_t *h);
 void ev_handle_release(ev_handle_t *h);
 
+/* ------------------------------------------------------------ collectives
+ * For start-up agreement between ranks (not for the data path): every rank
+ * calls them in the same order from its main thread.  They run on their own
+ * communicator, so they never match event traffic. */
+ompc_status_t ev_coll_bcast(ev_ctx_t *ctx, void *buf, size_t len, int root);
+/* *value becomes the maximum of all ranks' values. */
+ompc_status_t ev_coll_max(ev_ctx_t *ctx, int64_t *value);
+/* Every rank contributes len bytes; out (size * len bytes, rank order) is
+ * filled on every rank. */
+ompc_status_t ev_coll_allgather(ev_ctx_t *ctx, const void *in, size_t len,
+                                void *out);
+
 /* ----------------------------------------------------------- statistics */
 typedef struct ev_stats {
     uint64_t events_originated;

@@ -1,0 +1,542 @@
+/* Data manager: the device address range, buffer locations, forwarding and
+ * invalidation.  Head-side state sits under one mutex that is never held
+ * across a wait on an event. */
+#define _GNU_SOURCE
+#include "dm_internal.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+/* ------------------------------------------------- executor-side functions */
+/* args {addr, span}: map the pages and expose them to events. */
+static ompc_status_t dm_fn_commit(ev_exec_info_t *info)
+{
+    uint64_t a[2];
+    if (info->args_size != sizeof(a))
+        return OMPC_ERR_INVALID;
+    memcpy(a, info->args, sizeof(a));
+    void *p = mmap((void *)(uintptr_t)a[0], a[1], PROT_READ | PROT_WRITE,
+                   MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+        return OMPC_ERR_NOMEM;
+    return ev_mem_register(info->ctx, p, a[1]);
+}
+
+/* args {addr, span}: forget the pages (memory goes back to the system, the
+ * addresses stay reserved). */
+static ompc_status_t dm_fn_decommit(ev_exec_info_t *info)
+{
+    uint64_t a[2];
+    if (info->args_size != sizeof(a))
+        return OMPC_ERR_INVALID;
+    memcpy(a, info->args, sizeof(a));
+    ompc_status_t st = ev_mem_unregister(info->ctx, (void *)(uintptr_t)a[0]);
+    if (st != OMPC_OK)
+        return st;
+    void *p = mmap((void *)(uintptr_t)a[0], a[1], PROT_NONE,
+                   MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    return p == MAP_FAILED ? OMPC_ERR_NOMEM : OMPC_OK;
+}
+
+/* ------------------------------------------------------------ lifecycle */
+/* Reserve the same address range on every rank: rank 0 proposes, everyone
+ * tries MAP_FIXED_NOREPLACE there, and all retry elsewhere if any failed. */
+static ompc_status_t dm_reserve(dm_ctx_t *dm)
+{
+    ev_ctx_t *ev = dm->ev;
+    size_t size = (size_t)ompc_config_get()->device_va;
+    uintptr_t hint = 0;
+    for (int attempt = 0; attempt < 16; attempt++) {
+        uint64_t base = 0;
+        void *mine = MAP_FAILED;
+        if (ev_ctx_rank(ev) == 0) {
+            mine = mmap((void *)hint, size, PROT_NONE,
+                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+            base = mine == MAP_FAILED ? 0 : (uint64_t)(uintptr_t)mine;
+        }
+        ev_coll_bcast(ev, &base, sizeof(base), 0);
+        if (base == 0)
+            ompc_fatal("cannot reserve %zu bytes of address space for device "
+                       "memory (OMPC_DEVICE_VA): %s", size, strerror(errno));
+        if (ev_ctx_rank(ev) != 0)
+            mine = mmap((void *)(uintptr_t)base, size, PROT_NONE,
+                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE |
+                            MAP_FIXED_NOREPLACE, -1, 0);
+        int64_t failed = mine != (void *)(uintptr_t)base;
+        if (failed && mine != MAP_FAILED)
+            munmap(mine, size);
+        ev_coll_max(ev, &failed);
+        if (!failed) {
+            dm->va_base = (uintptr_t)base;
+            dm->va_size = size;
+            return OMPC_OK;
+        }
+        if (mine == (void *)(uintptr_t)base)
+            munmap(mine, size);
+        /* Next proposal: past this one, in case its neighbourhood is busy on
+         * some rank. */
+        hint = (uintptr_t)base + size * 2;
+        ompc_debug("device address range at %#lx taken on some rank; retrying",
+                   (unsigned long)base);
+    }
+    ompc_fatal("no address range of %zu bytes is free on every rank for device "
+               "memory; lower OMPC_DEVICE_VA", size);
+}
+
+ompc_status_t dm_ctx_create(ev_ctx_t *ev, dm_ctx_t **dm_p)
+{
+    dm_ctx_t *dm = calloc(1, sizeof(*dm));
+    if (!dm)
+        return OMPC_ERR_NOMEM;
+    dm->ev = ev;
+    int size = ev_ctx_size(ev);
+    dm->nexec = size > 1 ? size - 1 : 1;
+    dm->exec_rank = calloc((size_t)dm->nexec, sizeof(int));
+    if (!dm->exec_rank) {
+        free(dm);
+        return OMPC_ERR_NOMEM;
+    }
+    for (int i = 0; i < dm->nexec; i++)
+        dm->exec_rank[i] = size > 1 ? i + 1 : 0;
+    pthread_mutex_init(&dm->mtx, NULL);
+    ompc_status_t st = ev_fn_register(ev, "dm.commit", dm_fn_commit, EV_FN_INLINE,
+                                      &dm->fn_commit);
+    if (st == OMPC_OK)
+        st = ev_fn_register(ev, "dm.decommit", dm_fn_decommit, EV_FN_INLINE,
+                            &dm->fn_decommit);
+    if (st != OMPC_OK) {
+        free(dm->exec_rank);
+        free(dm);
+        return st;
+    }
+    dm_reserve(dm);
+    dm->bump = dm->va_base;
+    *dm_p = dm;
+    return OMPC_OK;
+}
+
+static void dm_buf_destroy(dm_buf_t *b)
+{
+    free(b->exec_addr);
+    free(b->valid);
+    free(b->committed);
+    free(b->snap);
+    free(b);
+}
+
+static void dm_drop_node(ompc_tmap_node_t *n, void *arg)
+{
+    (void)arg;
+    dm_buf_destroy(OMPC_TMAP_ENTRY(n, dm_buf_t, node));
+}
+
+void dm_ctx_destroy(dm_ctx_t *dm)
+{
+    if (!dm)
+        return;
+    /* Executors unmap the whole range below; no need to decommit each. */
+    ompc_tmap_drain(&dm->bufs, dm_drop_node, NULL);
+    for (int i = 0; i < DM_FREE_BUCKETS; i++) {
+        while (dm->free_spans[i]) {
+            dm_free_span_t *f = dm->free_spans[i];
+            dm->free_spans[i] = f->next;
+            free(f);
+        }
+    }
+    munmap((void *)dm->va_base, dm->va_size);
+    pthread_mutex_destroy(&dm->mtx);
+    free(dm->exec_rank);
+    free(dm);
+}
+
+int dm_num_executors(const dm_ctx_t *dm) { return dm->nexec; }
+int dm_executor_rank(const dm_ctx_t *dm, int executor) { return dm->exec_rank[executor]; }
+
+/* ------------------------------------------------------------- buffers */
+static dm_buf_t *dm_buf_new(dm_ctx_t *dm, size_t size)
+{
+    dm_buf_t *b = calloc(1, sizeof(*b));
+    if (!b)
+        return NULL;
+    b->size = size;
+    b->span = (size + DM_PAGE - 1) / DM_PAGE * DM_PAGE;
+    if (b->span == 0)
+        b->span = DM_PAGE;
+    b->valid = calloc((size_t)dm->nexec, 1);
+    b->committed = calloc((size_t)dm->nexec, 1);
+    if (!b->valid || !b->committed) {
+        dm_buf_destroy(b);
+        return NULL;
+    }
+    return b;
+}
+
+ompc_status_t dm_alloc(dm_ctx_t *dm, size_t size, dm_buf_t **buf_p)
+{
+    dm_buf_t *b = dm_buf_new(dm, size);
+    if (!b)
+        return OMPC_ERR_NOMEM;
+    pthread_mutex_lock(&dm->mtx);
+    /* Loops that map and unmap the same sizes reuse the same addresses. */
+    dm_free_span_t **bucket = &dm->free_spans[(b->span / DM_PAGE) % DM_FREE_BUCKETS];
+    dm_free_span_t **pp = bucket;
+    while (*pp && (*pp)->span != b->span)
+        pp = &(*pp)->next;
+    if (*pp) {
+        dm_free_span_t *f = *pp;
+        *pp = f->next;
+        b->node.key = f->addr;
+        free(f);
+    } else if (dm->bump + b->span <= dm->va_base + dm->va_size) {
+        b->node.key = dm->bump;
+        dm->bump += b->span;
+    } else {
+        pthread_mutex_unlock(&dm->mtx);
+        ompc_error("device memory address range exhausted (OMPC_DEVICE_VA=%zu) "
+                   "allocating %zu bytes", dm->va_size, size);
+        dm_buf_destroy(b);
+        return OMPC_ERR_NOMEM;
+    }
+    ompc_tmap_insert(&dm->bufs, &b->node);
+    pthread_mutex_unlock(&dm->mtx);
+    *buf_p = b;
+    return OMPC_OK;
+}
+
+ompc_status_t dm_register_fixed(dm_ctx_t *dm, const dm_addr_t *exec_addrs,
+                                size_t size, dm_buf_t **buf_p)
+{
+    dm_buf_t *b = dm_buf_new(dm, size);
+    if (!b)
+        return OMPC_ERR_NOMEM;
+    b->exec_addr = malloc((size_t)dm->nexec * sizeof(dm_addr_t));
+    if (!b->exec_addr) {
+        dm_buf_destroy(b);
+        return OMPC_ERR_NOMEM;
+    }
+    memcpy(b->exec_addr, exec_addrs, (size_t)dm->nexec * sizeof(dm_addr_t));
+    b->fixed = true;
+    b->has_data = true;
+    memset(b->valid, 1, (size_t)dm->nexec);
+    memset(b->committed, 1, (size_t)dm->nexec);
+    /* Fixed buffers live outside the device range: keyed by executor 0's
+     * address, which is what the host sees as their device address. */
+    b->node.key = exec_addrs[0];
+    pthread_mutex_lock(&dm->mtx);
+    ompc_tmap_insert(&dm->bufs, &b->node);
+    pthread_mutex_unlock(&dm->mtx);
+    *buf_p = b;
+    return OMPC_OK;
+}
+
+dm_addr_t dm_buf_addr(const dm_buf_t *buf) { return buf->node.key; }
+size_t dm_buf_size(const dm_buf_t *buf) { return buf->size; }
+
+static dm_addr_t addr_on(const dm_buf_t *b, int exec)
+{
+    return b->fixed ? b->exec_addr[exec] : b->node.key;
+}
+
+dm_buf_t *dm_buf_find(dm_ctx_t *dm, dm_addr_t addr, size_t len, size_t *off_p)
+{
+    pthread_mutex_lock(&dm->mtx);
+    ompc_tmap_node_t *n = ompc_tmap_floor(&dm->bufs, addr);
+    dm_buf_t *b = n ? OMPC_TMAP_ENTRY(n, dm_buf_t, node) : NULL;
+    if (b && (addr + len > b->node.key + (b->size ? b->size : 1) || addr + len < addr))
+        b = NULL;
+    pthread_mutex_unlock(&dm->mtx);
+    if (b && off_p)
+        *off_p = addr - b->node.key;
+    return b;
+}
+
+/* Run one inline dm function on executors, all at once, and wait. */
+static ompc_status_t dm_call_all(dm_ctx_t *dm, ev_fn_id_t fn, const int *execs,
+                                 int n, uint64_t addr, uint64_t span)
+{
+    ev_handle_t *hs[n > 0 ? n : 1];
+    uint64_t args[2] = {addr, span};
+    ompc_status_t first = OMPC_OK;
+    int started = 0;
+    for (int i = 0; i < n; i++) {
+        ompc_status_t st = ev_execute(dm->ev, dm->exec_rank[execs[i]], fn, args,
+                                      sizeof(args), NULL, 0, &hs[started]);
+        if (st == OMPC_OK)
+            started++;
+        else if (first == OMPC_OK)
+            first = st;
+    }
+    ompc_status_t st = ev_wait_all(hs, (size_t)started);
+    for (int i = 0; i < started; i++)
+        ev_handle_release(hs[i]);
+    return first != OMPC_OK ? first : st;
+}
+
+ompc_status_t dm_free(dm_ctx_t *dm, dm_buf_t *b)
+{
+    if (b->fixed)
+        return OMPC_ERR_INVALID;
+    pthread_mutex_lock(&dm->mtx);
+    ompc_tmap_erase(&dm->bufs, b->node.key);
+    int *execs = malloc((size_t)dm->nexec * sizeof(int));
+    int n = 0;
+    for (int i = 0; execs && i < dm->nexec; i++)
+        if (b->committed[i])
+            execs[n++] = i;
+    pthread_mutex_unlock(&dm->mtx);
+    if (!execs)
+        return OMPC_ERR_NOMEM;
+    ompc_status_t st = dm_call_all(dm, dm->fn_decommit, execs, n, b->node.key, b->span);
+    free(execs);
+    dm_free_span_t *f = malloc(sizeof(*f));
+    pthread_mutex_lock(&dm->mtx);
+    if (f) {
+        f->addr = b->node.key;
+        f->span = b->span;
+        dm_free_span_t **bucket = &dm->free_spans[(b->span / DM_PAGE) % DM_FREE_BUCKETS];
+        f->next = *bucket;
+        *bucket = f;
+    }
+    pthread_mutex_unlock(&dm->mtx);
+    dm_buf_destroy(b);
+    return st;
+}
+
+/* First executor holding a valid copy, searching from `from` so that
+ * different consumers spread over different sources.  -1 if none. */
+static int dm_pick_source(const dm_ctx_t *dm, const dm_buf_t *b, int from)
+{
+    for (int i = 0; i < dm->nexec; i++) {
+        int e = (from + i) % dm->nexec;
+        if (b->valid[e])
+            return e;
+    }
+    return -1;
+}
+
+static void dm_drop_snapshot(dm_buf_t *b)
+{
+    b->snap_valid = false;
+    if (b->busy == 0) {
+        free(b->snap);
+        b->snap = NULL;
+    }
+}
+
+ompc_status_t dm_write(dm_ctx_t *dm, dm_buf_t *b, size_t off, const void *src,
+                       size_t len)
+{
+    if (off + len > b->size || off + len < off)
+        return OMPC_ERR_INVALID;
+    if (len == 0)
+        return OMPC_OK;
+    pthread_mutex_lock(&dm->mtx);
+    int src_exec = dm_pick_source(dm, b, 0);
+    bool whole = off == 0 && len == b->size;
+    if (src_exec < 0 || (whole && !b->fixed)) {
+        /* Keep a snapshot: sent to whichever executor needs it first. */
+        if (!b->snap) {
+            b->snap = malloc(b->size);
+            if (!b->snap) {
+                pthread_mutex_unlock(&dm->mtx);
+                return OMPC_ERR_NOMEM;
+            }
+        }
+        memcpy((char *)b->snap + off, src, len);
+        b->snap_valid = true;
+        b->has_data = true;
+        memset(b->valid, 0, (size_t)dm->nexec);
+        dm->stats.bytes_host_to_dev += len;
+        pthread_mutex_unlock(&dm->mtx);
+        return OMPC_OK;
+    }
+    /* Part of a buffer that lives on executors: patch one copy, the others
+     * are stale now. */
+    memset(b->valid, 0, (size_t)dm->nexec);
+    b->valid[src_exec] = 1;
+    dm_drop_snapshot(b);
+    dm->stats.bytes_host_to_dev += len;
+    dm_addr_t a = addr_on(b, src_exec) + off;
+    int rank = dm->exec_rank[src_exec];
+    pthread_mutex_unlock(&dm->mtx);
+    ev_handle_t *h;
+    ompc_status_t st = ev_submit(dm->ev, rank, src, a, len, &h);
+    if (st == OMPC_OK) {
+        st = ev_wait(h);
+        ev_handle_release(h);
+    }
+    return st;
+}
+
+ompc_status_t dm_read(dm_ctx_t *dm, dm_buf_t *b, size_t off, void *dst, size_t len)
+{
+    if (off + len > b->size || off + len < off)
+        return OMPC_ERR_INVALID;
+    if (len == 0)
+        return OMPC_OK;
+    pthread_mutex_lock(&dm->mtx);
+    if (b->snap_valid) {
+        memcpy(dst, (char *)b->snap + off, len);
+        dm->stats.bytes_dev_to_host += len;
+        pthread_mutex_unlock(&dm->mtx);
+        return OMPC_OK;
+    }
+    int e = dm_pick_source(dm, b, 0);
+    if (e < 0 || !b->has_data) {
+        pthread_mutex_unlock(&dm->mtx);
+        return OMPC_OK; /* never written: contents undefined */
+    }
+    dm->stats.bytes_dev_to_host += len;
+    dm_addr_t a = addr_on(b, e) + off;
+    int rank = dm->exec_rank[e];
+    pthread_mutex_unlock(&dm->mtx);
+    ev_handle_t *h;
+    ompc_status_t st = ev_retrieve(dm->ev, rank, a, dst, len, &h);
+    if (st == OMPC_OK) {
+        st = ev_wait(h);
+        ev_handle_release(h);
+    }
+    return st;
+}
+
+ompc_status_t dm_copy(dm_ctx_t *dm, dm_buf_t *dst, size_t doff, dm_buf_t *src,
+                      size_t soff, size_t len)
+{
+    /* Staged through the host: device-to-device copies requested by the
+     * program (omp_target_memcpy) are rare; kernel data never takes this
+     * path. */
+    void *tmp = malloc(len ? len : 1);
+    if (!tmp)
+        return OMPC_ERR_NOMEM;
+    ompc_status_t st = dm_read(dm, src, soff, tmp, len);
+    if (st == OMPC_OK)
+        st = dm_write(dm, dst, doff, tmp, len);
+    free(tmp);
+    return st;
+}
+
+/* ------------------------------------------------------------- acquire */
+ompc_status_t dm_acquire(dm_ctx_t *dm, int exec, dm_buf_t *const *bufs, size_t n)
+{
+    if (exec < 0 || exec >= dm->nexec)
+        return OMPC_ERR_INVALID;
+    int rank = dm->exec_rank[exec];
+    ev_handle_t **hs = malloc((n ? n : 1) * sizeof(*hs));
+    dm_buf_t **moved = malloc((n ? n : 1) * sizeof(*moved));
+    if (!hs || !moved) {
+        free(hs);
+        free(moved);
+        return OMPC_ERR_NOMEM;
+    }
+    ompc_status_t first = OMPC_OK;
+    /* Phase 1: map the pages where needed (one round trip for all). */
+    size_t nh = 0;
+    pthread_mutex_lock(&dm->mtx);
+    for (size_t i = 0; i < n; i++) {
+        dm_buf_t *b = bufs[i];
+        if (b->committed[exec])
+            continue;
+        b->committed[exec] = 1; /* claimed: nobody commits twice */
+        uint64_t args[2] = {b->node.key, b->span};
+        ompc_status_t st = ev_execute(dm->ev, rank, dm->fn_commit, args,
+                                      sizeof(args), NULL, 0, &hs[nh]);
+        if (st == OMPC_OK)
+            nh++;
+        else if (first == OMPC_OK)
+            first = st;
+    }
+    pthread_mutex_unlock(&dm->mtx);
+    ompc_status_t st = ev_wait_all(hs, nh);
+    for (size_t i = 0; i < nh; i++)
+        ev_handle_release(hs[i]);
+    if (first == OMPC_OK)
+        first = st;
+    /* Phase 2: forward every stale buffer from a valid copy. */
+    nh = 0;
+    size_t nmoved = 0;
+    pthread_mutex_lock(&dm->mtx);
+    for (size_t i = 0; i < n && first == OMPC_OK; i++) {
+        dm_buf_t *b = bufs[i];
+        if (b->valid[exec] || !b->has_data)
+            continue;
+        bool dup = false;
+        for (size_t k = 0; k < nmoved; k++)
+            dup |= moved[k] == b;
+        if (dup)
+            continue;
+        int src = dm_pick_source(dm, b, exec);
+        if (src >= 0) {
+            st = ev_exchange(dm->ev, dm->exec_rank[src], addr_on(b, src), rank,
+                             addr_on(b, exec), b->size, &hs[nh]);
+            dm->stats.bytes_dev_to_dev += b->size;
+            dm->stats.transfers_dev_to_dev++;
+            ompc_debug("forward %zu B at %#lx: executor %d -> %d", b->size,
+                       (unsigned long)b->node.key, src, exec);
+        } else if (b->snap_valid) {
+            b->busy++;
+            st = ev_submit(dm->ev, rank, b->snap, addr_on(b, exec), b->size, &hs[nh]);
+        } else {
+            continue;
+        }
+        if (st == OMPC_OK) {
+            nh++;
+            moved[nmoved++] = b;
+        } else if (first == OMPC_OK) {
+            first = st;
+        }
+    }
+    pthread_mutex_unlock(&dm->mtx);
+    st = ev_wait_all(hs, nh);
+    if (first == OMPC_OK)
+        first = st;
+    pthread_mutex_lock(&dm->mtx);
+    for (size_t i = 0; i < nh; i++)
+        ev_handle_release(hs[i]);
+    for (size_t k = 0; k < nmoved; k++) {
+        dm_buf_t *b = moved[k];
+        if (b->snap && b->busy > 0 && --b->busy == 0 && !b->snap_valid) {
+            free(b->snap);
+            b->snap = NULL;
+        }
+    }
+    if (first == OMPC_OK)
+        for (size_t i = 0; i < n; i++)
+            bufs[i]->valid[exec] = 1;
+    pthread_mutex_unlock(&dm->mtx);
+    free(hs);
+    free(moved);
+    return first;
+}
+
+void dm_written(dm_ctx_t *dm, int exec, dm_buf_t *const *bufs, size_t n)
+{
+    pthread_mutex_lock(&dm->mtx);
+    for (size_t i = 0; i < n; i++) {
+        dm_buf_t *b = bufs[i];
+        memset(b->valid, 0, (size_t)dm->nexec);
+        b->valid[exec] = 1;
+        b->has_data = true;
+        dm_drop_snapshot(b);
+    }
+    pthread_mutex_unlock(&dm->mtx);
+}
+
+size_t dm_bytes_valid_on(dm_ctx_t *dm, int exec, dm_buf_t *const *bufs, size_t n)
+{
+    size_t bytes = 0;
+    pthread_mutex_lock(&dm->mtx);
+    for (size_t i = 0; i < n; i++)
+        if (bufs[i]->valid[exec])
+            bytes += bufs[i]->size;
+    pthread_mutex_unlock(&dm->mtx);
+    return bytes;
+}
+
+void dm_get_stats(dm_ctx_t *dm, dm_stats_t *stats_p)
+{
+    pthread_mutex_lock(&dm->mtx);
+    *stats_p = dm->stats;
+    pthread_mutex_unlock(&dm->mtx);
+}

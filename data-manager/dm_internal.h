@@ -1,0 +1,49 @@
+/* Private to data-manager/. */
+#ifndef OMPC_DM_INTERNAL_H
+#define OMPC_DM_INTERNAL_H
+
+#include "ompc_dm.h"
+#include "ompc_tmap.h"
+
+#include <pthread.h>
+#include <stdbool.h>
+
+#define DM_PAGE 4096u
+#define DM_FREE_BUCKETS 1024
+
+struct dm_buf {
+    ompc_tmap_node_t node;   /* key: device address */
+    size_t size;
+    size_t span;             /* size rounded up to whole pages */
+    bool fixed;              /* per-executor addresses, never freed */
+    dm_addr_t *exec_addr;    /* fixed buffers: address on each executor */
+    uint8_t *valid;          /* per executor: holds the current data */
+    uint8_t *committed;      /* per executor: pages are mapped */
+    void *snap;              /* host snapshot of data not sent anywhere */
+    bool snap_valid;
+    bool has_data;           /* ever written (else nothing to forward) */
+    int busy;                /* transfers reading snap in flight */
+};
+
+typedef struct dm_free_span {
+    dm_addr_t addr;
+    size_t span;
+    struct dm_free_span *next;
+} dm_free_span_t;
+
+struct dm_ctx {
+    ev_ctx_t *ev;
+    int nexec;
+    int *exec_rank;
+    ev_fn_id_t fn_commit, fn_decommit;
+    uintptr_t va_base;
+    size_t va_size;
+    /* head state, under mtx */
+    pthread_mutex_t mtx;
+    ompc_tmap_t bufs;
+    dm_addr_t bump;
+    dm_free_span_t *free_spans[DM_FREE_BUCKETS]; /* exact-size reuse */
+    dm_stats_t stats;
+};
+
+#endif

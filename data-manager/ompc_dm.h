@@ -1,0 +1,89 @@
+/* ompc data manager: where every device buffer lives.
+ *
+ * The device of an ompc job is the set of executor ranks (the workers, or
+ * rank 0 alone when the job has one rank).  Device memory is one address
+ * space: a range of virtual addresses reserved at the same place on every
+ * rank at start-up, so a device address means the same thing on every
+ * executor (pointers stored inside device data stay valid wherever a kernel
+ * runs).  An executor commits the pages of a buffer only while it holds a
+ * copy.
+ *
+ * Per buffer the head tracks which executors hold a valid copy, and whether
+ * a host-side snapshot (data written by the host and not sent anywhere yet)
+ * is valid.  Before a kernel runs on executor k, dm_acquire makes each of its
+ * buffers valid on k by forwarding from a valid copy, worker to worker; after
+ * it, dm_written marks the buffers the kernel wrote as valid on k only.
+ *
+ * This layer knows nothing of OpenMP or clang.  Head-side functions may be
+ * called from any thread of rank 0. */
+#ifndef OMPC_DM_H
+#define OMPC_DM_H
+
+#include "ompc_ev.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct dm_ctx dm_ctx_t;
+typedef struct dm_buf dm_buf_t;
+typedef uint64_t dm_addr_t;
+
+/* Collective, between ev_ctx_create and ev_ctx_start (it registers the
+ * executor-side functions).  Reserves the device address range. */
+ompc_status_t dm_ctx_create(ev_ctx_t *ev, dm_ctx_t **dm_p);
+/* Head: frees every buffer still allocated.  Other ranks: unmaps. */
+void dm_ctx_destroy(dm_ctx_t *dm);
+
+/* Executors are numbered 0..n-1; dm_executor_rank maps them to MPI ranks. */
+int dm_num_executors(const dm_ctx_t *dm);
+int dm_executor_rank(const dm_ctx_t *dm, int executor);
+
+/* ---------------------------------------------------------- head side */
+/* A new device buffer with no valid data yet. */
+ompc_status_t dm_alloc(dm_ctx_t *dm, size_t size, dm_buf_t **buf_p);
+/* A buffer that already exists on every executor at per-executor addresses
+ * (declare-target globals): valid everywhere, never freed. */
+ompc_status_t dm_register_fixed(dm_ctx_t *dm, const dm_addr_t *exec_addrs,
+                                size_t size, dm_buf_t **buf_p);
+/* Release the buffer on every executor and recycle its addresses. */
+ompc_status_t dm_free(dm_ctx_t *dm, dm_buf_t *buf);
+
+dm_addr_t dm_buf_addr(const dm_buf_t *buf);
+size_t dm_buf_size(const dm_buf_t *buf);
+/* The buffer containing [addr, addr+len), or NULL; *off_p the offset. */
+dm_buf_t *dm_buf_find(dm_ctx_t *dm, dm_addr_t addr, size_t len, size_t *off_p);
+
+/* Host -> device: the bytes are copied before the call returns (src may
+ * change afterwards). */
+ompc_status_t dm_write(dm_ctx_t *dm, dm_buf_t *buf, size_t off, const void *src,
+                       size_t len);
+/* Device -> host, from a valid copy.  Bytes never written are left as they
+ * are in dst. */
+ompc_status_t dm_read(dm_ctx_t *dm, dm_buf_t *buf, size_t off, void *dst,
+                      size_t len);
+/* Device -> device (may be within one buffer if the ranges do not overlap). */
+ompc_status_t dm_copy(dm_ctx_t *dm, dm_buf_t *dst, size_t doff, dm_buf_t *src,
+                      size_t soff, size_t len);
+
+/* Make every buffer valid on executor `exec` (transfers run in parallel,
+ * worker to worker when a worker holds a copy).  Blocks until done. */
+ompc_status_t dm_acquire(dm_ctx_t *dm, int exec, dm_buf_t *const *bufs, size_t n);
+/* The kernel that ran on `exec` wrote these buffers: other copies are
+ * invalid now. */
+void dm_written(dm_ctx_t *dm, int exec, dm_buf_t *const *bufs, size_t n);
+/* Bytes of the buffers already valid on exec (placement policies). */
+size_t dm_bytes_valid_on(dm_ctx_t *dm, int exec, dm_buf_t *const *bufs, size_t n);
+
+typedef struct dm_stats {
+    uint64_t bytes_host_to_dev;
+    uint64_t bytes_dev_to_host;
+    uint64_t bytes_dev_to_dev;   /* worker to worker (exchange events) */
+    uint64_t transfers_dev_to_dev;
+} dm_stats_t;
+void dm_get_stats(dm_ctx_t *dm, dm_stats_t *stats_p);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
