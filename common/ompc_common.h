@@ -91,6 +91,7 @@ typedef struct ompc_config {
     int64_t poll_max_us;
     int64_t peer_timeout_ms;
     int64_t device_va;
+    int64_t info;
     int64_t log_level;
     int64_t print_config;
 } ompc_config_t;

@@ -54,6 +54,9 @@ static const cfg_row_t rows[] = {
         "virtual address range reserved on every rank for device memory "
         "(only touched pages use memory)",
         CFG_BYTES, device_va, (int64_t)1 << 30, (int64_t)1 << 46),
+    ROW("OMPC_INFO", "0",
+        "1 prints, per rank, what the offloading runtime maps, moves and runs",
+        CFG_BOOL, info, 0, 1),
     ROW("OMPC_LOG_LEVEL", "warn",
         "error, warn, info, debug or trace (trace logs every MPI message)",
         CFG_LEVEL, log_level, 0, 4),

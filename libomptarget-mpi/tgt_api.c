@@ -1,0 +1,247 @@
+/* OpenMP device memory routines for the cluster device (device 0). */
+#define _GNU_SOURCE
+#include "tgt_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+int omp_get_num_devices(void)
+{
+    return tgt_ready() && tgt_rt->offload != TGT_OFFLOAD_DISABLED ? 1 : 0;
+}
+
+/* libomp's omp_get_num_devices looks this up in the offloading runtime. */
+int __tgt_get_num_devices(void) { return omp_get_num_devices(); }
+
+int omp_get_initial_device(void) { return omp_get_num_devices(); }
+
+int omp_get_device_num(void) { return omp_get_initial_device(); }
+
+static bool is_host(int dev) { return dev == omp_get_initial_device(); }
+
+static bool is_cluster(int dev, const char *fn)
+{
+    if (dev == 0 && omp_get_num_devices() == 1)
+        return true;
+    if (is_host(dev))
+        return false;
+    ompc_fatal("%s: device number %d does not exist (ompc exposes the cluster as "
+               "device 0, the host is device %d)", fn, dev, omp_get_initial_device());
+}
+
+void *omp_target_alloc(size_t size, int dev)
+{
+    if (!is_cluster(dev, "omp_target_alloc"))
+        return malloc(size);
+    dm_buf_t *b;
+    if (size == 0 || dm_alloc(tgt_rt->dm, size, &b) != OMPC_OK)
+        return NULL;
+    return (void *)(uintptr_t)dm_buf_addr(b);
+}
+
+void omp_target_free(void *ptr, int dev)
+{
+    if (!ptr)
+        return;
+    if (!is_cluster(dev, "omp_target_free")) {
+        free(ptr);
+        return;
+    }
+    size_t off = 0;
+    dm_buf_t *b = dm_buf_find(tgt_rt->dm, (uintptr_t)ptr, 0, &off);
+    if (!b || off != 0)
+        ompc_fatal("omp_target_free(%p): not a pointer returned by "
+                   "omp_target_alloc on device 0", ptr);
+    dm_free(tgt_rt->dm, b);
+}
+
+int omp_target_is_present(const void *ptr, int dev)
+{
+    if (!is_cluster(dev, "omp_target_is_present"))
+        return 1;
+    return tgt_map_dev_addr(ptr, 0, NULL) != 0;
+}
+
+void *omp_get_mapped_ptr(const void *ptr, int dev)
+{
+    if (!is_cluster(dev, "omp_get_mapped_ptr"))
+        return (void *)ptr;
+    return (void *)(uintptr_t)tgt_map_dev_addr(ptr, 0, NULL);
+}
+
+/* Copy between any two of host and device memory. */
+static int copy_any(char *dst, int ddev, const char *src, int sdev, size_t len,
+                    const char *fn)
+{
+    bool dd = is_cluster(ddev, fn), sd = is_cluster(sdev, fn);
+    if (len == 0)
+        return 0;
+    if (!dd && !sd) {
+        memmove(dst, src, len);
+        return 0;
+    }
+    size_t doff = 0, soff = 0;
+    dm_buf_t *db = dd ? dm_buf_find(tgt_rt->dm, (uintptr_t)dst, len, &doff) : NULL;
+    dm_buf_t *sb = sd ? dm_buf_find(tgt_rt->dm, (uintptr_t)src, len, &soff) : NULL;
+    if ((dd && !db) || (sd && !sb)) {
+        ompc_error("%s: device range %p (%zu bytes) is not inside device memory",
+                   fn, dd && !db ? (void *)dst : (void *)src, len);
+        return -1;
+    }
+    ompc_status_t st;
+    if (dd && sd)
+        st = dm_copy(tgt_rt->dm, db, doff, sb, soff, len);
+    else if (dd)
+        st = dm_write(tgt_rt->dm, db, doff, src, len);
+    else
+        st = dm_read(tgt_rt->dm, sb, soff, dst, len);
+    return st == OMPC_OK ? 0 : -1;
+}
+
+int omp_target_memcpy(void *dst, const void *src, size_t length, size_t dst_offset,
+                      size_t src_offset, int dst_device, int src_device)
+{
+    return copy_any((char *)dst + dst_offset, dst_device,
+                    (const char *)src + src_offset, src_device, length,
+                    "omp_target_memcpy");
+}
+
+/* One dimension at a time; the innermost dimension is contiguous. */
+static int copy_rect(char *dst, const char *src, size_t elem, int nd,
+                     const size_t *vol, const size_t *doffs, const size_t *soffs,
+                     const size_t *ddims, const size_t *sdims, int ddev, int sdev)
+{
+    if (nd == 1)
+        return copy_any(dst + doffs[0] * elem, ddev, src + soffs[0] * elem, sdev,
+                        vol[0] * elem, "omp_target_memcpy_rect");
+    size_t dstride = elem, sstride = elem;
+    for (int d = 1; d < nd; d++) {
+        dstride *= ddims[d];
+        sstride *= sdims[d];
+    }
+    for (size_t i = 0; i < vol[0]; i++) {
+        int r = copy_rect(dst + (doffs[0] + i) * dstride, src + (soffs[0] + i) * sstride,
+                          elem, nd - 1, vol + 1, doffs + 1, soffs + 1, ddims + 1,
+                          sdims + 1, ddev, sdev);
+        if (r)
+            return r;
+    }
+    return 0;
+}
+
+int omp_target_memcpy_rect(void *dst, const void *src, size_t element_size,
+                           int num_dims, const size_t *volume,
+                           const size_t *dst_offsets, const size_t *src_offsets,
+                           const size_t *dst_dimensions,
+                           const size_t *src_dimensions, int dst_device,
+                           int src_device)
+{
+    /* Both null: the query for the largest supported number of dimensions. */
+    if (!dst && !src)
+        return 64;
+    if (num_dims < 1 || num_dims > 64 || !volume || !dst_offsets || !src_offsets ||
+        !dst_dimensions || !src_dimensions)
+        return -1;
+    return copy_rect(dst, src, element_size, num_dims, volume, dst_offsets,
+                     src_offsets, dst_dimensions, src_dimensions, dst_device,
+                     src_device);
+}
+
+int omp_target_memset(void *ptr, int value, size_t count, int dev)
+{
+    if (!is_cluster(dev, "omp_target_memset")) {
+        memset(ptr, value, count);
+        return 0;
+    }
+    char *tmp = malloc(count ? count : 1);
+    if (!tmp)
+        return -1;
+    memset(tmp, value, count);
+    int r = copy_any(ptr, dev, tmp, omp_get_initial_device(), count,
+                     "omp_target_memset");
+    free(tmp);
+    return r;
+}
+
+int omp_target_associate_ptr(const void *host_ptr, const void *device_ptr,
+                             size_t size, size_t device_offset, int dev)
+{
+    if (!is_cluster(dev, "omp_target_associate_ptr"))
+        return -1;
+    uintptr_t daddr = (uintptr_t)device_ptr + device_offset;
+    size_t off = 0;
+    dm_buf_t *b = dm_buf_find(tgt_rt->dm, daddr, size, &off);
+    if (!b)
+        return -1;
+    pthread_mutex_lock(&tgt_rt->map_mtx);
+    bool overlap;
+    tgt_map_t *m = tgt_map_lookup_locked((uintptr_t)host_ptr, size, &overlap);
+    int r = -1;
+    if (!m) {
+        /* Associated memory stays mapped until disassociated. */
+        if (tgt_map_insert_locked((uintptr_t)host_ptr, size, b, off, true, false,
+                                  &m) == OMPC_OK)
+            r = 0;
+    } else if (!overlap && m->buf == b &&
+               m->buf_off + ((uintptr_t)host_ptr - m->node.key) == off) {
+        r = 0; /* the same association again */
+    }
+    pthread_mutex_unlock(&tgt_rt->map_mtx);
+    return r;
+}
+
+int omp_target_disassociate_ptr(const void *host_ptr, int dev)
+{
+    if (!is_cluster(dev, "omp_target_disassociate_ptr"))
+        return -1;
+    pthread_mutex_lock(&tgt_rt->map_mtx);
+    bool overlap;
+    tgt_map_t *m = tgt_map_lookup_locked((uintptr_t)host_ptr, 0, &overlap);
+    int r = -1;
+    if (m && !overlap && m->node.key == (uintptr_t)host_ptr && m->infinite &&
+        !m->owns_buf) {
+        tgt_map_remove_locked(m);
+        free(m);
+        r = 0;
+    }
+    pthread_mutex_unlock(&tgt_rt->map_mtx);
+    return r;
+}
+
+/* ------------------------------------------------ user-defined mappers */
+typedef struct tgt_mapper_components {
+    int64_t n, cap;
+    void **base, **begin;
+    int64_t *sizes, *types;
+} tgt_mapper_components_t;
+
+int64_t __tgt_mapper_num_components(void *handle)
+{
+    return ((tgt_mapper_components_t *)handle)->n;
+}
+
+void __tgt_push_mapper_component(void *handle, void *base, void *begin,
+                                 int64_t size, int64_t type, void *name)
+{
+    (void)name;
+    tgt_mapper_components_t *c = handle;
+    if (c->n == c->cap) {
+        int64_t cap = c->cap ? 2 * c->cap : 8;
+        void **nb = realloc(c->base, (size_t)cap * sizeof(void *));
+        void **np = realloc(c->begin, (size_t)cap * sizeof(void *));
+        int64_t *ns = realloc(c->sizes, (size_t)cap * sizeof(int64_t));
+        int64_t *nt = realloc(c->types, (size_t)cap * sizeof(int64_t));
+        if (!nb || !np || !ns || !nt)
+            ompc_fatal("out of memory expanding a user-defined mapper");
+        c->base = nb;
+        c->begin = np;
+        c->sizes = ns;
+        c->types = nt;
+        c->cap = cap;
+    }
+    c->base[c->n] = base;
+    c->begin[c->n] = begin;
+    c->sizes[c->n] = size;
+    c->types[c->n] = type;
+    c->n++;
+}

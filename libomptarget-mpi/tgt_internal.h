@@ -1,0 +1,196 @@
+/* Private to libomptarget-mpi/: clang-19's offloading ABI as we use it, and
+ * the runtime state behind the __tgt_* entry points. */
+#ifndef OMPC_TGT_INTERNAL_H
+#define OMPC_TGT_INTERNAL_H
+
+#include "ompc_dm.h"
+#include "ompc_ev.h"
+#include "ompc_tmap.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+/* ------------------------------------------------- clang-19 ABI (facts) */
+typedef struct tgt_offload_entry {
+    void *addr;     /* kernel: host region id; global: host address */
+    char *name;
+    size_t size;    /* 0 for kernels */
+    int32_t flags;
+    int32_t data;
+} tgt_offload_entry_t;
+
+typedef struct tgt_device_image {
+    void *image_start;
+    void *image_end;
+    tgt_offload_entry_t *entries_begin;
+    tgt_offload_entry_t *entries_end;
+} tgt_device_image_t;
+
+typedef struct tgt_bin_desc {
+    int32_t num_images;
+    tgt_device_image_t *images;
+    tgt_offload_entry_t *host_entries_begin;
+    tgt_offload_entry_t *host_entries_end;
+} tgt_bin_desc_t;
+
+typedef struct tgt_ident {
+    int32_t reserved_1;
+    int32_t flags;
+    int32_t reserved_2;
+    int32_t reserved_3;
+    const char *psource; /* ";file;function;line;column;;" */
+} tgt_ident_t;
+
+typedef struct tgt_kernel_args {
+    uint32_t version;
+    uint32_t num_args;
+    void **arg_base_ptrs;
+    void **arg_ptrs;
+    int64_t *arg_sizes;
+    int64_t *arg_types;
+    void **arg_names;
+    void **arg_mappers;
+    uint64_t tripcount;
+    uint64_t flags;          /* bit 0: nowait */
+    uint32_t num_teams[3];
+    uint32_t thread_limit[3];
+    uint32_t dyn_cgroup_mem;
+} tgt_kernel_args_t;
+
+#define TGT_KFLAG_NOWAIT 0x1u
+
+/* Map-type bits (OpenMP ABI as clang-19 emits them). */
+#define TGT_MAP_TO 0x1
+#define TGT_MAP_FROM 0x2
+#define TGT_MAP_ALWAYS 0x4
+#define TGT_MAP_DELETE 0x8
+#define TGT_MAP_PTR_AND_OBJ 0x10
+#define TGT_MAP_TARGET_PARAM 0x20
+#define TGT_MAP_RETURN_PARAM 0x40
+#define TGT_MAP_PRIVATE 0x80
+#define TGT_MAP_LITERAL 0x100
+#define TGT_MAP_IMPLICIT 0x200
+#define TGT_MAP_CLOSE 0x400
+#define TGT_MAP_MAPPER 0x800
+#define TGT_MAP_PRESENT 0x1000
+#define TGT_MAP_OMPX_HOLD 0x2000
+#define TGT_MAP_NON_CONTIG 0x100000000000ll
+#define TGT_MAP_MEMBER_OF 0xffff000000000000ll
+
+/* ------------------------------------------------------- runtime state */
+typedef struct tgt_kernel {
+    const void *host_id;
+    const char *name;
+    void *fn;                /* executors: the kernel in the device image */
+} tgt_kernel_t;
+
+typedef struct tgt_global {
+    void *host_addr;
+    const char *name;
+    size_t size;
+    void *dev_addr;          /* executors: the global in the device image */
+    dm_buf_t *buf;           /* head */
+} tgt_global_t;
+
+/* Saved host value of a pointer inside mapped data whose device copy was
+ * attached to a device address: restored whenever the host copy is
+ * refreshed from the device. */
+typedef struct tgt_shadow {
+    void **host_slot;
+    void *host_value;
+    uint64_t dev_value;
+    struct tgt_shadow *next;
+} tgt_shadow_t;
+
+/* One host range mapped to the device. */
+typedef struct tgt_map {
+    ompc_tmap_node_t node;   /* key: host begin */
+    uintptr_t hst_end;
+    dm_buf_t *buf;
+    size_t buf_off;          /* offset of host begin inside buf */
+    int64_t dyn_ref;
+    int64_t hold_ref;
+    bool infinite;           /* declare target / associated: never unmapped */
+    bool owns_buf;
+    tgt_shadow_t *shadows;
+} tgt_map_t;
+
+typedef enum { TGT_OFFLOAD_DEFAULT, TGT_OFFLOAD_MANDATORY, TGT_OFFLOAD_DISABLED } tgt_offload_t;
+
+typedef struct tgt_rt {
+    ev_ctx_t *ev;
+    dm_ctx_t *dm;
+    int rank, size;
+    bool executor;           /* this rank runs kernels */
+    tgt_offload_t offload;
+    bool info;               /* OMPC_INFO */
+    tgt_kernel_t *kernels;   /* sorted by host_id */
+    int nkernels;
+    tgt_global_t *globals;
+    int nglobals;
+    void *image;             /* dlopen handle (executors) */
+    ev_fn_id_t fn_kernel;
+    pthread_mutex_t map_mtx; /* the mapping table */
+    ompc_tmap_t maps;
+    _Atomic unsigned rr;     /* placement round-robin */
+    _Atomic uint64_t kernels_run;
+} tgt_rt_t;
+
+extern tgt_rt_t *tgt_rt;
+
+/* tgt_register.c */
+bool tgt_ready(void);
+/* "file:line" (or "unknown location") of an ident, into buf. */
+const char *tgt_loc(const void *ident, char *buf, size_t cap);
+const tgt_kernel_t *tgt_kernel_find(const void *host_id);
+
+/* tgt_map.c: one batch of map arguments, as clang passes them. */
+typedef struct tgt_args {
+    int32_t n;
+    void **base;
+    void **begin;
+    int64_t *sizes;
+    int64_t *types;
+    void **mappers;
+    const void *loc;
+} tgt_args_t;
+
+/* Per-argument results of mapping, for the kernel launch. */
+typedef struct tgt_mapped {
+    dm_buf_t **bufs;         /* buffers the region touches */
+    size_t nbufs, capbufs;
+    dm_buf_t **temps;        /* firstprivate copies, freed after the region */
+    size_t ntemps, captemps;
+    uint64_t *kargs;         /* kernel arguments, TARGET_PARAM order */
+    size_t nkargs, capkargs;
+} tgt_mapped_t;
+
+/* out may be NULL (target data / enter data: nothing to launch). */
+ompc_status_t tgt_data_begin(const tgt_args_t *a, tgt_mapped_t *out);
+ompc_status_t tgt_data_end(const tgt_args_t *a);
+ompc_status_t tgt_data_update(const tgt_args_t *a);
+/* Device address for a host address inside a mapping (0 if absent). */
+uint64_t tgt_map_dev_addr(const void *host, size_t size, dm_buf_t **buf_p);
+void tgt_mapped_add(tgt_mapped_t *m, dm_buf_t *b);
+void tgt_mapped_free(tgt_mapped_t *m);
+void tgt_map_add_global(tgt_global_t *g);
+tgt_map_t *tgt_map_lookup_locked(uintptr_t begin, size_t size, bool *overlap_p);
+ompc_status_t tgt_map_insert_locked(uintptr_t begin, size_t size, dm_buf_t *buf,
+                                    size_t buf_off, bool infinite, bool owns,
+                                    tgt_map_t **m_p);
+void tgt_map_remove_locked(tgt_map_t *m);
+
+/* tgt_kernel.c */
+ompc_status_t tgt_kernel_fn_register(void);
+
+#define TGT_USER_ERROR(loc, ...)                                              \
+    do {                                                                      \
+        char tgt_lb_[256];                                                    \
+        ompc_fatal("%s: %s", tgt_loc(loc, tgt_lb_, sizeof(tgt_lb_)),          \
+                   tgt_fmt_(__VA_ARGS__));                                    \
+    } while (0)
+const char *tgt_fmt_(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+#endif

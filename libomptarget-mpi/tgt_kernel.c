@@ -1,0 +1,259 @@
+/* Kernel launches and the data-mapping entry points clang-19 emits. */
+#define _GNU_SOURCE
+#include "tgt_internal.h"
+
+#include <ffi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* From libomp, which every OpenMP program loads; weak so that the library
+ * links on its own. */
+int omp_get_default_device(void) __attribute__((weak));
+
+/* ---------------------------------------------------------- executors */
+/* args: {u32 kernel index, u32 nargs, u64 args[nargs]}.  The device image's
+ * kernels take an implicit leading pointer (clang's dyn_ptr, unused on the
+ * host target) and then one pointer-sized value per argument. */
+static ompc_status_t tgt_fn_kernel(ev_exec_info_t *info)
+{
+    uint32_t hdr[2];
+    if (info->args_size < sizeof(hdr))
+        return OMPC_ERR_INVALID;
+    memcpy(hdr, info->args, sizeof(hdr));
+    uint32_t idx = hdr[0], n = hdr[1];
+    if (idx >= (uint32_t)tgt_rt->nkernels ||
+        info->args_size != sizeof(hdr) + (size_t)n * sizeof(uint64_t))
+        return OMPC_ERR_INVALID;
+    const tgt_kernel_t *k = &tgt_rt->kernels[idx];
+    uint64_t *vals = calloc((size_t)n + 1, sizeof(uint64_t));
+    ffi_type **types = calloc((size_t)n + 1, sizeof(ffi_type *));
+    void **ptrs = calloc((size_t)n + 1, sizeof(void *));
+    if (!vals || !types || !ptrs) {
+        free(vals);
+        free(types);
+        free(ptrs);
+        return OMPC_ERR_NOMEM;
+    }
+    memcpy(vals + 1, (const char *)info->args + sizeof(hdr), (size_t)n * sizeof(uint64_t));
+    for (uint32_t i = 0; i <= n; i++) {
+        types[i] = &ffi_type_uint64;
+        ptrs[i] = &vals[i];
+    }
+    ffi_cif cif;
+    ompc_status_t st = OMPC_OK;
+    if (ffi_prep_cif(&cif, FFI_DEFAULT_ABI, n + 1, &ffi_type_void, types) != FFI_OK) {
+        st = OMPC_ERR_INVALID;
+    } else {
+        if (tgt_rt->info)
+            fprintf(stderr, "[ompc info] r%d run %s (%u args)\n", tgt_rt->rank,
+                    k->name, n);
+        ffi_call(&cif, FFI_FN(k->fn), NULL, ptrs);
+    }
+    free(vals);
+    free(types);
+    free(ptrs);
+    return st;
+}
+
+ompc_status_t tgt_kernel_fn_register(void)
+{
+    return ev_fn_register(tgt_rt->ev, "tgt.kernel", tgt_fn_kernel, 0,
+                          &tgt_rt->fn_kernel);
+}
+
+/* ---------------------------------------------------------- devices */
+/* ompc exposes the whole cluster as device 0.  Returns true if the call
+ * should go to the cluster, false for the host (initial device or
+ * offloading disabled). */
+static bool use_device(int64_t dev, const void *loc)
+{
+    if (!tgt_ready() || tgt_rt->offload == TGT_OFFLOAD_DISABLED)
+        return false;
+    if (dev == -1)
+        dev = omp_get_default_device ? omp_get_default_device() : 0;
+    if (dev == 0)
+        return true;
+    if (dev == 1) /* omp_get_initial_device() */
+        return false;
+    TGT_USER_ERROR(loc, "device number %lld does not exist: ompc exposes the "
+                   "cluster as device 0 (the host is device 1)", (long long)dev);
+}
+
+/* Choose the executor: the one that already holds the most bytes of the
+ * region's buffers, ties broken round-robin.  (The HEFT scheduler replaces
+ * this.) */
+static int place(const tgt_mapped_t *m)
+{
+    int ne = dm_num_executors(tgt_rt->dm);
+    unsigned start = atomic_fetch_add(&tgt_rt->rr, 1);
+    int best = (int)(start % (unsigned)ne);
+    size_t best_bytes = 0;
+    for (int k = 0; k < ne; k++) {
+        int e = (int)((start + (unsigned)k) % (unsigned)ne);
+        size_t b = dm_bytes_valid_on(tgt_rt->dm, e, m->bufs, m->nbufs);
+        if (b > best_bytes) {
+            best = e;
+            best_bytes = b;
+        }
+    }
+    return best;
+}
+
+int __tgt_target_kernel(tgt_ident_t *loc, int64_t device_id, int32_t num_teams,
+                        int32_t thread_limit, void *host_id, tgt_kernel_args_t *ka)
+{
+    (void)num_teams;
+    (void)thread_limit;
+    if (!use_device(device_id, loc)) {
+        if (tgt_ready() && tgt_rt->offload == TGT_OFFLOAD_MANDATORY)
+            TGT_USER_ERROR(loc, "OMP_TARGET_OFFLOAD=mandatory but the target "
+                           "region was sent to the host device");
+        return 1; /* the compiled code runs the region on the host */
+    }
+    const tgt_kernel_t *k = tgt_kernel_find(host_id);
+    if (!k)
+        TGT_USER_ERROR(loc, "target region %p is not in the registered image",
+                       host_id);
+    if (ka->version < 2)
+        TGT_USER_ERROR(loc, "kernel argument version %u is too old (clang-19 "
+                       "emits 3)", ka->version);
+    tgt_args_t a = {(int32_t)ka->num_args, ka->arg_base_ptrs, ka->arg_ptrs,
+                    ka->arg_sizes, ka->arg_types, ka->arg_mappers, loc};
+    tgt_mapped_t m = {0};
+    tgt_data_begin(&a, &m);
+    /* A kernel may touch any declare target variable. */
+    for (int g = 0; g < tgt_rt->nglobals; g++)
+        tgt_mapped_add(&m, tgt_rt->globals[g].buf);
+    int exec = place(&m);
+    ompc_status_t st = dm_acquire(tgt_rt->dm, exec, m.bufs, m.nbufs);
+    if (st != OMPC_OK)
+        TGT_USER_ERROR(loc, "moving the region's data to executor %d failed: %s",
+                       exec, ompc_status_str(st));
+    size_t args_len = 2 * sizeof(uint32_t) + m.nkargs * sizeof(uint64_t);
+    char *msg = malloc(args_len);
+    if (!msg)
+        ompc_fatal("out of memory launching a kernel");
+    uint32_t hdr[2] = {(uint32_t)(k - tgt_rt->kernels), (uint32_t)m.nkargs};
+    memcpy(msg, hdr, sizeof(hdr));
+    memcpy(msg + sizeof(hdr), m.kargs, m.nkargs * sizeof(uint64_t));
+    ev_handle_t *h;
+    st = ev_execute(tgt_rt->ev, dm_executor_rank(tgt_rt->dm, exec), tgt_rt->fn_kernel,
+                    msg, args_len, NULL, 0, &h);
+    if (st == OMPC_OK) {
+        st = ev_wait(h);
+        ev_handle_release(h);
+    }
+    free(msg);
+    if (st != OMPC_OK)
+        TGT_USER_ERROR(loc, "kernel %s failed on executor %d: %s", k->name, exec,
+                       ompc_status_str(st));
+    atomic_fetch_add(&tgt_rt->kernels_run, 1);
+    /* Without a depend list to go by, every buffer the kernel could reach
+     * counts as written: the copy on its executor is the only valid one. */
+    dm_written(tgt_rt->dm, exec, m.bufs, m.nbufs);
+    tgt_mapped_free(&m);
+    tgt_data_end(&a);
+    return 0;
+}
+
+int __tgt_target_kernel_nowait(tgt_ident_t *loc, int64_t device_id,
+                               int32_t num_teams, int32_t thread_limit,
+                               void *host_id, tgt_kernel_args_t *ka,
+                               int32_t ndeps, void *deps, int32_t nnoalias,
+                               void *noalias)
+{
+    (void)ndeps;
+    (void)deps;
+    (void)nnoalias;
+    (void)noalias;
+    return __tgt_target_kernel(loc, device_id, num_teams, thread_limit, host_id, ka);
+}
+
+/* libomp asks whether the asynchronous work behind a nowait target task is
+ * done; launches complete before returning for now, so there is never a
+ * handle to query. */
+void __tgt_target_nowait_query(void **handle)
+{
+    if (handle)
+        *handle = NULL;
+}
+
+/* ------------------------------------------------- data entry points */
+#define DATA_FN(name, op)                                                     \
+    void name(tgt_ident_t *loc, int64_t device_id, int32_t n, void **base,   \
+              void **begin, int64_t *sizes, int64_t *types, void **names,    \
+              void **mappers)                                                 \
+    {                                                                         \
+        (void)names;                                                          \
+        if (!use_device(device_id, loc))                                      \
+            return;                                                           \
+        tgt_args_t a = {n, base, begin, sizes, types, mappers, loc};          \
+        op;                                                                   \
+    }                                                                         \
+    void name##_nowait(tgt_ident_t *loc, int64_t device_id, int32_t n,       \
+                       void **base, void **begin, int64_t *sizes,             \
+                       int64_t *types, void **names, void **mappers,          \
+                       int32_t ndeps, void *deps, int32_t nnoalias,           \
+                       void *noalias)                                         \
+    {                                                                         \
+        (void)ndeps;                                                          \
+        (void)deps;                                                           \
+        (void)nnoalias;                                                       \
+        (void)noalias;                                                        \
+        name(loc, device_id, n, base, begin, sizes, types, names, mappers);   \
+    }
+
+DATA_FN(__tgt_target_data_begin_mapper, tgt_data_begin(&a, NULL))
+DATA_FN(__tgt_target_data_end_mapper, tgt_data_end(&a))
+DATA_FN(__tgt_target_data_update_mapper, tgt_data_update(&a))
+
+/* clang names the nowait variants ..._nowait_mapper. */
+void __tgt_target_data_begin_nowait_mapper(tgt_ident_t *loc, int64_t d, int32_t n,
+    void **b, void **p, int64_t *s, int64_t *t, void **nm, void **mp, int32_t nd,
+    void *dl, int32_t nna, void *nal)
+{
+    __tgt_target_data_begin_mapper_nowait(loc, d, n, b, p, s, t, nm, mp, nd, dl, nna, nal);
+}
+void __tgt_target_data_end_nowait_mapper(tgt_ident_t *loc, int64_t d, int32_t n,
+    void **b, void **p, int64_t *s, int64_t *t, void **nm, void **mp, int32_t nd,
+    void *dl, int32_t nna, void *nal)
+{
+    __tgt_target_data_end_mapper_nowait(loc, d, n, b, p, s, t, nm, mp, nd, dl, nna, nal);
+}
+void __tgt_target_data_update_nowait_mapper(tgt_ident_t *loc, int64_t d, int32_t n,
+    void **b, void **p, int64_t *s, int64_t *t, void **nm, void **mp, int32_t nd,
+    void *dl, int32_t nna, void *nal)
+{
+    __tgt_target_data_update_mapper_nowait(loc, d, n, b, p, s, t, nm, mp, nd, dl, nna, nal);
+}
+
+/* Pre-mapper entry points (older compilers). */
+void __tgt_target_data_begin(int64_t d, int32_t n, void **b, void **p, int64_t *s,
+                             int64_t *t)
+{
+    __tgt_target_data_begin_mapper(NULL, d, n, b, p, s, t, NULL, NULL);
+}
+void __tgt_target_data_end(int64_t d, int32_t n, void **b, void **p, int64_t *s,
+                           int64_t *t)
+{
+    __tgt_target_data_end_mapper(NULL, d, n, b, p, s, t, NULL, NULL);
+}
+void __tgt_target_data_update(int64_t d, int32_t n, void **b, void **p, int64_t *s,
+                              int64_t *t)
+{
+    __tgt_target_data_update_mapper(NULL, d, n, b, p, s, t, NULL, NULL);
+}
+
+void __kmpc_push_target_tripcount_mapper(tgt_ident_t *loc, int64_t d, uint64_t n)
+{
+    (void)loc;
+    (void)d;
+    (void)n;
+}
+void __kmpc_push_target_tripcount(int64_t d, uint64_t n)
+{
+    (void)d;
+    (void)n;
+}
+void __tgt_set_info_flag(uint32_t flags) { (void)flags; }

@@ -1,0 +1,479 @@
+/* The host <-> device mapping table and OpenMP's map semantics: reference
+ * counts, to/from/always/delete/present, struct members, pointer
+ * attachment (PTR_AND_OBJ) with shadow pointers, firstprivate copies.
+ *
+ * The table is one ordered map of non-overlapping host ranges under
+ * map_mtx.  Data moves through the data manager, which owns the device
+ * copies; the table only says which device buffer backs which host range. */
+#define _GNU_SOURCE
+#include "tgt_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static tgt_map_t *map_of(ompc_tmap_node_t *n)
+{
+    return n ? OMPC_TMAP_ENTRY(n, tgt_map_t, node) : NULL;
+}
+
+tgt_map_t *tgt_map_lookup_locked(uintptr_t begin, size_t size, bool *overlap_p)
+{
+    *overlap_p = false;
+    tgt_map_t *m = map_of(ompc_tmap_floor(&tgt_rt->maps, begin));
+    if (m && (begin < m->hst_end || (size == 0 && begin == m->hst_end &&
+                                     m->hst_end > m->node.key))) {
+        if (begin + size <= m->hst_end)
+            return m;
+        *overlap_p = true;
+        return m;
+    }
+    tgt_map_t *next = map_of(ompc_tmap_ceil(&tgt_rt->maps, begin));
+    if (next && size && next->node.key < begin + size) {
+        *overlap_p = true;
+        return next;
+    }
+    return NULL;
+}
+
+ompc_status_t tgt_map_insert_locked(uintptr_t begin, size_t size, dm_buf_t *buf,
+                                    size_t buf_off, bool infinite, bool owns,
+                                    tgt_map_t **m_p)
+{
+    tgt_map_t *m = calloc(1, sizeof(*m));
+    if (!m)
+        return OMPC_ERR_NOMEM;
+    m->node.key = begin;
+    m->hst_end = begin + size;
+    m->buf = buf;
+    m->buf_off = buf_off;
+    m->infinite = infinite;
+    m->owns_buf = owns;
+    ompc_tmap_insert(&tgt_rt->maps, &m->node);
+    *m_p = m;
+    return OMPC_OK;
+}
+
+void tgt_map_remove_locked(tgt_map_t *m)
+{
+    ompc_tmap_erase(&tgt_rt->maps, m->node.key);
+    while (m->shadows) {
+        tgt_shadow_t *s = m->shadows;
+        m->shadows = s->next;
+        free(s);
+    }
+}
+
+static uint64_t dev_of(const tgt_map_t *m, uintptr_t host)
+{
+    return dm_buf_addr(m->buf) + m->buf_off + (host - m->node.key);
+}
+
+uint64_t tgt_map_dev_addr(const void *host, size_t size, dm_buf_t **buf_p)
+{
+    bool overlap;
+    pthread_mutex_lock(&tgt_rt->map_mtx);
+    tgt_map_t *m = tgt_map_lookup_locked((uintptr_t)host, size, &overlap);
+    uint64_t d = m && !overlap ? dev_of(m, (uintptr_t)host) : 0;
+    if (buf_p)
+        *buf_p = m && !overlap ? m->buf : NULL;
+    pthread_mutex_unlock(&tgt_rt->map_mtx);
+    return d;
+}
+
+void tgt_map_add_global(tgt_global_t *g)
+{
+    tgt_map_t *m;
+    pthread_mutex_lock(&tgt_rt->map_mtx);
+    if (tgt_map_insert_locked((uintptr_t)g->host_addr, g->size, g->buf, 0, true,
+                              false, &m) != OMPC_OK)
+        ompc_fatal("out of memory mapping declare target variable %s", g->name);
+    pthread_mutex_unlock(&tgt_rt->map_mtx);
+}
+
+void tgt_mapped_add(tgt_mapped_t *m, dm_buf_t *b)
+{
+    for (size_t i = 0; i < m->nbufs; i++)
+        if (m->bufs[i] == b)
+            return;
+    if (m->nbufs == m->capbufs) {
+        size_t cap = m->capbufs ? 2 * m->capbufs : 16;
+        dm_buf_t **nb = realloc(m->bufs, cap * sizeof(*nb));
+        if (!nb)
+            ompc_fatal("out of memory collecting kernel buffers");
+        m->bufs = nb;
+        m->capbufs = cap;
+    }
+    m->bufs[m->nbufs++] = b;
+}
+
+static void mapped_add_temp(tgt_mapped_t *m, dm_buf_t *b)
+{
+    if (m->ntemps == m->captemps) {
+        size_t cap = m->captemps ? 2 * m->captemps : 8;
+        dm_buf_t **nb = realloc(m->temps, cap * sizeof(*nb));
+        if (!nb)
+            ompc_fatal("out of memory for firstprivate copies");
+        m->temps = nb;
+        m->captemps = cap;
+    }
+    m->temps[m->ntemps++] = b;
+}
+
+void tgt_mapped_free(tgt_mapped_t *m)
+{
+    for (size_t i = 0; i < m->ntemps; i++)
+        dm_free(tgt_rt->dm, m->temps[i]);
+    free(m->bufs);
+    free(m->temps);
+    free(m->kargs);
+    memset(m, 0, sizeof(*m));
+}
+
+static void kargs_push(tgt_mapped_t *m, uint64_t v)
+{
+    if (m->nkargs == m->capkargs) {
+        size_t cap = m->capkargs ? 2 * m->capkargs : 16;
+        uint64_t *nk = realloc(m->kargs, cap * sizeof(*nk));
+        if (!nk)
+            ompc_fatal("out of memory building kernel arguments");
+        m->kargs = nk;
+        m->capkargs = cap;
+    }
+    m->kargs[m->nkargs++] = v;
+}
+
+/* A value passed to a kernel that is a device address (is_device_ptr, or a
+ * pointer into memory from omp_target_alloc) keeps its buffer with the
+ * kernel, so the executor gets the data. */
+static void note_device_value(tgt_mapped_t *out, uint64_t v)
+{
+    dm_buf_t *b = dm_buf_find(tgt_rt->dm, v, 0, NULL);
+    if (b)
+        tgt_mapped_add(out, b);
+}
+
+static _Noreturn void overlap_error(const void *loc, uintptr_t begin, size_t size,
+                                    const tgt_map_t *m)
+{
+    TGT_USER_ERROR(loc, "mapping of host range %#lx (%zu bytes) partially "
+                   "overlaps an existing mapping of %#lx (%zu bytes): an "
+                   "existing mapping cannot be extended",
+                   (unsigned long)begin, size, (unsigned long)m->node.key,
+                   (size_t)(m->hst_end - m->node.key));
+}
+
+static void copy_to(const tgt_args_t *a, tgt_map_t *m, uintptr_t begin, size_t size);
+
+/* Map one host range (the object part of an argument).  Returns the entry,
+ * or NULL for a zero-length section that is not mapped. */
+static tgt_map_t *map_one(const tgt_args_t *a, int32_t i, uintptr_t begin,
+                          size_t size, int64_t type, bool update_ref,
+                          bool *is_new_p)
+{
+    bool overlap;
+    *is_new_p = false;
+    tgt_map_t *m = tgt_map_lookup_locked(begin, size, &overlap);
+    if (overlap)
+        overlap_error(a->loc, begin, size, m);
+    if (m) {
+        if (update_ref && !m->infinite) {
+            if (type & TGT_MAP_OMPX_HOLD)
+                m->hold_ref++;
+            else
+                m->dyn_ref++;
+        }
+        if ((type & TGT_MAP_TO) && (type & TGT_MAP_ALWAYS))
+            copy_to(a, m, begin, size);
+        return m;
+    }
+    if (type & TGT_MAP_PRESENT)
+        TGT_USER_ERROR(a->loc, "'present' map of host address %#lx (%zu bytes, "
+                       "argument %d): the data is not mapped on the device",
+                       (unsigned long)begin, size, i);
+    if (size == 0)
+        return NULL;
+    dm_buf_t *buf;
+    ompc_status_t st = dm_alloc(tgt_rt->dm, size, &buf);
+    if (st != OMPC_OK)
+        TGT_USER_ERROR(a->loc, "cannot allocate %zu bytes of device memory: %s",
+                       size, ompc_status_str(st));
+    if (tgt_map_insert_locked(begin, size, buf, 0, false, true, &m) != OMPC_OK)
+        ompc_fatal("out of memory in the mapping table");
+    if (type & TGT_MAP_OMPX_HOLD)
+        m->hold_ref = 1;
+    else
+        m->dyn_ref = 1;
+    *is_new_p = true;
+    if (type & TGT_MAP_TO) {
+        st = dm_write(tgt_rt->dm, buf, 0, (const void *)begin, size);
+        if (st != OMPC_OK)
+            TGT_USER_ERROR(a->loc, "copy to the device failed: %s",
+                           ompc_status_str(st));
+    }
+    if (tgt_rt->info)
+        fprintf(stderr, "[ompc info] r0 map: host %#lx (%zu B) -> device %#lx%s\n",
+                (unsigned long)begin, size, (unsigned long)dm_buf_addr(buf),
+                (type & TGT_MAP_TO) ? " (copied to)" : "");
+    return m;
+}
+
+/* Point the device copy of the pointer at host address `slot` (inside
+ * mapping pm) to the device copy of the object it points to. */
+static void attach_pointer(const tgt_args_t *a, tgt_map_t *pm, uintptr_t slot,
+                           tgt_map_t *obj, uintptr_t obj_begin)
+{
+    for (tgt_shadow_t *s = pm->shadows; s; s = s->next)
+        if ((uintptr_t)s->host_slot == slot)
+            return; /* attached already */
+    void *host_value = *(void **)slot;
+    uint64_t dev_value = dev_of(obj, obj_begin) - (obj_begin - (uintptr_t)host_value);
+    tgt_shadow_t *s = malloc(sizeof(*s));
+    if (!s)
+        ompc_fatal("out of memory attaching a pointer");
+    s->host_slot = (void **)slot;
+    s->host_value = host_value;
+    s->dev_value = dev_value;
+    s->next = pm->shadows;
+    pm->shadows = s;
+    ompc_status_t st = dm_write(tgt_rt->dm, pm->buf, pm->buf_off + (slot - pm->node.key),
+                                &dev_value, sizeof(dev_value));
+    if (st != OMPC_OK)
+        TGT_USER_ERROR(a->loc, "attaching a pointer failed: %s", ompc_status_str(st));
+}
+
+/* Call fn on every shadow pointer whose slot lies in [begin, begin+size). */
+static void for_shadows(uintptr_t begin, size_t size,
+                        void (*fn)(tgt_map_t *m, tgt_shadow_t *s))
+{
+    tgt_map_t *m = map_of(ompc_tmap_floor(&tgt_rt->maps, begin));
+    if (!m || m->hst_end <= begin)
+        m = map_of(ompc_tmap_ceil(&tgt_rt->maps, begin));
+    while (m && m->node.key < begin + size) {
+        for (tgt_shadow_t *s = m->shadows; s; s = s->next)
+            if ((uintptr_t)s->host_slot >= begin &&
+                (uintptr_t)s->host_slot + sizeof(void *) <= begin + size)
+                fn(m, s);
+        if (m->hst_end == m->node.key)
+            break;
+        m = map_of(ompc_tmap_ceil(&tgt_rt->maps, m->hst_end));
+    }
+}
+
+/* The host copy was refreshed from the device: attached pointers get their
+ * host values back. */
+static void shadow_restore_host(tgt_map_t *m, tgt_shadow_t *s)
+{
+    (void)m;
+    *s->host_slot = s->host_value;
+}
+
+/* The device copy was overwritten from the host: attached pointers get
+ * their device values back. */
+static void shadow_restore_device(tgt_map_t *m, tgt_shadow_t *s)
+{
+    if (dm_write(tgt_rt->dm, m->buf,
+                 m->buf_off + ((uintptr_t)s->host_slot - m->node.key),
+                 &s->dev_value, sizeof(s->dev_value)) != OMPC_OK)
+        ompc_fatal("re-attaching a device pointer failed");
+}
+
+static void copy_to(const tgt_args_t *a, tgt_map_t *m, uintptr_t begin, size_t size)
+{
+    if (size == 0)
+        return;
+    ompc_status_t st = dm_write(tgt_rt->dm, m->buf, m->buf_off + (begin - m->node.key),
+                                (const void *)begin, size);
+    if (st != OMPC_OK)
+        TGT_USER_ERROR(a->loc, "copy to the device failed: %s", ompc_status_str(st));
+    for_shadows(begin, size, shadow_restore_device);
+}
+
+static ompc_status_t copy_from(const tgt_args_t *a, tgt_map_t *m, uintptr_t begin,
+                               size_t size)
+{
+    if (size == 0)
+        return OMPC_OK;
+    ompc_status_t st = dm_read(tgt_rt->dm, m->buf, m->buf_off + (begin - m->node.key),
+                               (void *)begin, size);
+    if (st != OMPC_OK)
+        TGT_USER_ERROR(a->loc, "copy from the device failed: %s", ompc_status_str(st));
+    for_shadows(begin, size, shadow_restore_host);
+    return OMPC_OK;
+}
+
+ompc_status_t tgt_data_begin(const tgt_args_t *a, tgt_mapped_t *out)
+{
+    pthread_mutex_lock(&tgt_rt->map_mtx);
+    for (int32_t i = 0; i < a->n; i++) {
+        int64_t t = a->types[i];
+        uintptr_t begin = (uintptr_t)a->begin[i];
+        uintptr_t base = (uintptr_t)a->base[i];
+        size_t size = (size_t)a->sizes[i];
+        if (a->mappers && a->mappers[i])
+            TGT_USER_ERROR(a->loc, "user-defined mappers are not supported yet "
+                           "(argument %d)", i);
+        if (t & TGT_MAP_LITERAL) {
+            if (out && (t & TGT_MAP_TARGET_PARAM)) {
+                kargs_push(out, (uint64_t)begin);
+                note_device_value(out, (uint64_t)begin);
+            }
+            continue;
+        }
+        if (t & TGT_MAP_PRIVATE) {
+            if (!out)
+                continue;
+            /* firstprivate by reference: a fresh device copy per launch. */
+            dm_buf_t *tmp;
+            if (dm_alloc(tgt_rt->dm, size ? size : 1, &tmp) != OMPC_OK ||
+                dm_write(tgt_rt->dm, tmp, 0, (const void *)begin, size) != OMPC_OK)
+                TGT_USER_ERROR(a->loc, "cannot copy a firstprivate argument "
+                               "(%zu bytes) to the device", size);
+            mapped_add_temp(out, tmp);
+            tgt_mapped_add(out, tmp);
+            if (t & TGT_MAP_TARGET_PARAM)
+                kargs_push(out, dm_buf_addr(tmp) - (begin - base));
+            continue;
+        }
+        bool member = (t & TGT_MAP_MEMBER_OF) != 0;
+        tgt_map_t *pm = NULL;
+        if (t & TGT_MAP_PTR_AND_OBJ) {
+            /* The pointer itself lives in mapped data (a struct member) or
+             * gets a mapping of its own. */
+            bool is_new;
+            pm = map_one(a, i, base, sizeof(void *), t & ~(int64_t)(TGT_MAP_TO |
+                         TGT_MAP_FROM | TGT_MAP_PRESENT | TGT_MAP_ALWAYS),
+                         !member, &is_new);
+        }
+        bool is_new;
+        tgt_map_t *m = map_one(a, i, begin, size, t, !member, &is_new);
+        if (pm && m)
+            attach_pointer(a, pm, base, m, begin);
+        if (!out)
+            continue;
+        if (m)
+            tgt_mapped_add(out, m->buf);
+        if (pm)
+            tgt_mapped_add(out, pm->buf);
+        if (t & TGT_MAP_TARGET_PARAM) {
+            uint64_t v;
+            if (m)
+                v = dev_of(m, begin) - (begin - base);
+            else
+                v = (uint64_t)base; /* unmapped zero-length section */
+            kargs_push(out, v);
+            if (!m)
+                note_device_value(out, v);
+        }
+    }
+    pthread_mutex_unlock(&tgt_rt->map_mtx);
+    return OMPC_OK;
+}
+
+/* Unmap one range; entries to free are collected in `dead` (freed by the
+ * caller outside the lock). */
+static void unmap_one(const tgt_args_t *a, int32_t i, uintptr_t begin, size_t size,
+                      int64_t t, bool update_ref, bool parent_delete,
+                      tgt_map_t ***dead, size_t *ndead)
+{
+    bool overlap;
+    tgt_map_t *m = tgt_map_lookup_locked(begin, size, &overlap);
+    if (!m || overlap) {
+        if (t & TGT_MAP_PRESENT)
+            TGT_USER_ERROR(a->loc, "'present' unmap of host address %#lx (%zu "
+                           "bytes, argument %d): the data is not mapped",
+                           (unsigned long)begin, size, i);
+        return;
+    }
+    bool last;
+    if (update_ref) {
+        if (!m->infinite) {
+            if (t & TGT_MAP_DELETE) {
+                m->dyn_ref = 0;
+            } else if (t & TGT_MAP_OMPX_HOLD) {
+                if (m->hold_ref > 0)
+                    m->hold_ref--;
+            } else if (m->dyn_ref > 0) {
+                m->dyn_ref--;
+            }
+        }
+        last = !m->infinite && m->dyn_ref == 0 && m->hold_ref == 0;
+    } else {
+        /* A struct member: its entry goes away with the parent's. */
+        last = !m->infinite && (parent_delete || (m->dyn_ref + m->hold_ref <= 1));
+    }
+    if ((t & TGT_MAP_FROM) && (last || (t & TGT_MAP_ALWAYS)))
+        copy_from(a, m, begin, size);
+    if (last && update_ref) {
+        tgt_map_remove_locked(m);
+        (*dead)[(*ndead)++] = m;
+    }
+}
+
+ompc_status_t tgt_data_end(const tgt_args_t *a)
+{
+    tgt_map_t **dead = malloc((size_t)(2 * a->n + 1) * sizeof(*dead));
+    size_t ndead = 0;
+    if (!dead)
+        return OMPC_ERR_NOMEM;
+    pthread_mutex_lock(&tgt_rt->map_mtx);
+    for (int32_t i = a->n - 1; i >= 0; i--) {
+        int64_t t = a->types[i];
+        if (t & (TGT_MAP_LITERAL | TGT_MAP_PRIVATE))
+            continue;
+        uintptr_t begin = (uintptr_t)a->begin[i];
+        uintptr_t base = (uintptr_t)a->base[i];
+        size_t size = (size_t)a->sizes[i];
+        bool member = (t & TGT_MAP_MEMBER_OF) != 0;
+        bool parent_delete = false;
+        if (member) {
+            int32_t p = (int32_t)((uint64_t)t >> 48) - 1;
+            parent_delete = p >= 0 && p < a->n && (a->types[p] & TGT_MAP_DELETE);
+        }
+        unmap_one(a, i, begin, size, t, !member, parent_delete, &dead, &ndead);
+        if ((t & TGT_MAP_PTR_AND_OBJ) && !member)
+            unmap_one(a, i, base, sizeof(void *),
+                      t & (TGT_MAP_DELETE | TGT_MAP_OMPX_HOLD), true, false,
+                      &dead, &ndead);
+    }
+    pthread_mutex_unlock(&tgt_rt->map_mtx);
+    for (size_t k = 0; k < ndead; k++) {
+        tgt_map_t *m = dead[k];
+        if (tgt_rt->info)
+            fprintf(stderr, "[ompc info] r0 unmap: host %#lx (%zu B)\n",
+                    (unsigned long)m->node.key, (size_t)(m->hst_end - m->node.key));
+        if (m->owns_buf)
+            dm_free(tgt_rt->dm, m->buf);
+        free(m);
+    }
+    free(dead);
+    return OMPC_OK;
+}
+
+ompc_status_t tgt_data_update(const tgt_args_t *a)
+{
+    pthread_mutex_lock(&tgt_rt->map_mtx);
+    for (int32_t i = 0; i < a->n; i++) {
+        int64_t t = a->types[i];
+        uintptr_t begin = (uintptr_t)a->begin[i];
+        size_t size = (size_t)a->sizes[i];
+        if (t & TGT_MAP_NON_CONTIG)
+            TGT_USER_ERROR(a->loc, "non-contiguous target update is not "
+                           "supported yet (argument %d)", i);
+        bool overlap;
+        tgt_map_t *m = tgt_map_lookup_locked(begin, size, &overlap);
+        if (!m || overlap) {
+            if (t & TGT_MAP_PRESENT)
+                TGT_USER_ERROR(a->loc, "'present' update of host address %#lx "
+                               "(%zu bytes): the data is not mapped",
+                               (unsigned long)begin, size);
+            continue; /* OpenMP: updates of unmapped data do nothing */
+        }
+        if (t & TGT_MAP_TO)
+            copy_to(a, m, begin, size);
+        if (t & TGT_MAP_FROM)
+            copy_from(a, m, begin, size);
+    }
+    pthread_mutex_unlock(&tgt_rt->map_mtx);
+    return OMPC_OK;
+}
