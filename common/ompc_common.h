@@ -67,6 +67,9 @@ void ompc_set_abort_hook(ompc_abort_hook_t hook);
 _Noreturn void ompc_fatal_at(const char *file, int line, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 #define ompc_fatal(...) ompc_fatal_at(__FILE__, __LINE__, __VA_ARGS__)
+/* For user mistakes: the message names the user's source location itself,
+ * so the runtime's own file and line are left out. */
+#define ompc_fatal_user(...) ompc_fatal_at(NULL, 0, __VA_ARGS__)
 
 /* Internal invariants: compiled out with -DOMPC_NDEBUG. */
 #ifdef OMPC_NDEBUG

@@ -188,7 +188,7 @@ ompc_status_t tgt_kernel_fn_register(void);
 #define TGT_USER_ERROR(loc, ...)                                              \
     do {                                                                      \
         char tgt_lb_[256];                                                    \
-        ompc_fatal("%s: %s", tgt_loc(loc, tgt_lb_, sizeof(tgt_lb_)),          \
+        ompc_fatal_user("%s: %s", tgt_loc(loc, tgt_lb_, sizeof(tgt_lb_)),     \
                    tgt_fmt_(__VA_ARGS__));                                    \
     } while (0)
 const char *tgt_fmt_(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
