@@ -107,7 +107,8 @@ static int64_t cfg_parse(const cfg_row_t *row, const char *s)
         case 'k': case 'K': mult = 1ll << 10; break;
         case 'm': case 'M': mult = 1ll << 20; break;
         case 'g': case 'G': mult = 1ll << 30; break;
-        default: cfg_die(row->var.name, s, "expected a size such as 4096, 64K or 4M");
+        case 't': case 'T': mult = 1ll << 40; break;
+        default: cfg_die(row->var.name, s, "expected a size such as 4096, 64K, 4M or 1T");
         }
         end++;
         if (v > LLONG_MAX / mult)

@@ -41,46 +41,62 @@ static ompc_status_t dm_fn_decommit(ev_exec_info_t *info)
 }
 
 /* ------------------------------------------------------------ lifecycle */
-/* Reserve the same address range on every rank: rank 0 proposes, everyone
- * tries MAP_FIXED_NOREPLACE there, and all retry elsewhere if any failed. */
+/* Try to reserve [c, c+size) on this rank; every rank learns whether all
+ * of them succeeded. */
+static bool dm_try_everywhere(ev_ctx_t *ev, uintptr_t c, size_t size)
+{
+    void *mine = mmap((void *)c, size, PROT_NONE,
+                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE,
+                      -1, 0);
+    bool ok = mine == (void *)c;
+    if (!ok && mine != MAP_FAILED)
+        munmap(mine, size); /* an old kernel ignored the flag */
+    int64_t failed = !ok;
+    ev_coll_max(ev, &failed);
+    if (failed && ok)
+        munmap(mine, size);
+    return !failed;
+}
+
+/* Reserve the same address range on every rank.  With address-space
+ * randomisation each rank's libraries sit somewhere else, so one rank's
+ * choice may be taken on another: every rank proposes where its kernel
+ * would put such a range (valid memory, sanitizers included), plus a few
+ * shifted variants, and all ranks try the candidates in turn. */
 static ompc_status_t dm_reserve(dm_ctx_t *dm)
 {
     ev_ctx_t *ev = dm->ev;
     size_t size = (size_t)ompc_config_get()->device_va;
-    uintptr_t hint = 0;
-    for (int attempt = 0; attempt < 16; attempt++) {
-        uint64_t base = 0;
-        void *mine = MAP_FAILED;
-        if (ev_ctx_rank(ev) == 0) {
-            mine = mmap((void *)hint, size, PROT_NONE,
-                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-            base = mine == MAP_FAILED ? 0 : (uint64_t)(uintptr_t)mine;
+    int n = ev_ctx_size(ev);
+    uint64_t *props = calloc((size_t)n, sizeof(uint64_t));
+    if (!props)
+        return OMPC_ERR_NOMEM;
+    for (int round = 0; round < 4; round++) {
+        void *p = mmap(NULL, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                       -1, 0);
+        uint64_t mine = p == MAP_FAILED ? 0 : (uint64_t)(uintptr_t)p;
+        if (p != MAP_FAILED)
+            munmap(p, size);
+        ev_coll_allgather(ev, &mine, sizeof(mine), props);
+        /* Candidates: each proposal, then each moved down by 2x and 4x the
+         * size (below the libraries, still in the mapping area). */
+        for (int shift = 0; shift < 3; shift++) {
+            for (int r = 0; r < n; r++) {
+                uint64_t c = props[r];
+                uint64_t delta = shift ? (uint64_t)size * (2u << (shift - 1)) : 0;
+                if (c == 0 || c < delta + ((uint64_t)1 << 32))
+                    continue;
+                c -= delta;
+                if (dm_try_everywhere(ev, (uintptr_t)c, size)) {
+                    dm->va_base = (uintptr_t)c;
+                    dm->va_size = size;
+                    free(props);
+                    return OMPC_OK;
+                }
+            }
         }
-        ev_coll_bcast(ev, &base, sizeof(base), 0);
-        if (base == 0)
-            ompc_fatal("cannot reserve %zu bytes of address space for device "
-                       "memory (OMPC_DEVICE_VA): %s", size, strerror(errno));
-        if (ev_ctx_rank(ev) != 0)
-            mine = mmap((void *)(uintptr_t)base, size, PROT_NONE,
-                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE |
-                            MAP_FIXED_NOREPLACE, -1, 0);
-        int64_t failed = mine != (void *)(uintptr_t)base;
-        if (failed && mine != MAP_FAILED)
-            munmap(mine, size);
-        ev_coll_max(ev, &failed);
-        if (!failed) {
-            dm->va_base = (uintptr_t)base;
-            dm->va_size = size;
-            return OMPC_OK;
-        }
-        if (mine == (void *)(uintptr_t)base)
-            munmap(mine, size);
-        /* Next proposal: past this one, in case its neighbourhood is busy on
-         * some rank. */
-        hint = (uintptr_t)base + size * 2;
-        ompc_debug("device address range at %#lx taken on some rank; retrying",
-                   (unsigned long)base);
     }
+    free(props);
     ompc_fatal("no address range of %zu bytes is free on every rank for device "
                "memory; lower OMPC_DEVICE_VA", size);
 }
@@ -101,6 +117,7 @@ ompc_status_t dm_ctx_create(ev_ctx_t *ev, dm_ctx_t **dm_p)
     for (int i = 0; i < dm->nexec; i++)
         dm->exec_rank[i] = size > 1 ? i + 1 : 0;
     pthread_mutex_init(&dm->mtx, NULL);
+    pthread_cond_init(&dm->pin_cond, NULL);
     ompc_status_t st = ev_fn_register(ev, "dm.commit", dm_fn_commit, EV_FN_INLINE,
                                       &dm->fn_commit);
     if (st == OMPC_OK)
@@ -147,6 +164,7 @@ void dm_ctx_destroy(dm_ctx_t *dm)
     }
     munmap((void *)dm->va_base, dm->va_size);
     pthread_mutex_destroy(&dm->mtx);
+    pthread_cond_destroy(&dm->pin_cond);
     free(dm->exec_rank);
     free(dm);
 }
@@ -520,6 +538,45 @@ void dm_written(dm_ctx_t *dm, int exec, dm_buf_t *const *bufs, size_t n)
         b->has_data = true;
         dm_drop_snapshot(b);
     }
+    pthread_mutex_unlock(&dm->mtx);
+}
+
+int dm_pin_executor(dm_ctx_t *dm, dm_buf_t *const *bufs, size_t n)
+{
+    int e = -1;
+    pthread_mutex_lock(&dm->mtx);
+    for (size_t i = 0; i < n && e < 0; i++)
+        if (bufs[i]->pin_count > 0)
+            e = bufs[i]->pin_exec;
+    pthread_mutex_unlock(&dm->mtx);
+    return e;
+}
+
+void dm_pin(dm_ctx_t *dm, int exec, dm_buf_t *const *bufs, size_t n)
+{
+    pthread_mutex_lock(&dm->mtx);
+    for (;;) {
+        bool ok = true;
+        for (size_t i = 0; i < n && ok; i++)
+            ok = bufs[i]->pin_count == 0 || bufs[i]->pin_exec == exec;
+        if (ok)
+            break;
+        pthread_cond_wait(&dm->pin_cond, &dm->mtx);
+    }
+    for (size_t i = 0; i < n; i++) {
+        bufs[i]->pin_exec = exec;
+        bufs[i]->pin_count++;
+    }
+    pthread_mutex_unlock(&dm->mtx);
+}
+
+void dm_unpin(dm_ctx_t *dm, dm_buf_t *const *bufs, size_t n)
+{
+    pthread_mutex_lock(&dm->mtx);
+    for (size_t i = 0; i < n; i++)
+        if (bufs[i]->pin_count > 0)
+            bufs[i]->pin_count--;
+    pthread_cond_broadcast(&dm->pin_cond);
     pthread_mutex_unlock(&dm->mtx);
 }
 

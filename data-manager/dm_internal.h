@@ -23,6 +23,8 @@ struct dm_buf {
     bool snap_valid;
     bool has_data;           /* ever written (else nothing to forward) */
     int busy;                /* transfers reading snap in flight */
+    int pin_exec;            /* executor of the kernels pinning it */
+    int pin_count;           /* kernels in flight that may write it */
 };
 
 typedef struct dm_free_span {
@@ -40,6 +42,7 @@ struct dm_ctx {
     size_t va_size;
     /* head state, under mtx */
     pthread_mutex_t mtx;
+    pthread_cond_t pin_cond;
     ompc_tmap_t bufs;
     dm_addr_t bump;
     dm_free_span_t *free_spans[DM_FREE_BUCKETS]; /* exact-size reuse */

@@ -72,6 +72,16 @@ ompc_status_t dm_acquire(dm_ctx_t *dm, int exec, dm_buf_t *const *bufs, size_t n
 /* The kernel that ran on `exec` wrote these buffers: other copies are
  * invalid now. */
 void dm_written(dm_ctx_t *dm, int exec, dm_buf_t *const *bufs, size_t n);
+/* Writers of one buffer must share an executor: replicas on two executors
+ * written at the same time could not be merged.  dm_pin_executor returns
+ * the executor some of the buffers are pinned to by kernels in flight, or
+ * -1.  dm_pin pins every buffer to exec, waiting first while any of them is
+ * pinned elsewhere (all or nothing, so two waiters cannot deadlock);
+ * dm_unpin releases them when the kernel is done. */
+int dm_pin_executor(dm_ctx_t *dm, dm_buf_t *const *bufs, size_t n);
+void dm_pin(dm_ctx_t *dm, int exec, dm_buf_t *const *bufs, size_t n);
+void dm_unpin(dm_ctx_t *dm, dm_buf_t *const *bufs, size_t n);
+
 /* Bytes of the buffers already valid on exec (placement policies). */
 size_t dm_bytes_valid_on(dm_ctx_t *dm, int exec, dm_buf_t *const *bufs, size_t n);
 

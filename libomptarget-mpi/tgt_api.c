@@ -209,12 +209,6 @@ int omp_target_disassociate_ptr(const void *host_ptr, int dev)
 }
 
 /* ------------------------------------------------ user-defined mappers */
-typedef struct tgt_mapper_components {
-    int64_t n, cap;
-    void **base, **begin;
-    int64_t *sizes, *types;
-} tgt_mapper_components_t;
-
 int64_t __tgt_mapper_num_components(void *handle)
 {
     return ((tgt_mapper_components_t *)handle)->n;
@@ -244,4 +238,23 @@ void __tgt_push_mapper_component(void *handle, void *base, void *begin,
     c->sizes[c->n] = size;
     c->types[c->n] = type;
     c->n++;
+}
+
+void tgt_mapper_expand(const tgt_args_t *a, int32_t i, tgt_mapper_components_t *c,
+                       tgt_args_t *sub)
+{
+    memset(c, 0, sizeof(*c));
+    tgt_mapper_fn_t fn = (tgt_mapper_fn_t)a->mappers[i];
+    fn(c, a->base[i], a->begin[i], a->sizes[i], a->types[i], NULL);
+    *sub = (tgt_args_t){(int32_t)c->n, c->base, c->begin, c->sizes, c->types,
+                        NULL, a->loc};
+}
+
+void tgt_mapper_components_free(tgt_mapper_components_t *c)
+{
+    free(c->base);
+    free(c->begin);
+    free(c->sizes);
+    free(c->types);
+    memset(c, 0, sizeof(*c));
 }

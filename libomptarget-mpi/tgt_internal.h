@@ -101,6 +101,7 @@ typedef struct tgt_shadow {
     void **host_slot;
     void *host_value;
     uint64_t dev_value;
+    uint64_t obj_dev;        /* device address of the mapped object itself */
     struct tgt_shadow *next;
 } tgt_shadow_t;
 
@@ -115,6 +116,7 @@ typedef struct tgt_map {
     bool infinite;           /* declare target / associated: never unmapped */
     bool owns_buf;
     tgt_shadow_t *shadows;
+    struct tgt_map *sprev, *snext; /* list of entries that have shadows */
 } tgt_map_t;
 
 typedef enum { TGT_OFFLOAD_DEFAULT, TGT_OFFLOAD_MANDATORY, TGT_OFFLOAD_DISABLED } tgt_offload_t;
@@ -134,6 +136,7 @@ typedef struct tgt_rt {
     ev_fn_id_t fn_kernel;
     pthread_mutex_t map_mtx; /* the mapping table */
     ompc_tmap_t maps;
+    tgt_map_t *shadowed;     /* entries holding attached pointers */
     _Atomic unsigned rr;     /* placement round-robin */
     _Atomic uint64_t kernels_run;
 } tgt_rt_t;
@@ -182,8 +185,31 @@ ompc_status_t tgt_map_insert_locked(uintptr_t begin, size_t size, dm_buf_t *buf,
                                     tgt_map_t **m_p);
 void tgt_map_remove_locked(tgt_map_t *m);
 
+/* User-defined mappers: the generated mapper function pushes components
+ * through __tgt_push_mapper_component into this handle. */
+typedef struct tgt_mapper_components {
+    int64_t n, cap;
+    void **base, **begin;
+    int64_t *sizes, *types;
+} tgt_mapper_components_t;
+typedef void (*tgt_mapper_fn_t)(void *handle, void *base, void *begin,
+                                int64_t size, int64_t type, void *name);
+/* Expand argument i of a through its mapper into c (caller frees with
+ * tgt_mapper_components_free). */
+void tgt_mapper_expand(const tgt_args_t *a, int32_t i, tgt_mapper_components_t *c,
+                       tgt_args_t *sub);
+void tgt_mapper_components_free(tgt_mapper_components_t *c);
+
 /* tgt_kernel.c */
 ompc_status_t tgt_kernel_fn_register(void);
+
+/* tgt_ompt.c: the depend list of the target task running on this thread. */
+typedef struct tgt_dep {
+    uintptr_t addr;
+    bool in_only;            /* depend(in:); anything else may write */
+} tgt_dep_t;
+typedef struct tgt_task_deps tgt_task_deps_t;
+const tgt_task_deps_t *tgt_ompt_current_deps(int *n_p, const tgt_dep_t **deps_p);
 
 #define TGT_USER_ERROR(loc, ...)                                              \
     do {                                                                      \

@@ -35,6 +35,8 @@ static ompc_status_t tgt_fn_kernel(ev_exec_info_t *info)
         free(ptrs);
         return OMPC_ERR_NOMEM;
     }
+    /* LLVM 19's host plugin passes ~0 as dyn_ptr (no launch environment). */
+    vals[0] = ~(uint64_t)0;
     memcpy(vals + 1, (const char *)info->args + sizeof(hdr), (size_t)n * sizeof(uint64_t));
     for (uint32_t i = 0; i <= n; i++) {
         types[i] = &ffi_type_uint64;
@@ -100,6 +102,34 @@ static int place(const tgt_mapped_t *m)
     return best;
 }
 
+/* The buffers a kernel may write, into wr (returns how many).  The rule
+ * (README, "Which data a kernel writes"): a buffer is read-only for a target
+ * task only if the task's depend list names it, and names it only with
+ * depend(in:).  Everything else the kernel can reach counts as written. */
+static size_t tgt_written_bufs(const tgt_mapped_t *m, dm_buf_t **wr)
+{
+    int ndeps;
+    const tgt_dep_t *deps;
+    tgt_ompt_current_deps(&ndeps, &deps);
+    size_t n = 0;
+    for (size_t i = 0; i < m->nbufs; i++) {
+        bool read = false, write = false;
+        for (int d = 0; d < ndeps; d++) {
+            dm_buf_t *b = NULL;
+            tgt_map_dev_addr((const void *)deps[d].addr, 1, &b);
+            if (b != m->bufs[i])
+                continue;
+            if (deps[d].in_only)
+                read = true;
+            else
+                write = true;
+        }
+        if (write || !read)
+            wr[n++] = m->bufs[i];
+    }
+    return n;
+}
+
 int __tgt_target_kernel(tgt_ident_t *loc, int64_t device_id, int32_t num_teams,
                         int32_t thread_limit, void *host_id, tgt_kernel_args_t *ka)
 {
@@ -125,7 +155,15 @@ int __tgt_target_kernel(tgt_ident_t *loc, int64_t device_id, int32_t num_teams,
     /* A kernel may touch any declare target variable. */
     for (int g = 0; g < tgt_rt->nglobals; g++)
         tgt_mapped_add(&m, tgt_rt->globals[g].buf);
-    int exec = place(&m);
+    /* Kernels that may write the same buffer run on the same executor. */
+    dm_buf_t **wr = malloc((m.nbufs ? m.nbufs : 1) * sizeof(*wr));
+    if (!wr)
+        ompc_fatal("out of memory launching a kernel");
+    size_t nwr = tgt_written_bufs(&m, wr);
+    int exec = dm_pin_executor(tgt_rt->dm, wr, nwr);
+    if (exec < 0)
+        exec = place(&m);
+    dm_pin(tgt_rt->dm, exec, wr, nwr);
     ompc_status_t st = dm_acquire(tgt_rt->dm, exec, m.bufs, m.nbufs);
     if (st != OMPC_OK)
         TGT_USER_ERROR(loc, "moving the region's data to executor %d failed: %s",
@@ -149,9 +187,9 @@ int __tgt_target_kernel(tgt_ident_t *loc, int64_t device_id, int32_t num_teams,
         TGT_USER_ERROR(loc, "kernel %s failed on executor %d: %s", k->name, exec,
                        ompc_status_str(st));
     atomic_fetch_add(&tgt_rt->kernels_run, 1);
-    /* Without a depend list to go by, every buffer the kernel could reach
-     * counts as written: the copy on its executor is the only valid one. */
-    dm_written(tgt_rt->dm, exec, m.bufs, m.nbufs);
+    dm_written(tgt_rt->dm, exec, wr, nwr);
+    dm_unpin(tgt_rt->dm, wr, nwr);
+    free(wr);
     tgt_mapped_free(&m);
     tgt_data_end(&a);
     return 0;

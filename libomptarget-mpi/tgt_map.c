@@ -21,8 +21,7 @@ tgt_map_t *tgt_map_lookup_locked(uintptr_t begin, size_t size, bool *overlap_p)
 {
     *overlap_p = false;
     tgt_map_t *m = map_of(ompc_tmap_floor(&tgt_rt->maps, begin));
-    if (m && (begin < m->hst_end || (size == 0 && begin == m->hst_end &&
-                                     m->hst_end > m->node.key))) {
+    if (m && begin < m->hst_end) {
         if (begin + size <= m->hst_end)
             return m;
         *overlap_p = true;
@@ -57,6 +56,14 @@ ompc_status_t tgt_map_insert_locked(uintptr_t begin, size_t size, dm_buf_t *buf,
 void tgt_map_remove_locked(tgt_map_t *m)
 {
     ompc_tmap_erase(&tgt_rt->maps, m->node.key);
+    if (m->shadows) {
+        if (m->sprev)
+            m->sprev->snext = m->snext;
+        else
+            tgt_rt->shadowed = m->snext;
+        if (m->snext)
+            m->snext->sprev = m->sprev;
+    }
     while (m->shadows) {
         tgt_shadow_t *s = m->shadows;
         m->shadows = s->next;
@@ -183,7 +190,10 @@ static tgt_map_t *map_one(const tgt_args_t *a, int32_t i, uintptr_t begin,
             else
                 m->dyn_ref++;
         }
-        if ((type & TGT_MAP_TO) && (type & TGT_MAP_ALWAYS))
+        /* A struct member is copied when its parent entry was created by
+         * this same construct (the parent holds the only reference). */
+        bool first = !update_ref && !m->infinite && m->dyn_ref + m->hold_ref == 1;
+        if ((type & TGT_MAP_TO) && ((type & TGT_MAP_ALWAYS) || first))
             copy_to(a, m, begin, size);
         return m;
     }
@@ -223,17 +233,36 @@ static tgt_map_t *map_one(const tgt_args_t *a, int32_t i, uintptr_t begin,
 static void attach_pointer(const tgt_args_t *a, tgt_map_t *pm, uintptr_t slot,
                            tgt_map_t *obj, uintptr_t obj_begin)
 {
-    for (tgt_shadow_t *s = pm->shadows; s; s = s->next)
-        if ((uintptr_t)s->host_slot == slot)
-            return; /* attached already */
     void *host_value = *(void **)slot;
     uint64_t dev_value = dev_of(obj, obj_begin) - (obj_begin - (uintptr_t)host_value);
+    for (tgt_shadow_t *s = pm->shadows; s; s = s->next) {
+        if ((uintptr_t)s->host_slot != slot)
+            continue;
+        if (s->dev_value == dev_value)
+            return; /* attached already */
+        /* The pointer now designates another object: re-attach. */
+        s->host_value = host_value;
+        s->dev_value = dev_value;
+        s->obj_dev = dev_of(obj, obj_begin);
+        if (dm_write(tgt_rt->dm, pm->buf, pm->buf_off + (slot - pm->node.key),
+                     &dev_value, sizeof(dev_value)) != OMPC_OK)
+            TGT_USER_ERROR(a->loc, "attaching a pointer failed");
+        return;
+    }
     tgt_shadow_t *s = malloc(sizeof(*s));
     if (!s)
         ompc_fatal("out of memory attaching a pointer");
     s->host_slot = (void **)slot;
     s->host_value = host_value;
     s->dev_value = dev_value;
+    s->obj_dev = dev_of(obj, obj_begin);
+    if (!pm->shadows) {
+        pm->sprev = NULL;
+        pm->snext = tgt_rt->shadowed;
+        if (pm->snext)
+            pm->snext->sprev = pm;
+        tgt_rt->shadowed = pm;
+    }
     s->next = pm->shadows;
     pm->shadows = s;
     ompc_status_t st = dm_write(tgt_rt->dm, pm->buf, pm->buf_off + (slot - pm->node.key),
@@ -302,19 +331,30 @@ static ompc_status_t copy_from(const tgt_args_t *a, tgt_map_t *m, uintptr_t begi
     return OMPC_OK;
 }
 
-ompc_status_t tgt_data_begin(const tgt_args_t *a, tgt_mapped_t *out)
+/* out collects buffers (and, when kargs is true, kernel arguments). */
+static void data_begin_locked(const tgt_args_t *a, tgt_mapped_t *out, bool kargs)
 {
-    pthread_mutex_lock(&tgt_rt->map_mtx);
     for (int32_t i = 0; i < a->n; i++) {
         int64_t t = a->types[i];
         uintptr_t begin = (uintptr_t)a->begin[i];
         uintptr_t base = (uintptr_t)a->base[i];
         size_t size = (size_t)a->sizes[i];
-        if (a->mappers && a->mappers[i])
-            TGT_USER_ERROR(a->loc, "user-defined mappers are not supported yet "
-                           "(argument %d)", i);
+        if (a->mappers && a->mappers[i]) {
+            tgt_mapper_components_t c;
+            tgt_args_t sub;
+            tgt_mapper_expand(a, i, &c, &sub);
+            data_begin_locked(&sub, out, false);
+            tgt_mapper_components_free(&c);
+            if (out && kargs && (t & TGT_MAP_TARGET_PARAM)) {
+                bool overlap;
+                tgt_map_t *m = tgt_map_lookup_locked(begin, size, &overlap);
+                kargs_push(out, m && !overlap ? dev_of(m, begin) - (begin - base)
+                                              : (uint64_t)base);
+            }
+            continue;
+        }
         if (t & TGT_MAP_LITERAL) {
-            if (out && (t & TGT_MAP_TARGET_PARAM)) {
+            if (out && kargs && (t & TGT_MAP_TARGET_PARAM)) {
                 kargs_push(out, (uint64_t)begin);
                 note_device_value(out, (uint64_t)begin);
             }
@@ -331,7 +371,7 @@ ompc_status_t tgt_data_begin(const tgt_args_t *a, tgt_mapped_t *out)
                                "(%zu bytes) to the device", size);
             mapped_add_temp(out, tmp);
             tgt_mapped_add(out, tmp);
-            if (t & TGT_MAP_TARGET_PARAM)
+            if (kargs && (t & TGT_MAP_TARGET_PARAM))
                 kargs_push(out, dm_buf_addr(tmp) - (begin - base));
             continue;
         }
@@ -345,17 +385,27 @@ ompc_status_t tgt_data_begin(const tgt_args_t *a, tgt_mapped_t *out)
                          TGT_MAP_FROM | TGT_MAP_PRESENT | TGT_MAP_ALWAYS),
                          !member, &is_new);
         }
+        /* The object of a pointer-and-object member is an allocation of its
+         * own, with its own reference count; only the pointer slot lives
+         * inside the parent. */
+        bool own_ref = !member || (t & TGT_MAP_PTR_AND_OBJ);
         bool is_new;
-        tgt_map_t *m = map_one(a, i, begin, size, t, !member, &is_new);
+        tgt_map_t *m = map_one(a, i, begin, size, t, own_ref, &is_new);
         if (pm && m)
             attach_pointer(a, pm, base, m, begin);
+        if ((t & TGT_MAP_RETURN_PARAM) && m)
+            a->base[i] = (void *)(uintptr_t)(dev_of(m, begin) - (begin - base));
         if (!out)
             continue;
         if (m)
             tgt_mapped_add(out, m->buf);
         if (pm)
             tgt_mapped_add(out, pm->buf);
-        if (t & TGT_MAP_TARGET_PARAM) {
+        if (kargs && (t & TGT_MAP_TARGET_PARAM)) {
+            /* For a pointer-and-object argument the kernel gets the object
+             * through the pointer's value, not the pointer's address. */
+            if (t & TGT_MAP_PTR_AND_OBJ)
+                base = (uintptr_t)*(void **)base;
             uint64_t v;
             if (m)
                 v = dev_of(m, begin) - (begin - base);
@@ -366,6 +416,32 @@ ompc_status_t tgt_data_begin(const tgt_args_t *a, tgt_mapped_t *out)
                 note_device_value(out, v);
         }
     }
+}
+
+/* A kernel reaches data through pointers attached inside the data it maps
+ * (a struct's pointer member mapped by an earlier construct): those objects
+ * travel with it too, transitively. */
+static void add_attached_locked(tgt_mapped_t *out)
+{
+    if (!tgt_rt->shadowed)
+        return;
+    /* out->bufs grows while we walk it: that is the transitive part. */
+    for (size_t i = 0; i < out->nbufs; i++)
+        for (tgt_map_t *m = tgt_rt->shadowed; m; m = m->snext)
+            if (m->buf == out->bufs[i])
+                for (tgt_shadow_t *s = m->shadows; s; s = s->next) {
+                    dm_buf_t *b = dm_buf_find(tgt_rt->dm, s->obj_dev, 0, NULL);
+                    if (b)
+                        tgt_mapped_add(out, b);
+                }
+}
+
+ompc_status_t tgt_data_begin(const tgt_args_t *a, tgt_mapped_t *out)
+{
+    pthread_mutex_lock(&tgt_rt->map_mtx);
+    data_begin_locked(a, out, true);
+    if (out)
+        add_attached_locked(out);
     pthread_mutex_unlock(&tgt_rt->map_mtx);
     return OMPC_OK;
 }
@@ -410,35 +486,58 @@ static void unmap_one(const tgt_args_t *a, int32_t i, uintptr_t begin, size_t si
     }
 }
 
-ompc_status_t tgt_data_end(const tgt_args_t *a)
+typedef struct dead_list {
+    tgt_map_t **v;
+    size_t n, cap;
+} dead_list_t;
+
+static void data_end_locked(const tgt_args_t *a, dead_list_t *dead)
 {
-    tgt_map_t **dead = malloc((size_t)(2 * a->n + 1) * sizeof(*dead));
-    size_t ndead = 0;
-    if (!dead)
-        return OMPC_ERR_NOMEM;
-    pthread_mutex_lock(&tgt_rt->map_mtx);
+    if (dead->n + 2 * (size_t)a->n + 1 > dead->cap) {
+        size_t cap = dead->n + 2 * (size_t)a->n + 16;
+        tgt_map_t **nv = realloc(dead->v, cap * sizeof(*nv));
+        if (!nv)
+            ompc_fatal("out of memory unmapping");
+        dead->v = nv;
+        dead->cap = cap;
+    }
     for (int32_t i = a->n - 1; i >= 0; i--) {
         int64_t t = a->types[i];
         if (t & (TGT_MAP_LITERAL | TGT_MAP_PRIVATE))
             continue;
+        if (a->mappers && a->mappers[i]) {
+            tgt_mapper_components_t c;
+            tgt_args_t sub;
+            tgt_mapper_expand(a, i, &c, &sub);
+            data_end_locked(&sub, dead);
+            tgt_mapper_components_free(&c);
+            continue;
+        }
         uintptr_t begin = (uintptr_t)a->begin[i];
         uintptr_t base = (uintptr_t)a->base[i];
         size_t size = (size_t)a->sizes[i];
-        bool member = (t & TGT_MAP_MEMBER_OF) != 0;
+        bool member = (t & TGT_MAP_MEMBER_OF) != 0 && !(t & TGT_MAP_PTR_AND_OBJ);
         bool parent_delete = false;
         if (member) {
             int32_t p = (int32_t)((uint64_t)t >> 48) - 1;
             parent_delete = p >= 0 && p < a->n && (a->types[p] & TGT_MAP_DELETE);
         }
-        unmap_one(a, i, begin, size, t, !member, parent_delete, &dead, &ndead);
-        if ((t & TGT_MAP_PTR_AND_OBJ) && !member)
+        unmap_one(a, i, begin, size, t, !member, parent_delete, &dead->v, &dead->n);
+        if ((t & TGT_MAP_PTR_AND_OBJ) && !(t & TGT_MAP_MEMBER_OF))
             unmap_one(a, i, base, sizeof(void *),
                       t & (TGT_MAP_DELETE | TGT_MAP_OMPX_HOLD), true, false,
-                      &dead, &ndead);
+                      &dead->v, &dead->n);
     }
+}
+
+ompc_status_t tgt_data_end(const tgt_args_t *a)
+{
+    dead_list_t dead = {0};
+    pthread_mutex_lock(&tgt_rt->map_mtx);
+    data_end_locked(a, &dead);
     pthread_mutex_unlock(&tgt_rt->map_mtx);
-    for (size_t k = 0; k < ndead; k++) {
-        tgt_map_t *m = dead[k];
+    for (size_t k = 0; k < dead.n; k++) {
+        tgt_map_t *m = dead.v[k];
         if (tgt_rt->info)
             fprintf(stderr, "[ompc info] r0 unmap: host %#lx (%zu B)\n",
                     (unsigned long)m->node.key, (size_t)(m->hst_end - m->node.key));
@@ -446,17 +545,24 @@ ompc_status_t tgt_data_end(const tgt_args_t *a)
             dm_free(tgt_rt->dm, m->buf);
         free(m);
     }
-    free(dead);
+    free(dead.v);
     return OMPC_OK;
 }
 
-ompc_status_t tgt_data_update(const tgt_args_t *a)
+static void data_update_locked(const tgt_args_t *a)
 {
-    pthread_mutex_lock(&tgt_rt->map_mtx);
     for (int32_t i = 0; i < a->n; i++) {
         int64_t t = a->types[i];
         uintptr_t begin = (uintptr_t)a->begin[i];
         size_t size = (size_t)a->sizes[i];
+        if (a->mappers && a->mappers[i]) {
+            tgt_mapper_components_t c;
+            tgt_args_t sub;
+            tgt_mapper_expand(a, i, &c, &sub);
+            data_update_locked(&sub);
+            tgt_mapper_components_free(&c);
+            continue;
+        }
         if (t & TGT_MAP_NON_CONTIG)
             TGT_USER_ERROR(a->loc, "non-contiguous target update is not "
                            "supported yet (argument %d)", i);
@@ -474,6 +580,12 @@ ompc_status_t tgt_data_update(const tgt_args_t *a)
         if (t & TGT_MAP_FROM)
             copy_from(a, m, begin, size);
     }
+}
+
+ompc_status_t tgt_data_update(const tgt_args_t *a)
+{
+    pthread_mutex_lock(&tgt_rt->map_mtx);
+    data_update_locked(a);
     pthread_mutex_unlock(&tgt_rt->map_mtx);
     return OMPC_OK;
 }

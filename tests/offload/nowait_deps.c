@@ -7,7 +7,8 @@
  * depend(in), then a host writer that must wait for all readers), a
  * fan-in (several target producers into one target consumer that lists
  * all of them in depend(in)), a chain on data kept on the device with
- * target enter data, and taskwait, all inside parallel + single.
+ * target enter data whose host copy is only refreshed by target update
+ * tasks in the same chain, and taskwait, all inside parallel + single.
  *
  * Why: an offload runtime that runs target tasks asynchronously has to
  * honour the same task dependence graph as host tasks. Every step is an
@@ -62,7 +63,7 @@ static unsigned x[N], snap[N];
 static unsigned in[N], src[N], dst[K][N], fan[N];
 static unsigned long long hsum_seen;
 /* device-resident chain */
-static unsigned y[N], ysnap[N];
+static unsigned y[N], ysnap[N], ypre[N];
 
 /* a little busy work so that tasks overlap in time when allowed to */
 #pragma omp declare target
@@ -169,6 +170,12 @@ static void run(void) {
           y[i] = y[i] * (unsigned)(2 * s + 3) + (unsigned)s;
       }
       if (s == CHAIN / 2) {
+        /* nothing has been copied back yet: the host copy is unchanged */
+#pragma omp task depend(in : y[0])
+        {
+          for (int i = 0; i < N; i++)
+            ypre[i] = y[i];
+        }
 #pragma omp target update from(y) depend(inout : y[0]) nowait
 #pragma omp task depend(inout : y[0])
         {
@@ -241,6 +248,8 @@ int main(void) {
     CHECK_AT("fan-in consumer", i, fan[i], rfan[i]);
     CHECK_AT("device-resident chain result", i, y[i], ry[i]);
     CHECK_AT("device-resident chain snapshot", i, ysnap[i], rysnap[i]);
+    CHECK_AT("host copy unchanged before target update from", i, ypre[i],
+             3 * i + 1);
   }
   CHECK("host consumer of the fan-out", hsum_seen, rhsum);
   return finish("nowait_deps");

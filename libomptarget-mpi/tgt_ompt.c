@@ -1,0 +1,110 @@
+/* The OMPT tool inside the runtime: libomp finds ompt_start_tool in this
+ * library and reports every target task's depend list (the task body later
+ * calls __tgt_* with no dependences, so OMPT is the only way to see them).
+ * The list hangs off the task's ompt_data_t until the task completes. */
+#define _GNU_SOURCE
+#include "tgt_internal.h"
+
+#include <omp-tools.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define TGT_DEPS_MAGIC 0x6f6d7063646570ull /* "ompcdep" */
+
+struct tgt_task_deps {
+    uint64_t magic;
+    int n;
+    tgt_dep_t deps[];
+};
+
+static ompt_get_task_info_t get_task_info;
+
+static void on_task_create(ompt_data_t *encountering, const ompt_frame_t *frame,
+                           ompt_data_t *new_task, int flags, int has_deps,
+                           const void *codeptr)
+{
+    (void)encountering;
+    (void)frame;
+    (void)has_deps;
+    (void)codeptr;
+    if (new_task)
+        new_task->ptr = NULL;
+    (void)flags;
+}
+
+static void on_dependences(ompt_data_t *task, const ompt_dependence_t *deps, int n)
+{
+    if (!task || n <= 0)
+        return;
+    tgt_task_deps_t *d = malloc(sizeof(*d) + (size_t)n * sizeof(tgt_dep_t));
+    if (!d)
+        return; /* without the list the task is treated conservatively */
+    d->magic = TGT_DEPS_MAGIC;
+    d->n = n;
+    for (int i = 0; i < n; i++) {
+        d->deps[i].addr = (uintptr_t)deps[i].variable.ptr;
+        d->deps[i].in_only = deps[i].dependence_type == ompt_dependence_type_in;
+    }
+    free(task->ptr);
+    task->ptr = d;
+}
+
+static void on_task_schedule(ompt_data_t *prior, ompt_task_status_t status,
+                             ompt_data_t *next)
+{
+    (void)next;
+    if (prior && prior->ptr &&
+        (status == ompt_task_complete || status == ompt_task_late_fulfill)) {
+        tgt_task_deps_t *d = prior->ptr;
+        if (d->magic == TGT_DEPS_MAGIC) {
+            d->magic = 0;
+            free(d);
+            prior->ptr = NULL;
+        }
+    }
+}
+
+const tgt_task_deps_t *tgt_ompt_current_deps(int *n_p, const tgt_dep_t **deps_p)
+{
+    *n_p = 0;
+    *deps_p = NULL;
+    if (!get_task_info)
+        return NULL;
+    int flags = 0;
+    ompt_data_t *task = NULL;
+    if (get_task_info(0, &flags, &task, NULL, NULL, NULL) != 2 || !task ||
+        !task->ptr)
+        return NULL;
+    tgt_task_deps_t *d = task->ptr;
+    if (d->magic != TGT_DEPS_MAGIC)
+        return NULL;
+    *n_p = d->n;
+    *deps_p = d->deps;
+    return d;
+}
+
+static int tool_initialize(ompt_function_lookup_t lookup, int initial_device,
+                           ompt_data_t *tool_data)
+{
+    (void)initial_device;
+    (void)tool_data;
+    ompt_set_callback_t set_callback = (ompt_set_callback_t)lookup("ompt_set_callback");
+    get_task_info = (ompt_get_task_info_t)lookup("ompt_get_task_info");
+    if (!set_callback || !get_task_info)
+        return 0;
+    set_callback(ompt_callback_task_create, (ompt_callback_t)on_task_create);
+    set_callback(ompt_callback_dependences, (ompt_callback_t)on_dependences);
+    set_callback(ompt_callback_task_schedule, (ompt_callback_t)on_task_schedule);
+    return 1;
+}
+
+static void tool_finalize(ompt_data_t *tool_data) { (void)tool_data; }
+
+ompt_start_tool_result_t *ompt_start_tool(unsigned int omp_version,
+                                          const char *runtime_version)
+{
+    (void)omp_version;
+    (void)runtime_version;
+    static ompt_start_tool_result_t result = {tool_initialize, tool_finalize, {0}};
+    return &result;
+}
