@@ -552,22 +552,33 @@ int dm_pin_executor(dm_ctx_t *dm, dm_buf_t *const *bufs, size_t n)
     return e;
 }
 
-void dm_pin(dm_ctx_t *dm, int exec, dm_buf_t *const *bufs, size_t n)
+/* Caller holds mtx. */
+static bool dm_pin_locked(int exec, dm_buf_t *const *bufs, size_t n)
 {
-    pthread_mutex_lock(&dm->mtx);
-    for (;;) {
-        bool ok = true;
-        for (size_t i = 0; i < n && ok; i++)
-            ok = bufs[i]->pin_count == 0 || bufs[i]->pin_exec == exec;
-        if (ok)
-            break;
-        pthread_cond_wait(&dm->pin_cond, &dm->mtx);
-    }
+    for (size_t i = 0; i < n; i++)
+        if (bufs[i]->pin_count > 0 && bufs[i]->pin_exec != exec)
+            return false;
     for (size_t i = 0; i < n; i++) {
         bufs[i]->pin_exec = exec;
         bufs[i]->pin_count++;
     }
+    return true;
+}
+
+void dm_pin(dm_ctx_t *dm, int exec, dm_buf_t *const *bufs, size_t n)
+{
+    pthread_mutex_lock(&dm->mtx);
+    while (!dm_pin_locked(exec, bufs, n))
+        pthread_cond_wait(&dm->pin_cond, &dm->mtx);
     pthread_mutex_unlock(&dm->mtx);
+}
+
+bool dm_try_pin(dm_ctx_t *dm, int exec, dm_buf_t *const *bufs, size_t n)
+{
+    pthread_mutex_lock(&dm->mtx);
+    bool ok = dm_pin_locked(exec, bufs, n);
+    pthread_mutex_unlock(&dm->mtx);
+    return ok;
 }
 
 void dm_unpin(dm_ctx_t *dm, dm_buf_t *const *bufs, size_t n)

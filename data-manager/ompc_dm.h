@@ -21,6 +21,8 @@
 
 #include "ompc_ev.h"
 
+#include <stdbool.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -81,6 +83,8 @@ void dm_written(dm_ctx_t *dm, int exec, dm_buf_t *const *bufs, size_t n);
 int dm_pin_executor(dm_ctx_t *dm, dm_buf_t *const *bufs, size_t n);
 void dm_pin(dm_ctx_t *dm, int exec, dm_buf_t *const *bufs, size_t n);
 void dm_unpin(dm_ctx_t *dm, dm_buf_t *const *bufs, size_t n);
+/* dm_pin without waiting: false (nothing pinned) if it would wait. */
+bool dm_try_pin(dm_ctx_t *dm, int exec, dm_buf_t *const *bufs, size_t n);
 
 /* Bytes of the buffers already valid on exec (placement policies). */
 size_t dm_bytes_valid_on(dm_ctx_t *dm, int exec, dm_buf_t *const *bufs, size_t n);

@@ -289,13 +289,25 @@ static int progress_try(ev_ctx_t *ctx);
  * drive the engine ourselves (a reply usually comes within microseconds);
  * then sleep on the context's completion condition and leave progress to
  * the gate thread. */
+static bool wait_until_deadline(ev_ctx_t *ctx, bool (*pred)(void *), void *arg,
+                                uint64_t deadline);
+
 static void wait_until(ev_ctx_t *ctx, bool (*pred)(void *), void *arg)
+{
+    wait_until_deadline(ctx, pred, arg, UINT64_MAX);
+}
+
+/* Returns pred's final value: false only if the deadline passed first. */
+static bool wait_until_deadline(ev_ctx_t *ctx, bool (*pred)(void *), void *arg,
+                                uint64_t deadline)
 {
     uint64_t last = ompc_now_ns();
     uint64_t spin_ns = (uint64_t)ctx->cfg->spin_us * 1000u;
     bool spinning = false;
     while (!pred(arg)) {
         uint64_t now = ompc_now_ns();
+        if (now >= deadline)
+            break;
         if (now - last < spin_ns) {
             if (!spinning) {
                 atomic_fetch_add(&ctx->spinners, 1);
@@ -315,10 +327,12 @@ static void wait_until(ev_ctx_t *ctx, bool (*pred)(void *), void *arg)
         }
         pthread_mutex_lock(&ctx->done_mtx);
         atomic_fetch_add(&ctx->done_waiters, 1);
-        while (!pred(arg)) {
+        while (!pred(arg) && ompc_now_ns() < deadline) {
+            uint64_t left = deadline - ompc_now_ns();
+            long step = left < 50000000u ? (long)left : 50000000L;
             struct timespec ts;
             clock_gettime(CLOCK_REALTIME, &ts);
-            ts.tv_nsec += 50 * 1000 * 1000;
+            ts.tv_nsec += step;
             if (ts.tv_nsec >= 1000000000) {
                 ts.tv_sec++;
                 ts.tv_nsec -= 1000000000;
@@ -330,6 +344,7 @@ static void wait_until(ev_ctx_t *ctx, bool (*pred)(void *), void *arg)
     }
     if (spinning)
         atomic_fetch_sub(&ctx->spinners, 1);
+    return pred(arg);
 }
 
 static bool pred_handle_done(void *arg)
@@ -343,6 +358,18 @@ ompc_status_t ev_wait(ev_handle_t *h)
         return OMPC_ERR_INVALID;
     ev_ctx_t *ctx = ((ev_handle_ext_t *)h)->ctx;
     wait_until(ctx, pred_handle_done, h);
+    return h->status;
+}
+
+ompc_status_t ev_wait_for(ev_handle_t *h, uint64_t timeout_ns)
+{
+    if (!h)
+        return OMPC_ERR_INVALID;
+    ev_ctx_t *ctx = ((ev_handle_ext_t *)h)->ctx;
+    uint64_t now = ompc_now_ns();
+    uint64_t deadline = timeout_ns > UINT64_MAX - now ? UINT64_MAX : now + timeout_ns;
+    if (!wait_until_deadline(ctx, pred_handle_done, h, deadline))
+        return OMPC_INPROGRESS;
     return h->status;
 }
 

@@ -133,6 +133,8 @@ ompc_status_t ev_sync_all(ev_ctx_t *ctx);
  * error the destination reported).  A peer that stops responding is detected
  * by the gate thread (OMPC_PEER_TIMEOUT) and ends the job with a message. */
 ompc_status_t ev_wait(ev_handle_t *h);
+/* Like ev_wait, but gives up after timeout_ns: OMPC_INPROGRESS then. */
+ompc_status_t ev_wait_for(ev_handle_t *h, uint64_t timeout_ns);
 /* OMPC_INPROGRESS while running, else the final status.  Never blocks. */
 ompc_status_t ev_test(ev_handle_t *h);
 /* Wait for n handles, returning the first error (all are waited for). */

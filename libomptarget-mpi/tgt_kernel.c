@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* From libomp, which every OpenMP program loads; weak so that the library
  * links on its own. */
@@ -130,6 +131,127 @@ static size_t tgt_written_bufs(const tgt_mapped_t *m, dm_buf_t **wr)
     return n;
 }
 
+/* One kernel launch.  Synchronous targets run prepare, start and finish
+ * in a row; a `target nowait` inside a task with a task team returns after
+ * prepare/start and leaves the launch in libomp's async handle, which libomp
+ * polls through __tgt_target_nowait_query until finish has run.  The
+ * argument arrays are copied: they live on the task's stack frame, which is
+ * gone by then. */
+typedef enum { LAUNCH_PIN, LAUNCH_RUNNING } launch_stage_t;
+
+typedef struct tgt_launch {
+    launch_stage_t stage;
+    const tgt_ident_t *loc;
+    const tgt_kernel_t *k;
+    tgt_args_t a;
+    void **arrays;           /* storage behind a's arrays */
+    tgt_mapped_t m;
+    dm_buf_t **wr;
+    size_t nwr;
+    int exec;
+    ev_handle_t *h;
+    char *msg;
+    size_t msg_len;
+} tgt_launch_t;
+
+/* libomp entry points for asynchronous target tasks (weak: see above). */
+int __kmpc_global_thread_num(void *loc) __attribute__((weak));
+int __kmpc_omp_has_task_team(int gtid) __attribute__((weak));
+void **__kmpc_omp_get_target_async_handle_ptr(int gtid) __attribute__((weak));
+
+static void launch_free(tgt_launch_t *L)
+{
+    free(L->wr);
+    free(L->msg);
+    free(L->arrays);
+    free(L);
+}
+
+/* Copy clang's argument arrays (n entries each) into memory the launch owns. */
+static void launch_copy_args(tgt_launch_t *L, const tgt_kernel_args_t *ka)
+{
+    size_t n = ka->num_args;
+    L->arrays = malloc((n ? n : 1) * 5 * sizeof(void *));
+    if (!L->arrays)
+        ompc_fatal("out of memory launching a kernel");
+    void **base = L->arrays, **begin = base + n, **mappers = begin + n;
+    int64_t *sizes = (int64_t *)(mappers + n), *types = sizes + n;
+    memcpy(base, ka->arg_base_ptrs, n * sizeof(void *));
+    memcpy(begin, ka->arg_ptrs, n * sizeof(void *));
+    memcpy(sizes, ka->arg_sizes, n * sizeof(int64_t));
+    memcpy(types, ka->arg_types, n * sizeof(int64_t));
+    if (ka->arg_mappers)
+        memcpy(mappers, ka->arg_mappers, n * sizeof(void *));
+    else
+        memset(mappers, 0, n * sizeof(void *));
+    L->a = (tgt_args_t){(int32_t)n, base, begin, sizes, types, mappers, L->loc};
+}
+
+/* Map the arguments and decide which buffers the kernel writes. */
+static void launch_prepare(tgt_launch_t *L)
+{
+    tgt_data_begin(&L->a, &L->m);
+    /* A kernel may touch any declare target variable. */
+    for (int g = 0; g < tgt_rt->nglobals; g++)
+        tgt_mapped_add(&L->m, tgt_rt->globals[g].buf);
+    L->wr = malloc((L->m.nbufs ? L->m.nbufs : 1) * sizeof(*L->wr));
+    if (!L->wr)
+        ompc_fatal("out of memory launching a kernel");
+    L->nwr = tgt_written_bufs(&L->m, L->wr);
+    size_t len = 2 * sizeof(uint32_t) + L->m.nkargs * sizeof(uint64_t);
+    L->msg = malloc(len);
+    if (!L->msg)
+        ompc_fatal("out of memory launching a kernel");
+    uint32_t hdr[2] = {(uint32_t)(L->k - tgt_rt->kernels), (uint32_t)L->m.nkargs};
+    memcpy(L->msg, hdr, sizeof(hdr));
+    memcpy(L->msg + sizeof(hdr), L->m.kargs, L->m.nkargs * sizeof(uint64_t));
+    L->msg_len = len;
+}
+
+/* Pin the written buffers to an executor: kernels that may write the same
+ * buffer run on the same executor.  False if that would mean waiting. */
+static bool launch_try_pin(tgt_launch_t *L, bool may_wait)
+{
+    int exec = dm_pin_executor(tgt_rt->dm, L->wr, L->nwr);
+    if (exec < 0)
+        exec = place(&L->m);
+    if (may_wait)
+        dm_pin(tgt_rt->dm, exec, L->wr, L->nwr);
+    else if (!dm_try_pin(tgt_rt->dm, exec, L->wr, L->nwr))
+        return false;
+    L->exec = exec;
+    return true;
+}
+
+/* Bring the data to the executor and send the kernel. */
+static void launch_start(tgt_launch_t *L)
+{
+    ompc_status_t st = dm_acquire(tgt_rt->dm, L->exec, L->m.bufs, L->m.nbufs);
+    if (st != OMPC_OK)
+        TGT_USER_ERROR(L->loc, "moving the region's data to executor %d failed: %s",
+                       L->exec, ompc_status_str(st));
+    st = ev_execute(tgt_rt->ev, dm_executor_rank(tgt_rt->dm, L->exec),
+                    tgt_rt->fn_kernel, L->msg, L->msg_len, NULL, 0, &L->h);
+    if (st != OMPC_OK)
+        TGT_USER_ERROR(L->loc, "cannot launch kernel %s: %s", L->k->name,
+                       ompc_status_str(st));
+    L->stage = LAUNCH_RUNNING;
+}
+
+/* The kernel is done: record where the data now lives, unmap. */
+static void launch_finish(tgt_launch_t *L, ompc_status_t st)
+{
+    ev_handle_release(L->h);
+    if (st != OMPC_OK)
+        TGT_USER_ERROR(L->loc, "kernel %s failed on executor %d: %s", L->k->name,
+                       L->exec, ompc_status_str(st));
+    atomic_fetch_add(&tgt_rt->kernels_run, 1);
+    dm_written(tgt_rt->dm, L->exec, L->wr, L->nwr);
+    dm_unpin(tgt_rt->dm, L->wr, L->nwr);
+    tgt_mapped_free(&L->m);
+    tgt_data_end(&L->a);
+}
+
 int __tgt_target_kernel(tgt_ident_t *loc, int64_t device_id, int32_t num_teams,
                         int32_t thread_limit, void *host_id, tgt_kernel_args_t *ka)
 {
@@ -148,50 +270,35 @@ int __tgt_target_kernel(tgt_ident_t *loc, int64_t device_id, int32_t num_teams,
     if (ka->version < 2)
         TGT_USER_ERROR(loc, "kernel argument version %u is too old (clang-19 "
                        "emits 3)", ka->version);
-    tgt_args_t a = {(int32_t)ka->num_args, ka->arg_base_ptrs, ka->arg_ptrs,
-                    ka->arg_sizes, ka->arg_types, ka->arg_mappers, loc};
-    tgt_mapped_t m = {0};
-    tgt_data_begin(&a, &m);
-    /* A kernel may touch any declare target variable. */
-    for (int g = 0; g < tgt_rt->nglobals; g++)
-        tgt_mapped_add(&m, tgt_rt->globals[g].buf);
-    /* Kernels that may write the same buffer run on the same executor. */
-    dm_buf_t **wr = malloc((m.nbufs ? m.nbufs : 1) * sizeof(*wr));
-    if (!wr)
+    tgt_launch_t *L = calloc(1, sizeof(*L));
+    if (!L)
         ompc_fatal("out of memory launching a kernel");
-    size_t nwr = tgt_written_bufs(&m, wr);
-    int exec = dm_pin_executor(tgt_rt->dm, wr, nwr);
-    if (exec < 0)
-        exec = place(&m);
-    dm_pin(tgt_rt->dm, exec, wr, nwr);
-    ompc_status_t st = dm_acquire(tgt_rt->dm, exec, m.bufs, m.nbufs);
-    if (st != OMPC_OK)
-        TGT_USER_ERROR(loc, "moving the region's data to executor %d failed: %s",
-                       exec, ompc_status_str(st));
-    size_t args_len = 2 * sizeof(uint32_t) + m.nkargs * sizeof(uint64_t);
-    char *msg = malloc(args_len);
-    if (!msg)
-        ompc_fatal("out of memory launching a kernel");
-    uint32_t hdr[2] = {(uint32_t)(k - tgt_rt->kernels), (uint32_t)m.nkargs};
-    memcpy(msg, hdr, sizeof(hdr));
-    memcpy(msg + sizeof(hdr), m.kargs, m.nkargs * sizeof(uint64_t));
-    ev_handle_t *h;
-    st = ev_execute(tgt_rt->ev, dm_executor_rank(tgt_rt->dm, exec), tgt_rt->fn_kernel,
-                    msg, args_len, NULL, 0, &h);
-    if (st == OMPC_OK) {
-        st = ev_wait(h);
-        ev_handle_release(h);
+    L->loc = loc;
+    L->k = k;
+    launch_copy_args(L, ka);
+    launch_prepare(L);
+
+    void **handle = NULL;
+    if ((ka->flags & TGT_KFLAG_NOWAIT) && __kmpc_global_thread_num &&
+        __kmpc_omp_has_task_team && __kmpc_omp_get_target_async_handle_ptr) {
+        int gtid = __kmpc_global_thread_num(NULL);
+        if (gtid >= 0 && __kmpc_omp_has_task_team(gtid))
+            handle = __kmpc_omp_get_target_async_handle_ptr(gtid);
     }
-    free(msg);
-    if (st != OMPC_OK)
-        TGT_USER_ERROR(loc, "kernel %s failed on executor %d: %s", k->name, exec,
-                       ompc_status_str(st));
-    atomic_fetch_add(&tgt_rt->kernels_run, 1);
-    dm_written(tgt_rt->dm, exec, wr, nwr);
-    dm_unpin(tgt_rt->dm, wr, nwr);
-    free(wr);
-    tgt_mapped_free(&m);
-    tgt_data_end(&a);
+    if (handle) {
+        /* Asynchronous: no thread waits for the kernel.  Pinning must not
+         * block here either (the kernels we would wait for complete through
+         * the same hidden helper threads); retried from the query. */
+        L->stage = LAUNCH_PIN;
+        if (launch_try_pin(L, false))
+            launch_start(L);
+        *handle = L;
+        return 0;
+    }
+    launch_try_pin(L, true);
+    launch_start(L);
+    launch_finish(L, ev_wait(L->h));
+    launch_free(L);
     return 0;
 }
 
@@ -208,13 +315,28 @@ int __tgt_target_kernel_nowait(tgt_ident_t *loc, int64_t device_id,
     return __tgt_target_kernel(loc, device_id, num_teams, thread_limit, host_id, ka);
 }
 
-/* libomp asks whether the asynchronous work behind a nowait target task is
- * done; launches complete before returning for now, so there is never a
- * handle to query. */
+/* libomp asks whether the work behind a nowait target task is done; *handle
+ * becomes NULL when it is.  A short wait here keeps the hidden helper
+ * threads from spinning on re-queued tasks. */
 void __tgt_target_nowait_query(void **handle)
 {
-    if (handle)
-        *handle = NULL;
+    if (!handle || !*handle)
+        return;
+    tgt_launch_t *L = *handle;
+    if (L->stage == LAUNCH_PIN) {
+        if (!launch_try_pin(L, false)) {
+            struct timespec ts = {0, 50 * 1000};
+            nanosleep(&ts, NULL);
+            return;
+        }
+        launch_start(L);
+    }
+    ompc_status_t st = ev_wait_for(L->h, 1000 * 1000);
+    if (st == OMPC_INPROGRESS)
+        return;
+    launch_finish(L, st);
+    launch_free(L);
+    *handle = NULL;
 }
 
 /* ------------------------------------------------- data entry points */
