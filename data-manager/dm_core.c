@@ -154,6 +154,7 @@ void dm_ctx_destroy(dm_ctx_t *dm)
     if (!dm)
         return;
     /* Executors unmap the whole range below; no need to decommit each. */
+    pthread_mutex_lock(&dm->mtx);
     ompc_tmap_drain(&dm->bufs, dm_drop_node, NULL);
     for (int i = 0; i < DM_FREE_BUCKETS; i++) {
         while (dm->free_spans[i]) {
@@ -162,6 +163,7 @@ void dm_ctx_destroy(dm_ctx_t *dm)
             free(f);
         }
     }
+    pthread_mutex_unlock(&dm->mtx);
     munmap((void *)dm->va_base, dm->va_size);
     pthread_mutex_destroy(&dm->mtx);
     pthread_cond_destroy(&dm->pin_cond);

@@ -176,11 +176,13 @@ static void launch_copy_args(tgt_launch_t *L, const tgt_kernel_args_t *ka)
         ompc_fatal("out of memory launching a kernel");
     void **base = L->arrays, **begin = base + n, **mappers = begin + n;
     int64_t *sizes = (int64_t *)(mappers + n), *types = sizes + n;
-    memcpy(base, ka->arg_base_ptrs, n * sizeof(void *));
-    memcpy(begin, ka->arg_ptrs, n * sizeof(void *));
-    memcpy(sizes, ka->arg_sizes, n * sizeof(int64_t));
-    memcpy(types, ka->arg_types, n * sizeof(int64_t));
-    if (ka->arg_mappers)
+    if (n) {
+        memcpy(base, ka->arg_base_ptrs, n * sizeof(void *));
+        memcpy(begin, ka->arg_ptrs, n * sizeof(void *));
+        memcpy(sizes, ka->arg_sizes, n * sizeof(int64_t));
+        memcpy(types, ka->arg_types, n * sizeof(int64_t));
+    }
+    if (n && ka->arg_mappers)
         memcpy(mappers, ka->arg_mappers, n * sizeof(void *));
     else
         memset(mappers, 0, n * sizeof(void *));
@@ -204,7 +206,8 @@ static void launch_prepare(tgt_launch_t *L)
         ompc_fatal("out of memory launching a kernel");
     uint32_t hdr[2] = {(uint32_t)(L->k - tgt_rt->kernels), (uint32_t)L->m.nkargs};
     memcpy(L->msg, hdr, sizeof(hdr));
-    memcpy(L->msg + sizeof(hdr), L->m.kargs, L->m.nkargs * sizeof(uint64_t));
+    if (L->m.nkargs)
+        memcpy(L->msg + sizeof(hdr), L->m.kargs, L->m.nkargs * sizeof(uint64_t));
     L->msg_len = len;
 }
 

@@ -11,6 +11,26 @@
 
 #define TGT_DEPS_MAGIC 0x6f6d7063646570ull /* "ompcdep" */
 
+/* ThreadSanitizer builds: libomp is not instrumented, so the order it
+ * imposes between tasks (dependences, taskwait, barriers) is invisible to
+ * TSan and data handed between tasks looks racy.  Like LLVM's Archer tool,
+ * we annotate those edges from the OMPT callbacks we receive anyway. */
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define TGT_TSAN 1
+#endif
+#endif
+#ifdef TGT_TSAN
+void __tsan_acquire(void *addr);
+void __tsan_release(void *addr);
+static char tsan_task_done; /* released by every completed task */
+#define TSAN_ACQUIRE(p) __tsan_acquire((void *)(p))
+#define TSAN_RELEASE(p) __tsan_release((void *)(p))
+#else
+#define TSAN_ACQUIRE(p) ((void)(p))
+#define TSAN_RELEASE(p) ((void)(p))
+#endif
+
 struct tgt_task_deps {
     uint64_t magic;
     int n;
@@ -52,17 +72,67 @@ static void on_dependences(ompt_data_t *task, const ompt_dependence_t *deps, int
 static void on_task_schedule(ompt_data_t *prior, ompt_task_status_t status,
                              ompt_data_t *next)
 {
-    (void)next;
-    if (prior && prior->ptr &&
-        (status == ompt_task_complete || status == ompt_task_late_fulfill)) {
+    bool done = status == ompt_task_complete || status == ompt_task_late_fulfill;
+    if (prior && done) {
         tgt_task_deps_t *d = prior->ptr;
-        if (d->magic == TGT_DEPS_MAGIC) {
+        if (d && d->magic == TGT_DEPS_MAGIC) {
+            for (int i = 0; i < d->n; i++)
+                TSAN_RELEASE(d->deps[i].addr);
             d->magic = 0;
             free(d);
             prior->ptr = NULL;
         }
+#ifdef TGT_TSAN
+        TSAN_RELEASE(&tsan_task_done);
+#endif
+    }
+    if (next && next->ptr) {
+        tgt_task_deps_t *d = next->ptr;
+        if (d->magic == TGT_DEPS_MAGIC)
+            for (int i = 0; i < d->n; i++)
+                TSAN_ACQUIRE(d->deps[i].addr);
     }
 }
+
+#ifdef TGT_TSAN
+/* The end of a taskwait, taskgroup or barrier follows the completion of the
+ * tasks it waited for. */
+static void on_sync_region(ompt_sync_region_t kind, ompt_scope_endpoint_t endpoint,
+                           ompt_data_t *parallel, ompt_data_t *task,
+                           const void *codeptr)
+{
+    (void)kind;
+    (void)parallel;
+    (void)task;
+    (void)codeptr;
+    if (endpoint == ompt_scope_end)
+        TSAN_ACQUIRE(&tsan_task_done);
+}
+
+/* The join of a parallel region follows the end of its implicit tasks. */
+static void on_implicit_task(ompt_scope_endpoint_t endpoint, ompt_data_t *parallel,
+                             ompt_data_t *task, unsigned int team_size,
+                             unsigned int thread_num, int flags)
+{
+    (void)parallel;
+    (void)task;
+    (void)team_size;
+    (void)thread_num;
+    (void)flags;
+    if (endpoint == ompt_scope_end)
+        TSAN_RELEASE(&tsan_task_done);
+}
+
+static void on_parallel_end(ompt_data_t *parallel, ompt_data_t *task, int flags,
+                            const void *codeptr)
+{
+    (void)parallel;
+    (void)task;
+    (void)flags;
+    (void)codeptr;
+    TSAN_ACQUIRE(&tsan_task_done);
+}
+#endif
 
 const tgt_task_deps_t *tgt_ompt_current_deps(int *n_p, const tgt_dep_t **deps_p)
 {
@@ -95,6 +165,11 @@ static int tool_initialize(ompt_function_lookup_t lookup, int initial_device,
     set_callback(ompt_callback_task_create, (ompt_callback_t)on_task_create);
     set_callback(ompt_callback_dependences, (ompt_callback_t)on_dependences);
     set_callback(ompt_callback_task_schedule, (ompt_callback_t)on_task_schedule);
+#ifdef TGT_TSAN
+    set_callback(ompt_callback_sync_region, (ompt_callback_t)on_sync_region);
+    set_callback(ompt_callback_implicit_task, (ompt_callback_t)on_implicit_task);
+    set_callback(ompt_callback_parallel_end, (ompt_callback_t)on_parallel_end);
+#endif
     return 1;
 }
 

@@ -2,10 +2,19 @@
 # (a real OpenMP offloading program, as a user would) into bin/NAME.
 set(OMPC_OMPCC ${CMAKE_RUNTIME_OUTPUT_DIRECTORY}/ompcc)
 set(OMPC_OFFLOAD_CFLAGS -O1 -g -Wall -Wextra -Werror)
-if(OMPC_ENABLE_ASAN)
-  list(APPEND OMPC_OFFLOAD_CFLAGS -fsanitize=address,undefined -fno-omit-frame-pointer)
-elseif(OMPC_ENABLE_TSAN)
-  list(APPEND OMPC_OFFLOAD_CFLAGS -fsanitize=thread)
+# Sanitizer builds check the runtime (libomptarget and below), which is
+# instrumented and linked with the shared sanitizer runtime; the test
+# programs stay plain and get that runtime preloaded.
+set(OMPC_OFFLOAD_TEST_ENV ${OMPC_TEST_ENV})
+if(OMPC_ENABLE_ASAN OR OMPC_ENABLE_TSAN)
+  if(OMPC_ENABLE_ASAN)
+    set(rtname libclang_rt.asan-x86_64.so)
+  else()
+    set(rtname libclang_rt.tsan-x86_64.so)
+  endif()
+  execute_process(COMMAND ${CMAKE_C_COMPILER} -print-file-name=${rtname}
+                  OUTPUT_VARIABLE OMPC_SANITIZER_RT OUTPUT_STRIP_TRAILING_WHITESPACE)
+  list(APPEND OMPC_OFFLOAD_TEST_ENV LD_PRELOAD=${OMPC_SANITIZER_RT})
 endif()
 
 function(ompc_offload_program)
@@ -26,7 +35,7 @@ function(ompc_offload_test)
              COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${np}
                      ${CMAKE_RUNTIME_OUTPUT_DIRECTORY}/${T_NAME} ${T_ARGS})
     set_tests_properties(${T_NAME}:np${np} PROPERTIES TIMEOUT ${OMPC_TEST_TIMEOUT}
-                         ENVIRONMENT "${OMPC_TEST_ENV};${T_ENV}")
+                         ENVIRONMENT "${OMPC_OFFLOAD_TEST_ENV};${T_ENV}")
   endforeach()
 endfunction()
 
@@ -43,6 +52,6 @@ function(ompc_offload_fail_test)
                      ${CMAKE_RUNTIME_OUTPUT_DIRECTORY}/${T_PROGRAM} ${T_ARGS})
     math(EXPR lim "${T_LIMIT} + 30")
     set_tests_properties(${T_NAME}:np${np} PROPERTIES TIMEOUT ${lim}
-                         ENVIRONMENT "${OMPC_TEST_ENV};${T_ENV}")
+                         ENVIRONMENT "${OMPC_OFFLOAD_TEST_ENV};${T_ENV}")
   endforeach()
 endfunction()
