@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include "tgt_internal.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -258,3 +259,105 @@ void tgt_mapper_components_free(tgt_mapper_components_t *c)
     free(c->types);
     memset(c, 0, sizeof(*c));
 }
+
+/* ------------------------------------------------- asynchronous copies */
+/* The _async routines may run the copy at once, provided the dependences
+ * in their depend objects are satisfied first: libomp's wait on those
+ * dependences (as `taskwait depend`) gives that order. */
+typedef struct kmp_depend_info kmp_depend_info_t;
+void __kmpc_omp_wait_deps(void *loc, int gtid, int ndeps, kmp_depend_info_t *deps,
+                          int nnoalias, kmp_depend_info_t *noalias)
+    __attribute__((weak));
+int __kmpc_global_thread_num(void *loc) __attribute__((weak));
+
+/* omp_depend_t is a pointer to libomp's dependence record. */
+static void wait_depobjs(int n, void **depobjs)
+{
+    if (n <= 0 || !depobjs || !__kmpc_omp_wait_deps || !__kmpc_global_thread_num)
+        return;
+    int gtid = __kmpc_global_thread_num(NULL);
+    for (int i = 0; i < n; i++)
+        __kmpc_omp_wait_deps(NULL, gtid, 1, (kmp_depend_info_t *)depobjs[i], 0, NULL);
+}
+
+int omp_target_memcpy_async(void *dst, const void *src, size_t length,
+                            size_t dst_offset, size_t src_offset, int dst_device,
+                            int src_device, int depobj_count, void **depobj_list)
+{
+    wait_depobjs(depobj_count, depobj_list);
+    return omp_target_memcpy(dst, src, length, dst_offset, src_offset, dst_device,
+                             src_device);
+}
+
+int omp_target_memcpy_rect_async(void *dst, const void *src, size_t element_size,
+                                 int num_dims, const size_t *volume,
+                                 const size_t *dst_offsets, const size_t *src_offsets,
+                                 const size_t *dst_dimensions,
+                                 const size_t *src_dimensions, int dst_device,
+                                 int src_device, int depobj_count, void **depobj_list)
+{
+    wait_depobjs(depobj_count, depobj_list);
+    return omp_target_memcpy_rect(dst, src, element_size, num_dims, volume,
+                                  dst_offsets, src_offsets, dst_dimensions,
+                                  src_dimensions, dst_device, src_device);
+}
+
+void *omp_target_memset_async(void *ptr, int value, size_t count, int dev,
+                              int depobj_count, void **depobj_list)
+{
+    wait_depobjs(depobj_count, depobj_list);
+    omp_target_memset(ptr, value, count, dev);
+    return ptr;
+}
+
+/* libomp's allocators look these up for target memory spaces. */
+void *llvm_omp_target_alloc_device(size_t size, int dev) { return omp_target_alloc(size, dev); }
+void *llvm_omp_target_alloc_host(size_t size, int dev) { (void)dev; return malloc(size); }
+void *llvm_omp_target_alloc_shared(size_t size, int dev) { (void)dev; return malloc(size); }
+void llvm_omp_target_free_device(void *ptr, int dev) { omp_target_free(ptr, dev); }
+void llvm_omp_target_free_host(void *ptr, int dev) { (void)dev; free(ptr); }
+void llvm_omp_target_free_shared(void *ptr, int dev) { (void)dev; free(ptr); }
+
+/* ---------------------------------------------------------- diagnostics */
+void ompx_dump_mapping_tables(void)
+{
+    if (!tgt_ready())
+        return;
+    pthread_mutex_lock(&tgt_rt->map_mtx);
+    printf("ompc device 0 mapping table:\n%-18s %-18s %10s %8s %8s\n", "host",
+           "device", "bytes", "dynref", "holdref");
+    for (ompc_tmap_node_t *n = ompc_tmap_ceil(&tgt_rt->maps, 0); n;) {
+        tgt_map_t *m = OMPC_TMAP_ENTRY(n, tgt_map_t, node);
+        printf("%#-18lx %#-18lx %10zu %8s %8lld\n", (unsigned long)m->node.key,
+               (unsigned long)(dm_buf_addr(m->buf) + m->buf_off),
+               (size_t)(m->hst_end - m->node.key),
+               m->infinite ? "INF" : tgt_fmt_("%lld", (long long)m->dyn_ref),
+               (long long)m->hold_ref);
+        n = ompc_tmap_ceil(&tgt_rt->maps, m->hst_end > m->node.key ? m->hst_end
+                                                                   : m->node.key + 1);
+    }
+    pthread_mutex_unlock(&tgt_rt->map_mtx);
+}
+
+int __tgt_print_device_info(int64_t dev)
+{
+    if (dev != 0 || !tgt_ready())
+        return 0;
+    printf("ompc device 0: a cluster of %d executor rank(s) (MPI ranks %s), "
+           "%d kernel(s) registered\n", dm_num_executors(tgt_rt->dm),
+           tgt_rt->size > 1 ? "1.." : "0", tgt_rt->nkernels);
+    return 1;
+}
+
+/* The interop construct has no meaning for a cluster of CPUs. */
+#define TGT_NO_INTEROP(name)                                                  \
+    void name(tgt_ident_t *loc, int32_t gtid, void **interop, int32_t a,     \
+              int32_t b, int32_t c, void *d, int32_t e)                      \
+    {                                                                         \
+        (void)gtid; (void)interop; (void)a; (void)b; (void)c; (void)d;       \
+        (void)e;                                                              \
+        TGT_USER_ERROR(loc, "the interop construct is not supported by ompc");\
+    }
+TGT_NO_INTEROP(__tgt_interop_init)
+TGT_NO_INTEROP(__tgt_interop_use)
+TGT_NO_INTEROP(__tgt_interop_destroy)

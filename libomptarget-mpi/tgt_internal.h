@@ -134,6 +134,8 @@ typedef struct tgt_rt {
     int nglobals;
     void *image;             /* dlopen handle (executors) */
     ev_fn_id_t fn_kernel;
+    int kernel_threads;      /* executors: threads for parallel regions in
+                                kernels (0: leave libomp's default) */
     pthread_mutex_t map_mtx; /* the mapping table */
     ompc_tmap_t maps;
     tgt_map_t *shadowed;     /* entries holding attached pointers */

@@ -11,6 +11,7 @@
 /* From libomp, which every OpenMP program loads; weak so that the library
  * links on its own. */
 int omp_get_default_device(void) __attribute__((weak));
+void omp_set_num_threads(int n) __attribute__((weak));
 
 /* ---------------------------------------------------------- executors */
 /* args: {u32 kernel index, u32 nargs, u64 args[nargs]}.  The device image's
@@ -51,6 +52,10 @@ static ompc_status_t tgt_fn_kernel(ev_exec_info_t *info)
         if (tgt_rt->info)
             fprintf(stderr, "[ompc info] r%d run %s (%u args)\n", tgt_rt->rank,
                     k->name, n);
+        /* The handler thread's own ICV: parallel regions in the kernel use
+         * this executor's cores. */
+        if (tgt_rt->kernel_threads > 0 && omp_set_num_threads)
+            omp_set_num_threads(tgt_rt->kernel_threads);
         ffi_call(&cif, FFI_FN(k->fn), NULL, ptrs);
     }
     free(vals);

@@ -5,6 +5,7 @@
 #include "tgt_internal.h"
 
 #include <dlfcn.h>
+#include <hwloc.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -118,6 +119,29 @@ static void load_image(const tgt_bin_desc_t *desc)
     }
 }
 
+/* Executors: kernels get every core this process may run on (hwloc counts
+ * the cores of our CPU set), unless the user set OMP_NUM_THREADS. */
+static void choose_kernel_threads(void)
+{
+    const char *env = getenv("OMP_NUM_THREADS");
+    if (env && *env)
+        return; /* libomp honours it */
+    hwloc_topology_t topo;
+    if (hwloc_topology_init(&topo) != 0)
+        return;
+    if (hwloc_topology_load(topo) == 0) {
+        hwloc_bitmap_t set = hwloc_bitmap_alloc();
+        if (set && hwloc_get_cpubind(topo, set, HWLOC_CPUBIND_PROCESS) == 0) {
+            int cores = hwloc_get_nbobjs_inside_cpuset_by_type(topo, set,
+                                                               HWLOC_OBJ_CORE);
+            if (cores > 0)
+                tgt_rt->kernel_threads = cores;
+        }
+        hwloc_bitmap_free(set);
+    }
+    hwloc_topology_destroy(topo);
+}
+
 /* Every rank learns each executor's address of each global. */
 static void share_globals(void)
 {
@@ -204,8 +228,10 @@ void __tgt_register_lib(tgt_bin_desc_t *desc)
     if (tgt_kernel_fn_register() != OMPC_OK)
         ompc_fatal("cannot register the kernel launcher");
     tgt_rt->executor = tgt_rt->size == 1 || tgt_rt->rank != 0;
-    if (tgt_rt->executor)
+    if (tgt_rt->executor) {
         load_image(desc);
+        choose_kernel_threads();
+    }
     share_globals();
     ev_ctx_start(tgt_rt->ev);
     if (tgt_rt->info && tgt_rt->rank == 0)
