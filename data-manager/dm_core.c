@@ -208,6 +208,8 @@ ompc_status_t dm_alloc(dm_ctx_t *dm, size_t size, dm_buf_t **buf_p)
         dm_free_span_t *f = *pp;
         *pp = f->next;
         b->node.key = f->addr;
+        if (f->keep)
+            memcpy(b->committed, f->committed, (size_t)dm->nexec);
         free(f);
     } else if (dm->bump + b->span <= dm->va_base + dm->va_size) {
         b->node.key = dm->bump;
@@ -272,56 +274,41 @@ dm_buf_t *dm_buf_find(dm_ctx_t *dm, dm_addr_t addr, size_t len, size_t *off_p)
     return b;
 }
 
-/* Run one inline dm function on executors, all at once, and wait. */
-static ompc_status_t dm_call_all(dm_ctx_t *dm, ev_fn_id_t fn, const int *execs,
-                                 int n, uint64_t addr, uint64_t span)
-{
-    ev_handle_t *hs[n > 0 ? n : 1];
-    uint64_t args[2] = {addr, span};
-    ompc_status_t first = OMPC_OK;
-    int started = 0;
-    for (int i = 0; i < n; i++) {
-        ompc_status_t st = ev_execute(dm->ev, dm->exec_rank[execs[i]], fn, args,
-                                      sizeof(args), NULL, 0, &hs[started]);
-        if (st == OMPC_OK)
-            started++;
-        else if (first == OMPC_OK)
-            first = st;
-    }
-    ompc_status_t st = ev_wait_all(hs, (size_t)started);
-    for (int i = 0; i < started; i++)
-        ev_handle_release(hs[i]);
-    return first != OMPC_OK ? first : st;
-}
-
 ompc_status_t dm_free(dm_ctx_t *dm, dm_buf_t *b)
 {
     if (b->fixed)
         return OMPC_ERR_INVALID;
+    /* Small spans stay mapped where they are, for the next buffer of the
+     * same size (loops that map and unmap every iteration); large ones
+     * give their memory back, without waiting for the executors. */
+    bool keep = b->span <= DM_KEEP_COMMITTED;
+    dm_free_span_t *f = calloc(1, sizeof(*f) + (keep ? (size_t)dm->nexec : 0));
+    if (!f)
+        return OMPC_ERR_NOMEM;
     pthread_mutex_lock(&dm->mtx);
     ompc_tmap_erase(&dm->bufs, b->node.key);
-    int *execs = malloc((size_t)dm->nexec * sizeof(int));
-    int n = 0;
-    for (int i = 0; execs && i < dm->nexec; i++)
-        if (b->committed[i])
-            execs[n++] = i;
-    pthread_mutex_unlock(&dm->mtx);
-    if (!execs)
-        return OMPC_ERR_NOMEM;
-    ompc_status_t st = dm_call_all(dm, dm->fn_decommit, execs, n, b->node.key, b->span);
-    free(execs);
-    dm_free_span_t *f = malloc(sizeof(*f));
-    pthread_mutex_lock(&dm->mtx);
-    if (f) {
-        f->addr = b->node.key;
-        f->span = b->span;
-        dm_free_span_t **bucket = &dm->free_spans[(b->span / DM_PAGE) % DM_FREE_BUCKETS];
-        f->next = *bucket;
-        *bucket = f;
+    f->addr = b->node.key;
+    f->span = b->span;
+    for (int i = 0; i < dm->nexec; i++) {
+        if (!b->committed[i])
+            continue;
+        if (keep) {
+            f->committed[i] = 1;
+            continue;
+        }
+        uint64_t args[2] = {b->node.key, b->span};
+        ev_handle_t *h;
+        if (ev_execute(dm->ev, dm->exec_rank[i], dm->fn_decommit, args, sizeof(args),
+                       NULL, 0, &h) == OMPC_OK)
+            ev_handle_release(h);
     }
+    f->keep = keep;
+    dm_free_span_t **bucket = &dm->free_spans[(b->span / DM_PAGE) % DM_FREE_BUCKETS];
+    f->next = *bucket;
+    *bucket = f;
     pthread_mutex_unlock(&dm->mtx);
     dm_buf_destroy(b);
-    return st;
+    return OMPC_OK;
 }
 
 /* First executor holding a valid copy, searching from `from` so that
@@ -443,7 +430,7 @@ ompc_status_t dm_acquire(dm_ctx_t *dm, int exec, dm_buf_t *const *bufs, size_t n
     if (exec < 0 || exec >= dm->nexec)
         return OMPC_ERR_INVALID;
     int rank = dm->exec_rank[exec];
-    ev_handle_t **hs = malloc((n ? n : 1) * sizeof(*hs));
+    ev_handle_t **hs = malloc((n ? 2 * n : 1) * sizeof(*hs));
     dm_buf_t **moved = malloc((n ? n : 1) * sizeof(*moved));
     if (!hs || !moved) {
         free(hs);
@@ -451,31 +438,30 @@ ompc_status_t dm_acquire(dm_ctx_t *dm, int exec, dm_buf_t *const *bufs, size_t n
         return OMPC_ERR_NOMEM;
     }
     ompc_status_t first = OMPC_OK;
-    /* Phase 1: map the pages where needed (one round trip for all). */
+    /* Phase 1: map the pages where needed.  No wait: the executor's gate
+     * runs the (inline) commit as soon as its notification arrives, and MPI
+     * delivers that notification before the transfers that follow. */
     size_t nh = 0;
     pthread_mutex_lock(&dm->mtx);
     for (size_t i = 0; i < n; i++) {
         dm_buf_t *b = bufs[i];
         if (b->committed[exec])
             continue;
-        b->committed[exec] = 1; /* claimed: nobody commits twice */
+        b->committed[exec] = 1;
         uint64_t args[2] = {b->node.key, b->span};
+        ev_handle_t *h;
         ompc_status_t st = ev_execute(dm->ev, rank, dm->fn_commit, args,
-                                      sizeof(args), NULL, 0, &hs[nh]);
+                                      sizeof(args), NULL, 0, &h);
         if (st == OMPC_OK)
-            nh++;
+            hs[nh++] = h;
         else if (first == OMPC_OK)
             first = st;
     }
     pthread_mutex_unlock(&dm->mtx);
-    ompc_status_t st = ev_wait_all(hs, nh);
-    for (size_t i = 0; i < nh; i++)
-        ev_handle_release(hs[i]);
-    if (first == OMPC_OK)
-        first = st;
+    size_t ncommit = nh;
     /* Phase 2: forward every stale buffer from a valid copy. */
-    nh = 0;
     size_t nmoved = 0;
+    ompc_status_t st = OMPC_OK;
     pthread_mutex_lock(&dm->mtx);
     for (size_t i = 0; i < n && first == OMPC_OK; i++) {
         dm_buf_t *b = bufs[i];
@@ -514,6 +500,7 @@ ompc_status_t dm_acquire(dm_ctx_t *dm, int exec, dm_buf_t *const *bufs, size_t n
     pthread_mutex_lock(&dm->mtx);
     for (size_t i = 0; i < nh; i++)
         ev_handle_release(hs[i]);
+    (void)ncommit;
     for (size_t k = 0; k < nmoved; k++) {
         dm_buf_t *b = moved[k];
         if (b->snap && b->busy > 0 && --b->busy == 0 && !b->snap_valid) {

@@ -27,10 +27,15 @@ struct dm_buf {
     int pin_count;           /* kernels in flight that may write it */
 };
 
+/* Freed spans up to this size keep their pages on the executors. */
+#define DM_KEEP_COMMITTED (1u << 20)
+
 typedef struct dm_free_span {
     dm_addr_t addr;
     size_t span;
     struct dm_free_span *next;
+    bool keep;               /* pages still mapped where committed[] says */
+    uint8_t committed[];     /* per executor, when keep */
 } dm_free_span_t;
 
 struct dm_ctx {

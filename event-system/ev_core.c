@@ -290,19 +290,19 @@ static int progress_try(ev_ctx_t *ctx);
  * then sleep on the context's completion condition and leave progress to
  * the gate thread. */
 static bool wait_until_deadline(ev_ctx_t *ctx, bool (*pred)(void *), void *arg,
-                                uint64_t deadline);
+                                uint64_t deadline, bool spin);
 
 static void wait_until(ev_ctx_t *ctx, bool (*pred)(void *), void *arg)
 {
-    wait_until_deadline(ctx, pred, arg, UINT64_MAX);
+    wait_until_deadline(ctx, pred, arg, UINT64_MAX, true);
 }
 
 /* Returns pred's final value: false only if the deadline passed first. */
 static bool wait_until_deadline(ev_ctx_t *ctx, bool (*pred)(void *), void *arg,
-                                uint64_t deadline)
+                                uint64_t deadline, bool spin)
 {
     uint64_t last = ompc_now_ns();
-    uint64_t spin_ns = (uint64_t)ctx->cfg->spin_us * 1000u;
+    uint64_t spin_ns = spin ? (uint64_t)ctx->cfg->spin_us * 1000u : 0;
     bool spinning = false;
     while (!pred(arg)) {
         uint64_t now = ompc_now_ns();
@@ -361,16 +361,26 @@ ompc_status_t ev_wait(ev_handle_t *h)
     return h->status;
 }
 
-ompc_status_t ev_wait_for(ev_handle_t *h, uint64_t timeout_ns)
+static ompc_status_t wait_for(ev_handle_t *h, uint64_t timeout_ns, bool spin)
 {
     if (!h)
         return OMPC_ERR_INVALID;
     ev_ctx_t *ctx = ((ev_handle_ext_t *)h)->ctx;
     uint64_t now = ompc_now_ns();
     uint64_t deadline = timeout_ns > UINT64_MAX - now ? UINT64_MAX : now + timeout_ns;
-    if (!wait_until_deadline(ctx, pred_handle_done, h, deadline))
+    if (!wait_until_deadline(ctx, pred_handle_done, h, deadline, spin))
         return OMPC_INPROGRESS;
     return h->status;
+}
+
+ompc_status_t ev_wait_for(ev_handle_t *h, uint64_t timeout_ns)
+{
+    return wait_for(h, timeout_ns, true);
+}
+
+ompc_status_t ev_wait_sleeping(ev_handle_t *h, uint64_t timeout_ns)
+{
+    return wait_for(h, timeout_ns, false);
 }
 
 ompc_status_t ev_wait_all(ev_handle_t **hs, size_t n)

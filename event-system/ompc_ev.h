@@ -135,6 +135,9 @@ ompc_status_t ev_sync_all(ev_ctx_t *ctx);
 ompc_status_t ev_wait(ev_handle_t *h);
 /* Like ev_wait, but gives up after timeout_ns: OMPC_INPROGRESS then. */
 ompc_status_t ev_wait_for(ev_handle_t *h, uint64_t timeout_ns);
+/* Like ev_wait_for, but sleeps at once instead of polling first (leaves
+ * progress to the gate thread): for pollers that are many and patient. */
+ompc_status_t ev_wait_sleeping(ev_handle_t *h, uint64_t timeout_ns);
 /* OMPC_INPROGRESS while running, else the final status.  Never blocks. */
 ompc_status_t ev_test(ev_handle_t *h);
 /* Wait for n handles, returning the first error (all are waited for). */

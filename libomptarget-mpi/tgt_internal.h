@@ -139,7 +139,8 @@ typedef struct tgt_rt {
     pthread_mutex_t map_mtx; /* the mapping table */
     ompc_tmap_t maps;
     tgt_map_t *shadowed;     /* entries holding attached pointers */
-    _Atomic unsigned rr;     /* placement round-robin */
+    _Atomic int *inflight;   /* head: kernels running per executor */
+    _Atomic int last_exec;   /* head: executor of the latest launch */
     _Atomic uint64_t kernels_run;
 } tgt_rt_t;
 

@@ -88,21 +88,26 @@ static bool use_device(int64_t dev, const void *loc)
                    "cluster as device 0 (the host is device 1)", (long long)dev);
 }
 
-/* Choose the executor: the one that already holds the most bytes of the
- * region's buffers, ties broken round-robin.  (The HEFT scheduler replaces
- * this.) */
+/* Choose the executor (until the HEFT scheduler replaces this): the one
+ * that already holds the most bytes of the region's buffers; among equals
+ * the one with the fewest kernels in flight, and among those the one used
+ * last, whose threads are still awake (an idle executor backs off and
+ * answers later). */
 static int place(const tgt_mapped_t *m)
 {
     int ne = dm_num_executors(tgt_rt->dm);
-    unsigned start = atomic_fetch_add(&tgt_rt->rr, 1);
-    int best = (int)(start % (unsigned)ne);
+    int last = atomic_load(&tgt_rt->last_exec);
+    int best = -1;
     size_t best_bytes = 0;
+    int best_load = 0;
     for (int k = 0; k < ne; k++) {
-        int e = (int)((start + (unsigned)k) % (unsigned)ne);
-        size_t b = dm_bytes_valid_on(tgt_rt->dm, e, m->bufs, m->nbufs);
-        if (b > best_bytes) {
+        int e = (last + k) % ne; /* `last` first: it wins ties */
+        size_t b = m->nbufs ? dm_bytes_valid_on(tgt_rt->dm, e, m->bufs, m->nbufs) : 0;
+        int load = atomic_load(&tgt_rt->inflight[e]);
+        if (best < 0 || b > best_bytes || (b == best_bytes && load < best_load)) {
             best = e;
             best_bytes = b;
+            best_load = load;
         }
     }
     return best;
@@ -157,6 +162,7 @@ typedef struct tgt_launch {
     ev_handle_t *h;
     char *msg;
     size_t msg_len;
+    int queries;             /* how often libomp asked */
 } tgt_launch_t;
 
 /* libomp entry points for asynchronous target tasks (weak: see above). */
@@ -228,6 +234,8 @@ static bool launch_try_pin(tgt_launch_t *L, bool may_wait)
     else if (!dm_try_pin(tgt_rt->dm, exec, L->wr, L->nwr))
         return false;
     L->exec = exec;
+    atomic_fetch_add(&tgt_rt->inflight[exec], 1);
+    atomic_store(&tgt_rt->last_exec, exec);
     return true;
 }
 
@@ -254,6 +262,7 @@ static void launch_finish(tgt_launch_t *L, ompc_status_t st)
         TGT_USER_ERROR(L->loc, "kernel %s failed on executor %d: %s", L->k->name,
                        L->exec, ompc_status_str(st));
     atomic_fetch_add(&tgt_rt->kernels_run, 1);
+    atomic_fetch_sub(&tgt_rt->inflight[L->exec], 1);
     dm_written(tgt_rt->dm, L->exec, L->wr, L->nwr);
     dm_unpin(tgt_rt->dm, L->wr, L->nwr);
     tgt_mapped_free(&L->m);
@@ -339,7 +348,16 @@ void __tgt_target_nowait_query(void **handle)
         }
         launch_start(L);
     }
-    ompc_status_t st = ev_wait_for(L->h, 1000 * 1000);
+    /* The first queries only look (the helper thread may have launches to
+     * start); later ones sleep, longer and longer, and leave progress to
+     * the gate thread, so that many helpers polling many long kernels do
+     * not spin. */
+    ompc_status_t st;
+    int q = L->queries++;
+    if (q < 4)
+        st = ev_test(L->h);
+    else
+        st = ev_wait_sleeping(L->h, (uint64_t)50000 << (q - 4 < 5 ? q - 4 : 5));
     if (st == OMPC_INPROGRESS)
         return;
     launch_finish(L, st);

@@ -228,6 +228,9 @@ void __tgt_register_lib(tgt_bin_desc_t *desc)
     if (tgt_kernel_fn_register() != OMPC_OK)
         ompc_fatal("cannot register the kernel launcher");
     tgt_rt->executor = tgt_rt->size == 1 || tgt_rt->rank != 0;
+    tgt_rt->inflight = calloc((size_t)dm_num_executors(tgt_rt->dm), sizeof(_Atomic int));
+    if (!tgt_rt->inflight)
+        ompc_fatal("out of memory starting the offloading runtime");
     if (tgt_rt->executor) {
         load_image(desc);
         choose_kernel_threads();
