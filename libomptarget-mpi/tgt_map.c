@@ -549,6 +549,63 @@ ompc_status_t tgt_data_end(const tgt_args_t *a)
     return OMPC_OK;
 }
 
+/* One dimension of a non-contiguous update (clang's descriptor: outermost
+ * dimension first, strides in bytes, the element itself as the last
+ * dimension). */
+typedef struct tgt_nc_dim {
+    uint64_t offset, count, stride;
+} tgt_nc_dim_t;
+
+/* Update every contiguous run of the section, recursing over dimensions;
+ * the innermost dimensions that are contiguous together form one run. */
+static void update_nc(const tgt_args_t *a, int64_t t, uintptr_t base,
+                      const tgt_nc_dim_t *d, int nd, int dim, uint64_t off,
+                      uint64_t run, int run_dims)
+{
+    if (dim == nd - run_dims) {
+        uintptr_t begin = base + off;
+        bool overlap;
+        tgt_map_t *m = tgt_map_lookup_locked(begin, run, &overlap);
+        if (!m || overlap) {
+            if (t & TGT_MAP_PRESENT)
+                TGT_USER_ERROR(a->loc, "'present' update of host address %#lx "
+                               "(%lu bytes): the data is not mapped",
+                               (unsigned long)begin, (unsigned long)run);
+            return;
+        }
+        if (t & TGT_MAP_TO)
+            copy_to(a, m, begin, run);
+        if (t & TGT_MAP_FROM)
+            copy_from(a, m, begin, run);
+        return;
+    }
+    for (uint64_t k = 0; k < d[dim].count; k++)
+        update_nc(a, t, base, d, nd, dim + 1, off + (d[dim].offset + k) * d[dim].stride,
+                  run, run_dims);
+}
+
+static void update_noncontiguous(const tgt_args_t *a, int32_t i)
+{
+    int nd = (int)a->sizes[i];
+    const tgt_nc_dim_t *d = (const tgt_nc_dim_t *)a->begin[i];
+    if (nd < 1)
+        return;
+    /* Merge trailing dimensions while each one exactly fills the stride of
+     * the one outside it. */
+    uint64_t run = d[nd - 1].count * d[nd - 1].stride;
+    int run_dims = 1;
+    while (run_dims < nd && d[nd - run_dims].offset == 0 &&
+           d[nd - run_dims].count * d[nd - run_dims].stride == d[nd - run_dims - 1].stride) {
+        run_dims++;
+        run = d[nd - run_dims].count * d[nd - run_dims].stride;
+    }
+    /* The offset of the outermost merged dimension starts every run. */
+    int first_merged = nd - run_dims;
+    uint64_t inner_off = d[first_merged].offset * d[first_merged].stride;
+    update_nc(a, a->types[i], (uintptr_t)a->base[i] + inner_off, d, nd, 0, 0, run,
+              run_dims);
+}
+
 static void data_update_locked(const tgt_args_t *a)
 {
     for (int32_t i = 0; i < a->n; i++) {
@@ -563,9 +620,10 @@ static void data_update_locked(const tgt_args_t *a)
             tgt_mapper_components_free(&c);
             continue;
         }
-        if (t & TGT_MAP_NON_CONTIG)
-            TGT_USER_ERROR(a->loc, "non-contiguous target update is not "
-                           "supported yet (argument %d)", i);
+        if (t & TGT_MAP_NON_CONTIG) {
+            update_noncontiguous(a, i);
+            continue;
+        }
         bool overlap;
         tgt_map_t *m = tgt_map_lookup_locked(begin, size, &overlap);
         if (!m || overlap) {
