@@ -324,36 +324,53 @@ static void warn_bad_range(ev_ctx_t *ctx, ev_op_t *op, uint64_t addr, uint64_t s
               (unsigned long long)addr, (unsigned long long)size);
 }
 
-static int dest_submit_step(ev_ctx_t *ctx, ev_op_t *op)
+/* Receive hdr.size bytes into the local range at hdr.addr, for a submit or
+ * the target side of an exchange: `inline_data` when they came with a
+ * message, else a stream from rank `from` (drained into scratch if the range
+ * is bad: the sender's requests must complete for the error to travel
+ * back).  Streams continue in state `stream_state` with recv_stream_step. */
+static int recv_into_range(ev_ctx_t *ctx, ev_op_t *op, const void *inline_data,
+                           int from, int stream_state)
 {
-    switch (op->state) {
-    case 0: {
-        bool ok = dest_range_ok(ctx, op->hdr.addr, op->hdr.size);
-        if (!ok)
-            warn_bad_range(ctx, op, op->hdr.addr, op->hdr.size);
-        op->status = ok ? OMPC_OK : OMPC_ERR_BAD_ADDR;
-        if (op->hdr.flags & EV_F_INLINE) {
-            if (ok && op->hdr.size)
-                memcpy((void *)(uintptr_t)op->hdr.addr,
-                       (char *)op->msg + sizeof(ev_wire_hdr_t), op->hdr.size);
-            reply_to_origin(ctx, op, op->status, 0, NULL, 0);
-            op->state = ST_FINISH;
-            return EV_STEP_WAIT;
-        }
-        /* A bad destination still drains the data: the origin's sends must
-         * complete for it to learn of the error. */
-        stream_start(ctx, op, (char *)(uintptr_t)op->hdr.addr, op->hdr.size,
-                     false, op->origin, !ok);
-        op->state = 1;
-        return EV_STEP_WAIT;
-    }
-    case 1:
-        ev_stream_pump(ctx, op);
-        if (!ev_stream_done(op))
-            return EV_STEP_WAIT;
+    bool ok = dest_range_ok(ctx, op->hdr.addr, op->hdr.size);
+    if (!ok)
+        warn_bad_range(ctx, op, op->hdr.addr, op->hdr.size);
+    op->status = ok ? OMPC_OK : OMPC_ERR_BAD_ADDR;
+    if (inline_data) {
+        if (ok && op->hdr.size)
+            memcpy((void *)(uintptr_t)op->hdr.addr, inline_data, op->hdr.size);
         reply_to_origin(ctx, op, op->status, 0, NULL, 0);
         op->state = ST_FINISH;
         return EV_STEP_WAIT;
+    }
+    stream_start(ctx, op, (char *)(uintptr_t)op->hdr.addr, op->hdr.size, false,
+                 from, !ok);
+    op->state = stream_state;
+    return EV_STEP_WAIT;
+}
+
+/* The stream of recv_into_range: reply once every chunk arrived. */
+static int recv_stream_step(ev_ctx_t *ctx, ev_op_t *op)
+{
+    ev_stream_pump(ctx, op);
+    if (!ev_stream_done(op))
+        return EV_STEP_WAIT;
+    reply_to_origin(ctx, op, op->status, 0, NULL, 0);
+    op->state = ST_FINISH;
+    return EV_STEP_WAIT;
+}
+
+static int dest_submit_step(ev_ctx_t *ctx, ev_op_t *op)
+{
+    switch (op->state) {
+    case 0:
+        return recv_into_range(ctx, op,
+                               (op->hdr.flags & EV_F_INLINE)
+                                   ? (char *)op->msg + sizeof(ev_wire_hdr_t)
+                                   : NULL,
+                               op->origin, 1);
+    case 1:
+        return recv_stream_step(ctx, op);
     default:
         return finish_when_sent(op);
     }
@@ -430,7 +447,6 @@ static int dest_exch_recv_step(ev_ctx_t *ctx, ev_op_t *op)
         if (op->ncook[EV_RQ_REPLY])
             return EV_STEP_WAIT;
         ev_wire_reply_t r = reply_read(op->rbuf);
-        bool ok = dest_range_ok(ctx, op->hdr.addr, op->hdr.size);
         if (r.status != OMPC_OK) {
             reply_to_origin(ctx, op, r.status, 0, NULL, 0);
             op->state = ST_FINISH;
@@ -439,29 +455,11 @@ static int dest_exch_recv_step(ev_ctx_t *ctx, ev_op_t *op)
         if (r.value != op->hdr.size || (inl && r.payload != op->hdr.size))
             ev_proto_fatal(ctx, op->peer, &op->hdr, "exchange data header size "
                            "differs from the commanded size");
-        if (!ok)
-            warn_bad_range(ctx, op, op->hdr.addr, op->hdr.size);
-        op->status = ok ? OMPC_OK : OMPC_ERR_BAD_ADDR;
-        if (inl) {
-            if (ok && op->hdr.size)
-                memcpy((void *)(uintptr_t)op->hdr.addr,
-                       (char *)op->rbuf + sizeof(r), op->hdr.size);
-            reply_to_origin(ctx, op, op->status, 0, NULL, 0);
-            op->state = ST_FINISH;
-            return EV_STEP_WAIT;
-        }
-        stream_start(ctx, op, (char *)(uintptr_t)op->hdr.addr, op->hdr.size,
-                     false, op->peer, !ok);
-        op->state = 2;
-        return EV_STEP_WAIT;
+        return recv_into_range(ctx, op, inl ? (char *)op->rbuf + sizeof(r) : NULL,
+                               op->peer, 2);
     }
     case 2:
-        ev_stream_pump(ctx, op);
-        if (!ev_stream_done(op))
-            return EV_STEP_WAIT;
-        reply_to_origin(ctx, op, op->status, 0, NULL, 0);
-        op->state = ST_FINISH;
-        return EV_STEP_WAIT;
+        return recv_stream_step(ctx, op);
     default:
         return finish_when_sent(op);
     }

@@ -5,6 +5,7 @@ set -euo pipefail
 
 packages=(
   clang-19          # compiler for the runtime and for OpenMP offloading programs
+  clang-tools-19    # clang-offload-packager, clang-linker-wrapper (offloading links)
   libomp-19-dev     # LLVM's OpenMP host runtime (libomp) that clang-19 links
   libclang-rt-19-dev # ThreadSanitizer/AddressSanitizer runtimes for clang-19
   mpich             # mpiexec.mpich (Hydra); see README "Why MPICH"
