@@ -18,59 +18,12 @@
  */
 #include <stdio.h>
 
+#include "offload_check.h"
+
 #define N 100003
 #define R 37
 #define C 53
 #define M 48
-#define REPORT_LIMIT 25
-
-static int failures;
-
-static void fail_at(const char *file, int line, const char *what, long idx,
-                    long long got, long long exp) {
-  if (failures++ >= REPORT_LIMIT)
-    return;
-  if (idx >= 0)
-    fprintf(stderr, "FAIL %s:%d: %s [%ld] (got %lld, expected %lld)\n", file,
-            line, what, idx, got, exp);
-  else
-    fprintf(stderr, "FAIL %s:%d: %s (got %lld, expected %lld)\n", file, line,
-            what, got, exp);
-}
-
-static void fail_at_d(const char *file, int line, const char *what,
-                      double got, double exp) {
-  if (failures++ >= REPORT_LIMIT)
-    return;
-  fprintf(stderr, "FAIL %s:%d: %s (got %.17g, expected %.17g)\n", file, line,
-          what, got, exp);
-}
-
-#define CHECK_AT(what, idx, got, exp)                                          \
-  do {                                                                         \
-    long long g_ = (long long)(got), e_ = (long long)(exp);                    \
-    if (g_ != e_)                                                              \
-      fail_at(__FILE__, __LINE__, (what), (long)(idx), g_, e_);                \
-  } while (0)
-#define CHECK(what, got, exp) CHECK_AT(what, -1L, got, exp)
-#define CHECK_D(what, got, exp)                                                \
-  do {                                                                         \
-    double g_ = (got), e_ = (exp);                                             \
-    if (g_ != e_)                                                              \
-      fail_at_d(__FILE__, __LINE__, (what), g_, e_);                           \
-  } while (0)
-
-static int finish(const char *topic) {
-  if (failures) {
-    if (failures > REPORT_LIMIT)
-      fprintf(stderr, "FAIL %s: %d further failure(s) not shown\n", topic,
-              failures - REPORT_LIMIT);
-    fprintf(stderr, "%s: %d check(s) failed\n", topic, failures);
-    return 1;
-  }
-  printf("PASS %s\n", topic);
-  return 0;
-}
 
 static int a[N], b[N];
 static double x[N];

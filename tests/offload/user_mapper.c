@@ -36,42 +36,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "offload_check.h"
+
 #define NV 3
-#define REPORT_LIMIT 25
-
-static int failures;
-
-static void fail_at(const char *file, int line, const char *what, long idx,
-                    long long got, long long exp) {
-  if (failures++ >= REPORT_LIMIT)
-    return;
-  if (idx >= 0)
-    fprintf(stderr, "FAIL %s:%d: %s [%ld] (got %lld, expected %lld)\n", file,
-            line, what, idx, got, exp);
-  else
-    fprintf(stderr, "FAIL %s:%d: %s (got %lld, expected %lld)\n", file, line,
-            what, got, exp);
-}
-
-#define CHECK_AT(what, idx, got, exp)                                          \
-  do {                                                                         \
-    long long g_ = (long long)(got), e_ = (long long)(exp);                    \
-    if (g_ != e_)                                                              \
-      fail_at(__FILE__, __LINE__, (what), (long)(idx), g_, e_);                \
-  } while (0)
-#define CHECK(what, got, exp) CHECK_AT(what, -1L, got, exp)
-
-static int finish(const char *topic) {
-  if (failures) {
-    if (failures > REPORT_LIMIT)
-      fprintf(stderr, "FAIL %s: %d further failure(s) not shown\n", topic,
-              failures - REPORT_LIMIT);
-    fprintf(stderr, "%s: %d check(s) failed\n", topic, failures);
-    return 1;
-  }
-  printf("PASS %s\n", topic);
-  return 0;
-}
 
 typedef struct {
   int n;
