@@ -603,21 +603,24 @@ static int send_only_step(ev_ctx_t *ctx, ev_op_t *op)
     return op->npending ? EV_STEP_WAIT : EV_STEP_DONE;
 }
 
-static void gate_send_pong(ev_ctx_t *ctx, int to)
+/* Gate only: send a ping or a pong (no tag, no reply, waits on nobody). */
+static void gate_send_liveness(ev_ctx_t *ctx, int kind, int to)
 {
-    ev_op_t *op = ev_op_new(ctx, EV_K_PONG, EV_ORIGIN);
+    ev_op_t *op = ev_op_new(ctx, kind, EV_ORIGIN);
     ev_wire_hdr_t *h = calloc(1, sizeof(*h));
     if (!op || !h)
-        ompc_fatal("out of memory answering a ping");
+        ompc_fatal("out of memory sending a %s", ev_kind_name(kind));
     h->magic = EV_MAGIC;
-    h->kind = EV_K_PONG;
+    h->kind = (uint16_t)kind;
     h->origin = ctx->rank;
     op->msg = h;
     op->step = send_only_step;
-    op->peer = -1; /* a pong waits on nobody */
+    op->peer = -1;
     ev_op_isend(ctx, op, h, sizeof(*h), to, ctx->ctrl, EV_NOTIFY_TAG, EV_RQ_MISC);
-    live_add(ctx, op);
     gate_register_reqs(ctx, op);
+    /* Pushed at the head of the live list: a liveness walk in progress,
+     * moving forward, skips it. */
+    live_add(ctx, op);
 }
 
 static void gate_handle_notification(ev_ctx_t *ctx, void *buf, size_t len, int src)
@@ -645,7 +648,7 @@ static void gate_handle_notification(ev_ctx_t *ctx, void *buf, size_t len, int s
         ev_proto_fatal(ctx, src, &hdr, what);
     }
     if (hdr.kind == EV_K_PING) {
-        gate_send_pong(ctx, src);
+        gate_send_liveness(ctx, EV_K_PONG, src);
         free(buf);
         return;
     }
@@ -752,23 +755,9 @@ static void gate_check_liveness(ev_ctx_t *ctx, uint64_t now)
             }
             if (now - ref > timeout / 2 && now - ctx->last_ping[p] > timeout / 4) {
                 ctx->last_ping[p] = now;
-                ev_op_t *ping = ev_op_new(ctx, EV_K_PING, EV_ORIGIN);
-                ev_wire_hdr_t *h = calloc(1, sizeof(*h));
-                if (!ping || !h)
-                    ompc_fatal("out of memory sending a ping");
-                h->magic = EV_MAGIC;
-                h->kind = EV_K_PING;
-                h->origin = ctx->rank;
-                ping->msg = h;
-                ping->step = send_only_step;
-                ping->peer = -1;
-                ev_op_isend(ctx, ping, h, sizeof(*h), p, ctx->ctrl, EV_NOTIFY_TAG,
-                            EV_RQ_MISC);
-                gate_register_reqs(ctx, ping);
-                /* Pushed at the head: this walk, moving forward, skips it. */
                 ompc_debug("pinging rank %d (silent for %.2f s)", p,
                            (double)(now - ref) / 1e9);
-                live_add(ctx, ping);
+                gate_send_liveness(ctx, EV_K_PING, p);
             }
         }
     }

@@ -39,19 +39,15 @@ function(ompc_offload_test)
   endforeach()
 endfunction()
 
-# ompc_offload_fail_test(NAME test PROGRAM prog NP n REGEX re [ENV] [ARGS])
+# ompc_offload_fail_test(NAME test PROGRAM prog NP n REGEX re [ENV] [ARGS]):
+# ompc_mpi_fail_test for a program built by ompc_offload_program.
 function(ompc_offload_fail_test)
   cmake_parse_arguments(T "" "NAME;PROGRAM;REGEX;LIMIT" "NP;ENV;ARGS" ${ARGN})
-  if(NOT T_LIMIT)
-    set(T_LIMIT 60)
+  set(limit ${T_LIMIT})
+  if(NOT limit)
+    set(limit 60)
   endif()
-  foreach(np IN LISTS T_NP)
-    add_test(NAME ${T_NAME}:np${np}
-             COMMAND ${OMPC_EXPECT_FAIL} ${T_LIMIT} "${T_REGEX}"
-                     ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${np}
-                     ${CMAKE_RUNTIME_OUTPUT_DIRECTORY}/${T_PROGRAM} ${T_ARGS})
-    math(EXPR lim "${T_LIMIT} + 30")
-    set_tests_properties(${T_NAME}:np${np} PROPERTIES TIMEOUT ${lim}
-                         ENVIRONMENT "${OMPC_OFFLOAD_TEST_ENV};${T_ENV}")
-  endforeach()
+  ompc_mpi_fail_test(NAME ${T_NAME} PROGRAM ${CMAKE_RUNTIME_OUTPUT_DIRECTORY}/${T_PROGRAM}
+                     NP ${T_NP} REGEX "${T_REGEX}" LIMIT ${limit} ARGS ${T_ARGS}
+                     ENV ${T_ENV} BASE_ENV ${OMPC_OFFLOAD_TEST_ENV})
 endfunction()
