@@ -368,13 +368,8 @@ ompc_status_t dm_write(dm_ctx_t *dm, dm_buf_t *b, size_t off, const void *src,
     dm_addr_t a = addr_on(b, src_exec) + off;
     int rank = dm->exec_rank[src_exec];
     pthread_mutex_unlock(&dm->mtx);
-    ev_handle_t *h;
-    ompc_status_t st = ev_submit(dm->ev, rank, src, a, len, &h);
-    if (st == OMPC_OK) {
-        st = ev_wait(h);
-        ev_handle_release(h);
-    }
-    return st;
+    ev_handle_t *h = NULL;
+    return ev_finish(ev_submit(dm->ev, rank, src, a, len, &h), h);
 }
 
 ompc_status_t dm_read(dm_ctx_t *dm, dm_buf_t *b, size_t off, void *dst, size_t len)
@@ -399,13 +394,8 @@ ompc_status_t dm_read(dm_ctx_t *dm, dm_buf_t *b, size_t off, void *dst, size_t l
     dm_addr_t a = addr_on(b, e) + off;
     int rank = dm->exec_rank[e];
     pthread_mutex_unlock(&dm->mtx);
-    ev_handle_t *h;
-    ompc_status_t st = ev_retrieve(dm->ev, rank, a, dst, len, &h);
-    if (st == OMPC_OK) {
-        st = ev_wait(h);
-        ev_handle_release(h);
-    }
-    return st;
+    ev_handle_t *h = NULL;
+    return ev_finish(ev_retrieve(dm->ev, rank, a, dst, len, &h), h);
 }
 
 ompc_status_t dm_copy(dm_ctx_t *dm, dm_buf_t *dst, size_t doff, dm_buf_t *src,

@@ -383,6 +383,15 @@ ompc_status_t ev_wait_sleeping(ev_handle_t *h, uint64_t timeout_ns)
     return wait_for(h, timeout_ns, false);
 }
 
+ompc_status_t ev_finish(ompc_status_t start_status, ev_handle_t *h)
+{
+    if (start_status != OMPC_OK)
+        return start_status;
+    ompc_status_t st = ev_wait(h);
+    ev_handle_release(h);
+    return st;
+}
+
 ompc_status_t ev_wait_all(ev_handle_t **hs, size_t n)
 {
     ompc_status_t first = OMPC_OK;

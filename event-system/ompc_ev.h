@@ -140,6 +140,11 @@ ompc_status_t ev_wait_for(ev_handle_t *h, uint64_t timeout_ns);
 ompc_status_t ev_wait_sleeping(ev_handle_t *h, uint64_t timeout_ns);
 /* OMPC_INPROGRESS while running, else the final status.  Never blocks. */
 ompc_status_t ev_test(ev_handle_t *h);
+/* For a call that starts one event and is waited on at once:
+ *   ompc_status_t st = ev_finish(ev_submit(ctx, r, src, dst, n, &h), h);
+ * waits for the event, releases h, and returns its status; if starting
+ * failed (h was not set), returns that error. */
+ompc_status_t ev_finish(ompc_status_t start_status, ev_handle_t *h);
 /* Wait for n handles, returning the first error (all are waited for). */
 ompc_status_t ev_wait_all(ev_handle_t **hs, size_t n);
 /* Remote address produced by ev_alloc (0 before completion). */

@@ -98,32 +98,33 @@ void tgt_map_add_global(tgt_global_t *g)
     pthread_mutex_unlock(&tgt_rt->map_mtx);
 }
 
+/* Make room for one more element in a growing array. */
+static void *grow(void *arr, size_t *cap, size_t n, size_t elem, const char *what)
+{
+    if (n < *cap)
+        return arr;
+    size_t c = *cap ? 2 * *cap : 16;
+    void *na = realloc(arr, c * elem);
+    if (!na)
+        ompc_fatal("out of memory: %s", what);
+    *cap = c;
+    return na;
+}
+
 void tgt_mapped_add(tgt_mapped_t *m, dm_buf_t *b)
 {
     for (size_t i = 0; i < m->nbufs; i++)
         if (m->bufs[i] == b)
             return;
-    if (m->nbufs == m->capbufs) {
-        size_t cap = m->capbufs ? 2 * m->capbufs : 16;
-        dm_buf_t **nb = realloc(m->bufs, cap * sizeof(*nb));
-        if (!nb)
-            ompc_fatal("out of memory collecting kernel buffers");
-        m->bufs = nb;
-        m->capbufs = cap;
-    }
+    m->bufs = grow(m->bufs, &m->capbufs, m->nbufs, sizeof(*m->bufs),
+                   "collecting kernel buffers");
     m->bufs[m->nbufs++] = b;
 }
 
 static void mapped_add_temp(tgt_mapped_t *m, dm_buf_t *b)
 {
-    if (m->ntemps == m->captemps) {
-        size_t cap = m->captemps ? 2 * m->captemps : 8;
-        dm_buf_t **nb = realloc(m->temps, cap * sizeof(*nb));
-        if (!nb)
-            ompc_fatal("out of memory for firstprivate copies");
-        m->temps = nb;
-        m->captemps = cap;
-    }
+    m->temps = grow(m->temps, &m->captemps, m->ntemps, sizeof(*m->temps),
+                    "firstprivate copies");
     m->temps[m->ntemps++] = b;
 }
 
@@ -139,14 +140,8 @@ void tgt_mapped_free(tgt_mapped_t *m)
 
 static void kargs_push(tgt_mapped_t *m, uint64_t v)
 {
-    if (m->nkargs == m->capkargs) {
-        size_t cap = m->capkargs ? 2 * m->capkargs : 16;
-        uint64_t *nk = realloc(m->kargs, cap * sizeof(*nk));
-        if (!nk)
-            ompc_fatal("out of memory building kernel arguments");
-        m->kargs = nk;
-        m->capkargs = cap;
-    }
+    m->kargs = grow(m->kargs, &m->capkargs, m->nkargs, sizeof(*m->kargs),
+                    "building kernel arguments");
     m->kargs[m->nkargs++] = v;
 }
 
