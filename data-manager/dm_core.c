@@ -136,6 +136,7 @@ ompc_status_t dm_ctx_create(ev_ctx_t *ev, dm_ctx_t **dm_p)
 
 static void dm_buf_destroy(dm_buf_t *b)
 {
+    free(b->commit_h);
     free(b->exec_addr);
     free(b->valid);
     free(b->committed);
@@ -186,7 +187,8 @@ static dm_buf_t *dm_buf_new(dm_ctx_t *dm, size_t size)
         b->span = DM_PAGE;
     b->valid = calloc((size_t)dm->nexec, 1);
     b->committed = calloc((size_t)dm->nexec, 1);
-    if (!b->valid || !b->committed) {
+    b->commit_h = calloc((size_t)dm->nexec, sizeof(ev_handle_t *));
+    if (!b->valid || !b->committed || !b->commit_h) {
         dm_buf_destroy(b);
         return NULL;
     }
@@ -431,24 +433,44 @@ ompc_status_t dm_acquire(dm_ctx_t *dm, int exec, dm_buf_t *const *bufs, size_t n
     /* Phase 1: map the pages where needed.  No wait: the executor's gate
      * runs the (inline) commit as soon as its notification arrives, and MPI
      * delivers that notification before the transfers that follow. */
-    size_t nh = 0;
+    size_t nh = 0, nforeign = 0;
+    ev_handle_t **foreign = malloc((n ? n : 1) * sizeof(*foreign));
+    if (!foreign) {
+        free(hs);
+        free(moved);
+        return OMPC_ERR_NOMEM;
+    }
     pthread_mutex_lock(&dm->mtx);
     for (size_t i = 0; i < n; i++) {
         dm_buf_t *b = bufs[i];
-        if (b->committed[exec])
+        if (b->committed[exec] == DM_COMMIT_SENT) {
+            ev_handle_retain(b->commit_h[exec]);
+            foreign[nforeign++] = b->commit_h[exec];
             continue;
-        b->committed[exec] = 1;
+        }
+        if (b->committed[exec] == DM_COMMIT_DONE)
+            continue;
         uint64_t args[2] = {b->node.key, b->span};
         ev_handle_t *h;
         ompc_status_t st = ev_execute(dm->ev, rank, dm->fn_commit, args,
                                       sizeof(args), NULL, 0, &h);
-        if (st == OMPC_OK)
+        if (st == OMPC_OK) {
+            b->committed[exec] = DM_COMMIT_SENT;
+            ev_handle_retain(h); /* the buffer's reference */
+            b->commit_h[exec] = h;
             hs[nh++] = h;
-        else if (first == OMPC_OK)
+        } else if (first == OMPC_OK) {
             first = st;
+        }
     }
     pthread_mutex_unlock(&dm->mtx);
-    size_t ncommit = nh;
+    /* Commits other threads sent must land before our transfers. */
+    ompc_status_t fst = ev_wait_all(foreign, nforeign);
+    for (size_t i = 0; i < nforeign; i++)
+        ev_handle_release(foreign[i]);
+    free(foreign);
+    if (first == OMPC_OK)
+        first = fst;
     /* Phase 2: forward every stale buffer from a valid copy. */
     size_t nmoved = 0;
     ompc_status_t st = OMPC_OK;
@@ -488,9 +510,17 @@ ompc_status_t dm_acquire(dm_ctx_t *dm, int exec, dm_buf_t *const *bufs, size_t n
     if (first == OMPC_OK)
         first = st;
     pthread_mutex_lock(&dm->mtx);
+    for (size_t i = 0; i < n; i++) {
+        dm_buf_t *b = bufs[i];
+        if (b->committed[exec] == DM_COMMIT_SENT &&
+            ev_test(b->commit_h[exec]) != OMPC_INPROGRESS) {
+            b->committed[exec] = DM_COMMIT_DONE;
+            ev_handle_release(b->commit_h[exec]);
+            b->commit_h[exec] = NULL;
+        }
+    }
     for (size_t i = 0; i < nh; i++)
         ev_handle_release(hs[i]);
-    (void)ncommit;
     for (size_t k = 0; k < nmoved; k++) {
         dm_buf_t *b = moved[k];
         if (b->snap && b->busy > 0 && --b->busy == 0 && !b->snap_valid) {

@@ -18,7 +18,8 @@ struct dm_buf {
     bool fixed;              /* per-executor addresses, never freed */
     dm_addr_t *exec_addr;    /* fixed buffers: address on each executor */
     uint8_t *valid;          /* per executor: holds the current data */
-    uint8_t *committed;      /* per executor: pages are mapped */
+    uint8_t *committed;      /* per executor: DM_COMMIT_* */
+    ev_handle_t **commit_h;  /* per executor: the commit in flight, if any */
     void *snap;              /* host snapshot of data not sent anywhere */
     bool snap_valid;
     bool has_data;           /* ever written (else nothing to forward) */
@@ -26,6 +27,12 @@ struct dm_buf {
     int pin_exec;            /* executor of the kernels pinning it */
     int pin_count;           /* kernels in flight that may write it */
 };
+
+/* committed[] states.  A commit in flight may have been sent by another
+ * thread: its notification has no MPI order with ours, so transfers into
+ * the buffer wait for it (our own commits are ordered before our own
+ * transfers on the control channel). */
+enum { DM_COMMIT_NONE = 0, DM_COMMIT_DONE = 1, DM_COMMIT_SENT = 2 };
 
 /* Freed spans up to this size keep their pages on the executors. */
 #define DM_KEEP_COMMITTED (1u << 20)

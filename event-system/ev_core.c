@@ -264,6 +264,11 @@ static ev_handle_t *handle_new(ev_ctx_t *ctx, int kind)
     return h;
 }
 
+void ev_handle_retain(ev_handle_t *h)
+{
+    atomic_fetch_add(&h->refs, 1);
+}
+
 void ev_handle_release(ev_handle_t *h)
 {
     if (h && atomic_fetch_sub(&h->refs, 1) == 1)

@@ -152,6 +152,8 @@ ev_addr_t ev_handle_addr(const ev_handle_t *h);
 /* Bytes of result written by an execute event. */
 size_t ev_handle_result_size(const ev_handle_t *h);
 void ev_handle_release(ev_handle_t *h);
+/* Take one more reference (each reference is released once). */
+void ev_handle_retain(ev_handle_t *h);
 
 /* ------------------------------------------------------------ collectives
  * For start-up agreement between ranks (not for the data path): every rank
