@@ -5,6 +5,7 @@
 #include "dm_internal.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -490,9 +491,14 @@ ompc_status_t dm_acquire(dm_ctx_t *dm, int exec, dm_buf_t *const *bufs, size_t n
                              addr_on(b, exec), b->size, &hs[nh]);
             dm->stats.bytes_dev_to_dev += b->size;
             dm->stats.transfers_dev_to_dev++;
-            ompc_debug("forward %zu B at %#lx: executor %d -> %d", b->size,
-                       (unsigned long)b->node.key, src, exec);
+            if (ompc_config_get()->info)
+                fprintf(stderr, "[ompc info] r0 move: device %#lx (%zu B) rank %d "
+                        "-> rank %d\n", (unsigned long)b->node.key, b->size,
+                        dm->exec_rank[src], rank);
         } else if (b->snap_valid) {
+            if (ompc_config_get()->info)
+                fprintf(stderr, "[ompc info] r0 move: device %#lx (%zu B) head "
+                        "-> rank %d\n", (unsigned long)b->node.key, b->size, rank);
             b->busy++;
             st = ev_submit(dm->ev, rank, b->snap, addr_on(b, exec), b->size, &hs[nh]);
         } else {
