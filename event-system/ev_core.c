@@ -165,14 +165,12 @@ static void gate_register_reqs(ev_ctx_t *ctx, ev_op_t *op)
         ev_op_t **o = realloc(ctx->req_owner, (size_t)cap * sizeof(*o));
         int *c = realloc(ctx->req_cookie, (size_t)cap * sizeof(*c));
         int *ix = realloc(ctx->tsome_idx, (size_t)cap * sizeof(*ix));
-        MPI_Status *st = realloc(ctx->tsome_st, (size_t)cap * sizeof(*st));
-        if (!r || !o || !c || !ix || !st)
+        if (!r || !o || !c || !ix)
             ompc_fatal("out of memory growing the request table to %d", cap);
         ctx->reqs = r;
         ctx->req_owner = o;
         ctx->req_cookie = c;
         ctx->tsome_idx = ix;
-        ctx->tsome_st = st;
         ctx->capreqs = cap;
     }
     for (int i = 0; i < op->nnew; i++) {
@@ -538,7 +536,7 @@ static int gate_progress_requests(ev_ctx_t *ctx)
         return 0;
     int outcount = 0;
     EV_CHECK_MPI(MPI_Testsome(ctx->nreqs, ctx->reqs, &outcount, ctx->tsome_idx,
-                              ctx->tsome_st), "MPI_Testsome");
+                              MPI_STATUSES_IGNORE), "MPI_Testsome");
     if (outcount == MPI_UNDEFINED || outcount == 0)
         return 0;
     uint64_t now = ompc_now_ns();
@@ -693,7 +691,6 @@ static void gate_handle_notification(ev_ctx_t *ctx, void *buf, size_t len, int s
     op->origin = src;
     op->peer = src;
     op->comm_idx = ((hdr.tag - src) / ctx->size) % ctx->ncomms;
-    op->arrival = ++ctx->arrivals;
     op->t_start = ompc_now_ns();
     op->hnext = *bucket;
     *bucket = op;
@@ -1196,7 +1193,6 @@ void ev_ctx_destroy(ev_ctx_t *ctx)
     free(ctx->req_owner);
     free(ctx->req_cookie);
     free(ctx->tsome_idx);
-    free(ctx->tsome_st);
     free(ctx->tag_busy);
     free(ctx->comms);
     free(ctx->last_heard);

@@ -117,7 +117,6 @@ struct ev_op {
     ev_stream_t stream;
     ev_handle_t *h;
     ompc_status_t status;
-    uint64_t arrival;
     uint64_t t_start;
     bool waitlisted;          /* on the gate's condition wait list */
     bool in_handler;
@@ -215,10 +214,8 @@ struct ev_ctx {
     int *req_cookie;
     int nreqs, capreqs;
     int *tsome_idx;
-    MPI_Status *tsome_st;
     ev_op_t *waitlist;            /* ops waiting on a condition, not I/O */
     ev_op_t *arr_head, *arr_tail; /* destination halves in arrival order */
-    uint64_t arrivals;
     ev_op_t *dest_hash[EV_HASH_BUCKETS];
     uint64_t *last_heard;         /* per rank, ns */
     uint64_t *last_ping;

@@ -122,22 +122,27 @@ static size_t tgt_written_bufs(const tgt_mapped_t *m, dm_buf_t **wr)
     int ndeps;
     const tgt_dep_t *deps;
     tgt_ompt_current_deps(&ndeps, &deps);
-    size_t n = 0;
-    for (size_t i = 0; i < m->nbufs; i++) {
-        bool read = false, write = false;
-        for (int d = 0; d < ndeps; d++) {
-            dm_buf_t *b = NULL;
-            tgt_map_dev_addr((const void *)deps[d].addr, 1, &b);
-            if (b != m->bufs[i])
-                continue;
-            if (deps[d].in_only)
-                read = true;
-            else
-                write = true;
-        }
-        if (write || !read)
-            wr[n++] = m->bufs[i];
+    /* Per buffer of the kernel: named by an in dependence, by another one. */
+    bool *read = calloc(m->nbufs ? m->nbufs : 1, 2 * sizeof(bool));
+    if (!read)
+        ompc_fatal("out of memory classifying kernel buffers");
+    bool *write = read + m->nbufs;
+    for (int d = 0; d < ndeps; d++) {
+        dm_buf_t *b = NULL;
+        tgt_map_dev_addr((const void *)deps[d].addr, 1, &b);
+        for (size_t i = 0; b && i < m->nbufs; i++)
+            if (m->bufs[i] == b) {
+                if (deps[d].in_only)
+                    read[i] = true;
+                else
+                    write[i] = true;
+            }
     }
+    size_t n = 0;
+    for (size_t i = 0; i < m->nbufs; i++)
+        if (write[i] || !read[i])
+            wr[n++] = m->bufs[i];
+    free(read);
     return n;
 }
 

@@ -9,17 +9,6 @@
 
 static ev_fn_id_t fn_sum, fn_bump;
 
-/* args {addr, size}: checksum of device memory on this executor. */
-static ompc_status_t do_sum(ev_exec_info_t *info)
-{
-    uint64_t a[2];
-    memcpy(a, info->args, sizeof(a));
-    uint64_t c = t_checksum((const void *)(uintptr_t)a[0], (size_t)a[1]);
-    memcpy(info->result, &c, sizeof(c));
-    info->result_size = sizeof(c);
-    return OMPC_OK;
-}
-
 /* args {addr, size}: add 1 to every byte (a "kernel" writing the buffer). */
 static ompc_status_t do_bump(ev_exec_info_t *info)
 {
@@ -52,7 +41,7 @@ int main(void)
     dm_ctx_t *dm;
     T_OK(ev_ctx_create(&ev));
     T_OK(dm_ctx_create(ev, &dm));
-    T_OK(ev_fn_register(ev, "sum", do_sum, 0, &fn_sum));
+    T_OK(ev_fn_register(ev, "sum", t_fn_checksum, 0, &fn_sum));
     T_OK(ev_fn_register(ev, "bump", do_bump, 0, &fn_bump));
     T_OK(ev_ctx_start(ev));
     if (ev_ctx_rank(ev) != 0) {

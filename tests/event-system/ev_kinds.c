@@ -8,19 +8,6 @@
 
 static ev_fn_id_t fn_checksum, fn_echo, fn_stats, fn_fail;
 
-/* args: {addr, size}; result: checksum of that remote memory. */
-static ompc_status_t do_checksum(ev_exec_info_t *info)
-{
-    uint64_t a[2];
-    if (info->args_size != sizeof(a) || info->result_cap < sizeof(uint64_t))
-        return OMPC_ERR_INVALID;
-    memcpy(a, info->args, sizeof(a));
-    uint64_t c = t_checksum((const void *)(uintptr_t)a[0], (size_t)a[1]);
-    memcpy(info->result, &c, sizeof(c));
-    info->result_size = sizeof(c);
-    return OMPC_OK;
-}
-
 /* Returns its arguments reversed, prefixed with the executing rank. */
 static ompc_status_t do_echo(ev_exec_info_t *info)
 {
@@ -245,7 +232,7 @@ int main(void)
 {
     ev_ctx_t *ctx;
     T_OK(ev_ctx_create(&ctx));
-    T_OK(ev_fn_register(ctx, "checksum", do_checksum, 0, &fn_checksum));
+    T_OK(ev_fn_register(ctx, "checksum", t_fn_checksum, 0, &fn_checksum));
     T_OK(ev_fn_register(ctx, "echo", do_echo, 0, &fn_echo));
     T_OK(ev_fn_register(ctx, "stats", do_stats, EV_FN_INLINE, &fn_stats));
     T_OK(ev_fn_register(ctx, "fail", do_fail, 0, &fn_fail));

@@ -16,16 +16,6 @@ static ev_fn_id_t fn_checksum, fn_relay;
 static int iters = 150;
 static _Atomic long events;
 
-static ompc_status_t do_checksum(ev_exec_info_t *info)
-{
-    uint64_t a[2];
-    memcpy(a, info->args, sizeof(a));
-    uint64_t c = t_checksum((const void *)(uintptr_t)a[0], (size_t)a[1]);
-    memcpy(info->result, &c, sizeof(c));
-    info->result_size = sizeof(c);
-    return OMPC_OK;
-}
-
 /* args {target rank, addr, size, seed}: this rank submits the pattern to the
  * target itself and waits (worker-originated events). */
 static ompc_status_t do_relay(ev_exec_info_t *info)
@@ -130,7 +120,7 @@ int main(int argc, char **argv)
     if (argc > 1)
         iters = atoi(argv[1]);
     T_OK(ev_ctx_create(&ctx));
-    T_OK(ev_fn_register(ctx, "checksum", do_checksum, 0, &fn_checksum));
+    T_OK(ev_fn_register(ctx, "checksum", t_fn_checksum, 0, &fn_checksum));
     T_OK(ev_fn_register(ctx, "relay", do_relay, 0, &fn_relay));
     T_OK(ev_ctx_start(ctx));
     if (ev_ctx_rank(ctx) != 0) {

@@ -90,4 +90,18 @@ static inline uint64_t t_checksum(const void *buf, size_t n)
     return h;
 }
 
+/* A registered function for tests: args {addr, size}; result the checksum
+ * of that memory on the executing rank. */
+static inline ompc_status_t t_fn_checksum(ev_exec_info_t *info)
+{
+    uint64_t a[2];
+    if (info->args_size != sizeof(a) || info->result_cap < sizeof(uint64_t))
+        return OMPC_ERR_INVALID;
+    memcpy(a, info->args, sizeof(a));
+    uint64_t c = t_checksum((const void *)(uintptr_t)a[0], (size_t)a[1]);
+    memcpy(info->result, &c, sizeof(c));
+    info->result_size = sizeof(c);
+    return OMPC_OK;
+}
+
 #endif
