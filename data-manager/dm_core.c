@@ -138,6 +138,7 @@ ompc_status_t dm_ctx_create(ev_ctx_t *ev, dm_ctx_t **dm_p)
 static void dm_buf_destroy(dm_buf_t *b)
 {
     free(b->commit_h);
+    free(b->fetch_h);
     free(b->exec_addr);
     free(b->valid);
     free(b->committed);
@@ -189,7 +190,8 @@ static dm_buf_t *dm_buf_new(dm_ctx_t *dm, size_t size)
     b->valid = calloc((size_t)dm->nexec, 1);
     b->committed = calloc((size_t)dm->nexec, 1);
     b->commit_h = calloc((size_t)dm->nexec, sizeof(ev_handle_t *));
-    if (!b->valid || !b->committed || !b->commit_h) {
+    b->fetch_h = calloc((size_t)dm->nexec, sizeof(ev_handle_t *));
+    if (!b->valid || !b->committed || !b->commit_h || !b->fetch_h) {
         dm_buf_destroy(b);
         return NULL;
     }
@@ -472,12 +474,33 @@ ompc_status_t dm_acquire(dm_ctx_t *dm, int exec, dm_buf_t *const *bufs, size_t n
     free(foreign);
     if (first == OMPC_OK)
         first = fst;
-    /* Phase 2: forward every stale buffer from a valid copy. */
+    /* Phase 2: forward every stale buffer from a valid copy.  A transfer
+     * to this executor that another thread has in flight is waited for,
+     * never repeated: a second copy landing after the first thread's
+     * kernel started would overwrite what that kernel wrote. */
     size_t nmoved = 0;
     ompc_status_t st = OMPC_OK;
+    ev_handle_t **fetching = malloc((n ? n : 1) * sizeof(*fetching));
+    size_t nfetching = 0;
+    if (!fetching) {
+        free(hs);
+        free(moved);
+        return OMPC_ERR_NOMEM;
+    }
     pthread_mutex_lock(&dm->mtx);
     for (size_t i = 0; i < n && first == OMPC_OK; i++) {
         dm_buf_t *b = bufs[i];
+        if (b->fetch_h[exec]) {
+            if (ev_test(b->fetch_h[exec]) == OMPC_INPROGRESS) {
+                ev_handle_retain(b->fetch_h[exec]);
+                fetching[nfetching++] = b->fetch_h[exec];
+                continue;
+            }
+            /* Done: valid[] says what it brought (and what was written
+             * since). */
+            ev_handle_release(b->fetch_h[exec]);
+            b->fetch_h[exec] = NULL;
+        }
         if (b->valid[exec] || !b->has_data)
             continue;
         bool dup = false;
@@ -505,6 +528,8 @@ ompc_status_t dm_acquire(dm_ctx_t *dm, int exec, dm_buf_t *const *bufs, size_t n
             continue;
         }
         if (st == OMPC_OK) {
+            ev_handle_retain(hs[nh]); /* the buffer's reference */
+            b->fetch_h[exec] = hs[nh];
             nh++;
             moved[nmoved++] = b;
         } else if (first == OMPC_OK) {
@@ -515,6 +540,12 @@ ompc_status_t dm_acquire(dm_ctx_t *dm, int exec, dm_buf_t *const *bufs, size_t n
     st = ev_wait_all(hs, nh);
     if (first == OMPC_OK)
         first = st;
+    st = ev_wait_all(fetching, nfetching);
+    if (first == OMPC_OK)
+        first = st;
+    for (size_t i = 0; i < nfetching; i++)
+        ev_handle_release(fetching[i]);
+    free(fetching);
     pthread_mutex_lock(&dm->mtx);
     for (size_t i = 0; i < n; i++) {
         dm_buf_t *b = bufs[i];
@@ -523,6 +554,13 @@ ompc_status_t dm_acquire(dm_ctx_t *dm, int exec, dm_buf_t *const *bufs, size_t n
             b->committed[exec] = DM_COMMIT_DONE;
             ev_handle_release(b->commit_h[exec]);
             b->commit_h[exec] = NULL;
+        }
+    }
+    for (size_t k = 0; k < nmoved; k++) {
+        dm_buf_t *b = moved[k];
+        if (b->fetch_h[exec] && ev_test(b->fetch_h[exec]) != OMPC_INPROGRESS) {
+            ev_handle_release(b->fetch_h[exec]);
+            b->fetch_h[exec] = NULL;
         }
     }
     for (size_t i = 0; i < nh; i++)

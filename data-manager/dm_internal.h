@@ -20,6 +20,7 @@ struct dm_buf {
     uint8_t *valid;          /* per executor: holds the current data */
     uint8_t *committed;      /* per executor: DM_COMMIT_* */
     ev_handle_t **commit_h;  /* per executor: the commit in flight, if any */
+    ev_handle_t **fetch_h;   /* per executor: the data transfer in flight */
     void *snap;              /* host snapshot of data not sent anywhere */
     bool snap_valid;
     bool has_data;           /* ever written (else nothing to forward) */
