@@ -95,9 +95,12 @@ typedef struct ompc_config {
     int64_t peer_timeout_ms;
     int64_t device_va;
     int64_t info;
+    int64_t scheduler;       /* OMPC_SCHED_* */
     int64_t log_level;
     int64_t print_config;
 } ompc_config_t;
+
+enum { OMPC_SCHED_LOCALITY = 0, OMPC_SCHED_ROUNDROBIN = 1 };
 
 /* Parsed on first call (thread-safe); invalid values are fatal errors that
  * name the variable. */

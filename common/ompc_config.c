@@ -12,7 +12,7 @@
 #include <string.h>
 #include <strings.h>
 
-typedef enum { CFG_INT, CFG_BYTES, CFG_LEVEL, CFG_BOOL } cfg_kind_t;
+typedef enum { CFG_INT, CFG_BYTES, CFG_LEVEL, CFG_BOOL, CFG_SCHED } cfg_kind_t;
 
 typedef struct cfg_row {
     ompc_config_var_t var;
@@ -57,6 +57,10 @@ static const cfg_row_t rows[] = {
     ROW("OMPC_INFO", "0",
         "1 prints, per rank, what the offloading runtime maps, moves and runs",
         CFG_BOOL, info, 0, 1),
+    ROW("OMPC_SCHEDULER", "locality",
+        "where target regions run: locality (the worker holding the most of "
+        "their data, then the least loaded) or roundrobin",
+        CFG_SCHED, scheduler, 0, 1),
     ROW("OMPC_LOG_LEVEL", "warn",
         "error, warn, info, debug or trace (trace logs every MPI message)",
         CFG_LEVEL, log_level, 0, 4),
@@ -87,6 +91,13 @@ static int64_t cfg_parse(const cfg_row_t *row, const char *s)
             if (strcasecmp(s, names[i]) == 0)
                 return i;
         cfg_die(row->var.name, s, "expected error, warn, info, debug or trace");
+    }
+    if (row->kind == CFG_SCHED) {
+        if (strcasecmp(s, "locality") == 0)
+            return OMPC_SCHED_LOCALITY;
+        if (strcasecmp(s, "roundrobin") == 0)
+            return OMPC_SCHED_ROUNDROBIN;
+        cfg_die(row->var.name, s, "expected locality or roundrobin");
     }
     if (row->offset == offsetof(ompc_config_t, peer_timeout_ms)) {
         char *end;

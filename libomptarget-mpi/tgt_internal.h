@@ -141,6 +141,7 @@ typedef struct tgt_rt {
     tgt_map_t *shadowed;     /* entries holding attached pointers */
     _Atomic int *inflight;   /* head: kernels running per executor */
     _Atomic int last_exec;   /* head: executor of the latest launch */
+    _Atomic unsigned rr;     /* head: next executor for OMPC_SCHEDULER=roundrobin */
     _Atomic uint64_t kernels_run;
 } tgt_rt_t;
 

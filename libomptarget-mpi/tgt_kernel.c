@@ -88,7 +88,8 @@ static bool use_device(int64_t dev, const void *loc)
                    "cluster as device 0 (the host is device 1)", (long long)dev);
 }
 
-/* Choose the executor (until the HEFT scheduler replaces this): the one
+/* Choose the executor (until the HEFT scheduler replaces this).  With
+ * OMPC_SCHEDULER=roundrobin, the next one in turn.  Otherwise the one
  * that already holds the most bytes of the region's buffers; among equals
  * the one with the fewest kernels in flight, and among those the one used
  * last, whose threads are still awake (an idle executor backs off and
@@ -96,6 +97,8 @@ static bool use_device(int64_t dev, const void *loc)
 static int place(const tgt_mapped_t *m)
 {
     int ne = dm_num_executors(tgt_rt->dm);
+    if (ompc_config_get()->scheduler == OMPC_SCHED_ROUNDROBIN)
+        return (int)(atomic_fetch_add(&tgt_rt->rr, 1) % (unsigned)ne);
     int last = atomic_load(&tgt_rt->last_exec);
     int best = -1;
     size_t best_bytes = 0;
