@@ -85,6 +85,11 @@ static const cfg_row_t rows[] = {
         "head threads that move data and launch scheduled tasks (0: one per "
         "worker, at least 2, at most 16)",
         CFG_INT, dispatch_threads, 0, 256),
+    ROW("OMPC_AHEAD", "1",
+        "1 sends each target task to its worker as soon as the tasks it "
+        "depends on have been sent (workers then wait for each other and "
+        "move the data between themselves); 0 sends it once they are done",
+        CFG_BOOL, ahead, 0, 1),
     ROW("OMPC_PERF_MODEL", "",
         "file of learnt kernel costs: loaded at start-up if it exists, "
         "saved at exit (empty: learn from scratch, save nothing)",

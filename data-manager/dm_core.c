@@ -18,11 +18,21 @@ static ompc_status_t dm_fn_commit(ev_exec_info_t *info)
     if (info->args_size != sizeof(a))
         return OMPC_ERR_INVALID;
     memcpy(a, info->args, sizeof(a));
-    void *p = mmap((void *)(uintptr_t)a[0], a[1], PROT_READ | PROT_WRITE,
+    return dm_exec_commit(info->ctx, a[0], a[1]);
+}
+
+/* A launch that runs ahead commits its buffers itself (tgt_ahead.c), so a
+ * commit may find the pages there already: mapping them again would
+ * replace their data with zeros. */
+ompc_status_t dm_exec_commit(ev_ctx_t *ev, dm_addr_t addr, size_t span)
+{
+    if (ev_mem_contains(ev, (const void *)(uintptr_t)addr, span))
+        return OMPC_OK;
+    void *p = mmap((void *)(uintptr_t)addr, span, PROT_READ | PROT_WRITE,
                    MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED)
         return OMPC_ERR_NOMEM;
-    return ev_mem_register(info->ctx, p, a[1]);
+    return ev_mem_register(ev, p, span);
 }
 
 /* args {addr, span}: forget the pages (memory goes back to the system, the
@@ -330,6 +340,14 @@ static int dm_pick_source(const dm_ctx_t *dm, const dm_buf_t *b, int from)
     return -1;
 }
 
+/* The data changed; tag names who changed it (0: nobody in particular). */
+static void dm_changed(dm_ctx_t *dm, dm_buf_t *b, uint64_t tag)
+{
+    b->wgen++;
+    b->wtag = tag ? tag : (UINT64_C(1) << 63) | ++dm->tag_ctr;
+    memset(b->valid, 0, (size_t)dm->nexec);
+}
+
 static void dm_drop_snapshot(dm_buf_t *b)
 {
     b->snap_valid = false;
@@ -361,16 +379,14 @@ ompc_status_t dm_write(dm_ctx_t *dm, dm_buf_t *b, size_t off, const void *src,
         memcpy((char *)b->snap + off, src, len);
         b->snap_valid = true;
         b->has_data = true;
-        b->wgen++;
-        memset(b->valid, 0, (size_t)dm->nexec);
+        dm_changed(dm, b, 0);
         dm->stats.bytes_host_to_dev += len;
         pthread_mutex_unlock(&dm->mtx);
         return OMPC_OK;
     }
     /* Part of a buffer that lives on executors: patch one copy, the others
      * are stale now. */
-    b->wgen++;
-    memset(b->valid, 0, (size_t)dm->nexec);
+    dm_changed(dm, b, 0);
     b->valid[src_exec] = 1;
     dm_drop_snapshot(b);
     dm->stats.bytes_host_to_dev += len;
@@ -403,8 +419,7 @@ ompc_status_t dm_write_adopt(dm_ctx_t *dm, dm_buf_t *b, void *data)
     b->snap = data;
     b->snap_valid = true;
     b->has_data = true;
-    b->wgen++;
-    memset(b->valid, 0, (size_t)dm->nexec);
+    dm_changed(dm, b, 0);
     dm->stats.bytes_host_to_dev += b->size;
     pthread_mutex_unlock(&dm->mtx);
     return OMPC_OK;
@@ -479,6 +494,9 @@ ompc_status_t dm_acquire(dm_ctx_t *dm, int exec, dm_buf_t *const *bufs, size_t n
     pthread_mutex_lock(&dm->mtx);
     for (size_t i = 0; i < n; i++) {
         dm_buf_t *b = bufs[i];
+        /* Claimed by a launch whose event is being started. */
+        while (b->committed[exec] == DM_COMMIT_SENT && !b->commit_h[exec])
+            pthread_cond_wait(&dm->pin_cond, &dm->mtx);
         if (b->committed[exec] == DM_COMMIT_SENT) {
             ev_handle_retain(b->commit_h[exec]);
             foreign[nforeign++] = b->commit_h[exec];
@@ -587,7 +605,7 @@ ompc_status_t dm_acquire(dm_ctx_t *dm, int exec, dm_buf_t *const *bufs, size_t n
     pthread_mutex_lock(&dm->mtx);
     for (size_t i = 0; i < n; i++) {
         dm_buf_t *b = bufs[i];
-        if (b->committed[exec] == DM_COMMIT_SENT &&
+        if (b->committed[exec] == DM_COMMIT_SENT && b->commit_h[exec] &&
             ev_test(b->commit_h[exec]) != OMPC_INPROGRESS) {
             b->committed[exec] = DM_COMMIT_DONE;
             ev_handle_release(b->commit_h[exec]);
@@ -621,11 +639,16 @@ ompc_status_t dm_acquire(dm_ctx_t *dm, int exec, dm_buf_t *const *bufs, size_t n
 
 void dm_written(dm_ctx_t *dm, int exec, dm_buf_t *const *bufs, size_t n)
 {
+    dm_written_by(dm, exec, bufs, n, 0);
+}
+
+void dm_written_by(dm_ctx_t *dm, int exec, dm_buf_t *const *bufs, size_t n,
+                   uint64_t tag)
+{
     pthread_mutex_lock(&dm->mtx);
     for (size_t i = 0; i < n; i++) {
         dm_buf_t *b = bufs[i];
-        b->wgen++;
-        memset(b->valid, 0, (size_t)dm->nexec);
+        dm_changed(dm, b, tag);
         b->valid[exec] = 1;
         b->has_data = true;
         dm_drop_snapshot(b);
@@ -680,6 +703,79 @@ void dm_unpin(dm_ctx_t *dm, dm_buf_t *const *bufs, size_t n)
         if (bufs[i]->pin_count > 0)
             bufs[i]->pin_count--;
     pthread_cond_broadcast(&dm->pin_cond);
+    pthread_mutex_unlock(&dm->mtx);
+}
+
+/* ------------------------------------------------------ launch ahead */
+size_t dm_buf_span(const dm_buf_t *buf) { return buf->span; }
+dm_addr_t dm_buf_addr_on(const dm_buf_t *buf, int exec) { return addr_on(buf, exec); }
+
+size_t dm_commit_claim(dm_ctx_t *dm, int exec, dm_buf_t *const *bufs, size_t n,
+                       dm_buf_t **out)
+{
+    size_t k = 0;
+    pthread_mutex_lock(&dm->mtx);
+    for (size_t i = 0; i < n; i++) {
+        dm_buf_t *b = bufs[i];
+        if (b->fixed || b->committed[exec] != DM_COMMIT_NONE)
+            continue;
+        b->committed[exec] = DM_COMMIT_SENT;
+        b->commit_h[exec] = NULL;
+        out[k++] = b;
+    }
+    pthread_mutex_unlock(&dm->mtx);
+    return k;
+}
+
+void dm_commit_claimed(dm_ctx_t *dm, int exec, dm_buf_t *const *bufs, size_t n,
+                       ev_handle_t *h)
+{
+    pthread_mutex_lock(&dm->mtx);
+    for (size_t i = 0; i < n; i++) {
+        if (h) {
+            ev_handle_retain(h); /* the buffer's reference */
+            bufs[i]->commit_h[exec] = h;
+        } else {
+            bufs[i]->committed[exec] = DM_COMMIT_NONE;
+        }
+    }
+    pthread_cond_broadcast(&dm->pin_cond);
+    pthread_mutex_unlock(&dm->mtx);
+}
+
+uint64_t dm_buf_wtag(dm_ctx_t *dm, dm_buf_t *b)
+{
+    pthread_mutex_lock(&dm->mtx);
+    uint64_t t = b->wtag;
+    pthread_mutex_unlock(&dm->mtx);
+    return t;
+}
+
+void dm_valid_if(dm_ctx_t *dm, int exec, dm_buf_t *b, uint64_t tag)
+{
+    pthread_mutex_lock(&dm->mtx);
+    if (b->wtag == tag && b->has_data)
+        b->valid[exec] = 1;
+    pthread_mutex_unlock(&dm->mtx);
+}
+
+int dm_source_for(dm_ctx_t *dm, dm_buf_t *b, int exec, bool *valid_here,
+                  bool *head_only, uint64_t *tag_p)
+{
+    pthread_mutex_lock(&dm->mtx);
+    *valid_here = b->valid[exec] || !b->has_data;
+    int src = *valid_here ? -1 : dm_pick_source(dm, b, exec);
+    *head_only = !*valid_here && src < 0;
+    *tag_p = b->wtag;
+    pthread_mutex_unlock(&dm->mtx);
+    return src;
+}
+
+void dm_count_forward(dm_ctx_t *dm, size_t bytes)
+{
+    pthread_mutex_lock(&dm->mtx);
+    dm->stats.bytes_dev_to_dev += bytes;
+    dm->stats.transfers_dev_to_dev++;
     pthread_mutex_unlock(&dm->mtx);
 }
 

@@ -23,6 +23,8 @@ struct dm_buf {
     ev_handle_t **fetch_h;   /* per executor: the data transfer in flight */
     uint64_t *fetch_gen;     /* per executor: wgen when that transfer began */
     uint64_t wgen;           /* bumped whenever copies are invalidated */
+    uint64_t wtag;           /* whose data it holds (dm_written_by), or a
+                                unique value with the top bit set */
     void *snap;              /* host snapshot of data not sent anywhere */
     bool snap_valid;
     bool has_data;           /* ever written (else nothing to forward) */
@@ -62,6 +64,7 @@ struct dm_ctx {
     dm_addr_t bump;
     dm_free_span_t *free_spans[DM_FREE_BUCKETS]; /* exact-size reuse */
     dm_stats_t stats;
+    uint64_t tag_ctr;        /* wtag values of changes nobody named */
 };
 
 #endif

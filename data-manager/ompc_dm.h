@@ -95,6 +95,42 @@ bool dm_try_pin(dm_ctx_t *dm, int exec, dm_buf_t *const *bufs, size_t n);
 /* Bytes of the buffers already valid on exec (placement policies). */
 size_t dm_bytes_valid_on(dm_ctx_t *dm, int exec, dm_buf_t *const *bufs, size_t n);
 
+/* ------------------------------------------------------ launch ahead
+ * Kernels may be sent to their executor before their inputs exist; the
+ * executors then move data between themselves (libomptarget-mpi/
+ * tgt_ahead.c).  The head keeps this layer's view right with these. */
+/* Executor side, from a gate-thread function: map and expose a buffer's
+ * pages unless they are already (a repeated commit keeps the data). */
+ompc_status_t dm_exec_commit(ev_ctx_t *ev, dm_addr_t addr, size_t span);
+size_t dm_buf_span(const dm_buf_t *buf);
+/* The buffer's address on one executor (they differ only for fixed ones). */
+dm_addr_t dm_buf_addr_on(const dm_buf_t *buf, int exec);
+/* A launch message carries the commits of its buffers.  dm_commit_claim
+ * puts in out[] (returns how many) the buffers not committed on exec and
+ * marks them as being committed; dm_commit_claimed then names the event
+ * that carries them (NULL: it did not start; they are uncommitted again).
+ * Transfers into claimed buffers wait for that event. */
+size_t dm_commit_claim(dm_ctx_t *dm, int exec, dm_buf_t *const *bufs, size_t n,
+                       dm_buf_t **out);
+void dm_commit_claimed(dm_ctx_t *dm, int exec, dm_buf_t *const *bufs, size_t n,
+                       ev_handle_t *h);
+/* Whose data a buffer holds: the tag given to dm_written_by (a task's
+ * sequence number, below 2^63), or a value of its own after any other
+ * change. */
+uint64_t dm_buf_wtag(dm_ctx_t *dm, dm_buf_t *buf);
+void dm_written_by(dm_ctx_t *dm, int exec, dm_buf_t *const *bufs, size_t n,
+                   uint64_t tag);
+/* A copy of the data of writer `tag` arrived on exec: valid there unless
+ * the data changed since. */
+void dm_valid_if(dm_ctx_t *dm, int exec, dm_buf_t *buf, uint64_t tag);
+/* Where exec should fetch buf from: an executor holding it, or -1 when
+ * exec holds it already (*valid_here; also for a buffer never written) or
+ * only the head does (*head_only).  *tag_p: dm_buf_wtag. */
+int dm_source_for(dm_ctx_t *dm, dm_buf_t *buf, int exec, bool *valid_here,
+                  bool *head_only, uint64_t *tag_p);
+/* A forward between executors planned elsewhere, for the statistics. */
+void dm_count_forward(dm_ctx_t *dm, size_t bytes);
+
 typedef struct dm_stats {
     uint64_t bytes_host_to_dev;
     uint64_t bytes_dev_to_host;

@@ -810,6 +810,11 @@ ompc_status_t ev_mem_register(ev_ctx_t *ctx, void *base, size_t size)
     return ev_region_insert(ctx, (uintptr_t)base, size, false);
 }
 
+bool ev_mem_contains(ev_ctx_t *ctx, const void *base, size_t size)
+{
+    return ev_region_contains(ctx, (uintptr_t)base, size);
+}
+
 ompc_status_t ev_mem_unregister(ev_ctx_t *ctx, void *base)
 {
     return ev_region_remove(ctx, (uintptr_t)base, false);

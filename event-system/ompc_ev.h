@@ -17,6 +17,7 @@
 
 #include "ompc_common.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -95,6 +96,8 @@ ompc_status_t ev_fn_register(ev_ctx_t *ctx, const char *name, ev_fn_t fn,
  * Regions must not overlap an existing one. */
 ompc_status_t ev_mem_register(ev_ctx_t *ctx, void *base, size_t size);
 ompc_status_t ev_mem_unregister(ev_ctx_t *ctx, void *base);
+/* Whether [base, base+size) lies inside one exposed region. */
+bool ev_mem_contains(ev_ctx_t *ctx, const void *base, size_t size);
 
 /* ------------------------------------------------------------------ events
  * Each call starts one event and returns at once with a handle (the caller

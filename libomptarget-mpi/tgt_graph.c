@@ -59,6 +59,15 @@ struct tgt_node {
     node_list_t preds;       /* references held until this node is done */
     node_list_t succs;
     int npred_left;
+    int nunsent;             /* preds neither done nor launched ahead */
+    bool ahead;              /* launched ahead (tgt_ahead.c) */
+    bool kdone;              /* ahead: its executor reported it done */
+    bool inlined;            /* inline_writes ran */
+    dm_buf_t **pulled;       /* ahead: copies that arrive on exec for it */
+    uint64_t *pulled_tag;    /* the writer whose data each one brings */
+    size_t npulled;
+    struct ahead_buf **abufs; /* ahead: per-buffer plans it takes part in */
+    size_t nabufs;
     uint64_t batch;          /* flush that scheduled it */
     int64_t sched_idx;
     int exec;
@@ -69,6 +78,7 @@ struct tgt_node {
     bool waited;             /* a thread waits on its kernel event */
     dm_buf_t *inl[INLINE_BUFS]; /* buffers whose data came with the launch */
     size_t ninline;
+    ompc_tmap_node_t anode;  /* G.ahead_nodes, key seq */
     tgt_node_t *qnext;       /* pending / ready / finished / blocked queue */
     tgt_node_t *lprev, *lnext; /* live list (not done), in seq order */
 };
@@ -88,6 +98,17 @@ typedef struct buf_state {
     tgt_node_t *last_op;
     node_list_t users;
 } buf_state_t;
+
+/* Per buffer used by launched-ahead nodes in flight: where its next data
+ * comes from.  hold[x] is the node on executor x after which x has the
+ * data (0: ask the data manager). */
+typedef struct ahead_buf {
+    ompc_tmap_node_t node;   /* key: buffer device address */
+    int users;               /* launched-ahead nodes in flight using it */
+    uint64_t wseq;           /* the launched-ahead writer in flight, or 0 */
+    int wexec;
+    uint64_t hold[];         /* per executor */
+} ahead_buf_t;
 
 /* Host bytes a node not yet done will write (READ and HOST_STORE ops). */
 typedef struct host_write {
@@ -125,13 +146,18 @@ typedef struct graph {
     uint64_t ndone;          /* nodes done (pins may have been released) */
     _Atomic size_t nwork;    /* nodes in ready + finished (read unlocked) */
     _Atomic int hot;         /* dispatch threads spinning for work */
+    bool ahead;              /* OMPC_AHEAD and there are workers */
+    ompc_tmap_t ahead_nodes; /* launched ahead, not reported done: by seq */
+    pthread_mutex_t ahead_mtx; /* abufs */
+    ompc_tmap_t abufs;
     tgt_graph_stats_t stats;
 } graph_t;
 
 static graph_t G = {.mtx = PTHREAD_MUTEX_INITIALIZER,
                     .cv_work = PTHREAD_COND_INITIALIZER,
                     .cv_done = PTHREAD_COND_INITIALIZER,
-                    .sched_mtx = PTHREAD_MUTEX_INITIALIZER};
+                    .sched_mtx = PTHREAD_MUTEX_INITIALIZER,
+                    .ahead_mtx = PTHREAD_MUTEX_INITIALIZER};
 
 static _Thread_local tgt_node_t *rec; /* node this thread is recording */
 /* One node records at a time: a node's mapping-table changes and its
@@ -177,6 +203,9 @@ static void node_unref(tgt_node_t *n)
     free(n->bufs);
     free(n->wr);
     free(n->msg);
+    free(n->pulled);
+    free(n->pulled_tag);
+    free(n->abufs);
     free(n);
 }
 
@@ -438,6 +467,8 @@ static void edge(tgt_node_t *pred, tgt_node_t *succ)
     node_ref(pred);
     list_push(&succ->preds, pred);
     succ->npred_left++;
+    if (!pred->ahead)
+        succ->nunsent++;
 }
 
 static void edges_from(const node_list_t *l, tgt_node_t *succ)
@@ -827,6 +858,29 @@ void tgt_graph_host_task(const tgt_dep_t *deps, int nd)
     pthread_mutex_unlock(&G.mtx);
 }
 
+/* ------------------------------------------------------- launch ahead */
+/* A kernel whose only data ops are small copies that travel with the
+ * launch and frees after it can go to its executor before its
+ * predecessors are done: nothing of it runs on the head before or after
+ * the kernel that a predecessor could still change. */
+static bool ahead_candidate(const tgt_node_t *n)
+{
+    if (!G.ahead || !n->k)
+        return false;
+    for (size_t i = 0; i < n->nops; i++) {
+        op_kind_t k = n->ops[i].kind;
+        if (i < n->npre ? k != OP_WRITE && k != OP_DONE : k != OP_FREE)
+            return false;
+    }
+    return true;
+}
+
+/* G.mtx held: whether a waiting node may be dispatched now. */
+static bool can_start(const tgt_node_t *n)
+{
+    return n->npred_left == 0 || (n->nunsent == 0 && ahead_candidate(n));
+}
+
 /* ----------------------------------------------------------- scheduling */
 /* Bytes of buffers pred may write that succ uses. */
 static double shared_bytes(const tgt_node_t *pred, const tgt_node_t *succ)
@@ -967,7 +1021,7 @@ static void schedule_batch(tgt_node_t **v, size_t n, uint64_t batch,
         if (t->k && w >= 0 && t->est_finish > G.busy_until[w])
             G.busy_until[w] = t->est_finish;
         t->state = N_WAITING;
-        if (t->npred_left == 0) {
+        if (can_start(t)) {
             t->state = N_READY;
             work_push(&G.ready, t);
             /* One wake-up per ready node: waking every dispatch thread
@@ -1038,9 +1092,17 @@ static void node_done(tgt_node_t *n)
     size_t woken = 0;
     for (size_t i = 0; i < n->succs.n; i++) {
         tgt_node_t *s = n->succs.v[i];
-        if (--s->npred_left == 0 && s->state == N_WAITING) {
+        --s->npred_left;
+        if (!n->ahead)
+            --s->nunsent;
+        if (s->state == N_WAITING && can_start(s)) {
             s->state = N_READY;
             work_push(&G.ready, s);
+            woken++;
+        } else if (s->kdone && s->npred_left == 0) {
+            /* Its executor finished it before we heard of a predecessor:
+             * its results are taken in now, in graph order. */
+            work_push(&G.finished, s);
             woken++;
         }
     }
@@ -1163,6 +1225,330 @@ static void inline_writes(tgt_node_t *n)
     n->msg_len = len;
 }
 
+/* ------------------------------------------------------- launch ahead */
+static ahead_buf_t *abuf_get(dm_buf_t *b, bool create)
+{
+    uintptr_t key = (uintptr_t)dm_buf_addr(b);
+    ompc_tmap_node_t *t = tmap_find(&G.abufs, key);
+    if (t || !create)
+        return t ? OMPC_TMAP_ENTRY(t, ahead_buf_t, node) : NULL;
+    int P = dm_num_executors(tgt_rt->dm);
+    ahead_buf_t *a = calloc(1, sizeof(*a) + (size_t)P * sizeof(uint64_t));
+    if (!a)
+        ompc_fatal("out of memory launching a kernel");
+    a->node.key = key;
+    a->wexec = -1;
+    ompc_tmap_insert(&G.abufs, &a->node);
+    return a;
+}
+
+static void abuf_use(tgt_node_t *n, ahead_buf_t *a)
+{
+    for (size_t i = 0; i < n->nabufs; i++)
+        if (n->abufs[i] == a)
+            return;
+    n->abufs[n->nabufs++] = a;
+    a->users++;
+}
+
+static bool in_list(dm_buf_t *const *v, size_t n, const dm_buf_t *b)
+{
+    for (size_t i = 0; i < n; i++)
+        if (v[i] == b)
+            return true;
+    return false;
+}
+
+typedef struct u64_vec {
+    uint64_t *v;
+    size_t n, cap;
+} u64_vec_t;
+
+static void vec_add(u64_vec_t *x, uint64_t a)
+{
+    if (x->n == x->cap) {
+        x->cap = x->cap ? 2 * x->cap : 32;
+        x->v = xrealloc(x->v, x->cap * sizeof(uint64_t), "kernel launch");
+    }
+    x->v[x->n++] = a;
+}
+
+/* The launch message was delivered (or refused): its bytes are free. */
+static void on_launch_done(void *arg, ompc_status_t st)
+{
+    tgt_node_t *n = arg;
+    pthread_mutex_lock(&G.mtx);
+    free(n->msg);
+    n->msg = NULL;
+    if (st != OMPC_OK && !n->kdone) {
+        /* The executor refused it: no completion will come. */
+        ompc_tmap_erase(&G.ahead_nodes, n->seq);
+        n->kst = st;
+        n->kdone = true;
+        if (n->npred_left == 0) {
+            work_push(&G.finished, n);
+            pthread_cond_broadcast(&G.cv_done);
+            pthread_cond_signal(&G.cv_work);
+        }
+    }
+    node_unref(n);
+    pthread_mutex_unlock(&G.mtx);
+}
+
+/* Send kernel node n to executor e now, naming what it must wait for
+ * there: its predecessors still running (on e: their sequence numbers; on
+ * another executor: a request to that executor), and for each buffer the
+ * executor to fetch it from once the task that writes it is done. */
+static void ahead_launch(tgt_node_t *n, int e, uint64_t t0)
+{
+    dm_ctx_t *dm = tgt_rt->dm;
+    int rank = dm_executor_rank(dm, e);
+    /* Data only the head holds (from target enter data or update) goes
+     * first, the usual way; no task in flight changes it. */
+    dm_buf_t **head = malloc((n->nbufs ? n->nbufs : 1) * sizeof(*head));
+    size_t nhead = 0;
+    if (!head)
+        ompc_fatal("out of memory launching a kernel");
+    pthread_mutex_lock(&G.ahead_mtx);
+    for (size_t i = 0; i < n->nbufs; i++) {
+        ahead_buf_t *a = abuf_get(n->bufs[i], false);
+        if (a && (a->wseq || a->hold[e]))
+            continue;
+        bool here, head_only;
+        uint64_t tag;
+        dm_source_for(dm, n->bufs[i], e, &here, &head_only, &tag);
+        if (head_only)
+            head[nhead++] = n->bufs[i];
+    }
+    pthread_mutex_unlock(&G.ahead_mtx);
+    if (nhead) {
+        ompc_status_t st = dm_acquire(dm, e, head, nhead);
+        if (st != OMPC_OK)
+            TGT_USER_ERROR(n->loc, "moving the region's data to executor %d failed: %s",
+                           e, ompc_status_str(st));
+    }
+
+    u64_vec_t after = {0}, pulls = {0}, commits = {0};
+    size_t nb = n->nbufs + n->ninline;
+    dm_buf_t **all = malloc((nb ? nb : 1) * sizeof(*all));
+    dm_buf_t **claimed = malloc((nb ? nb : 1) * sizeof(*claimed));
+    n->pulled = malloc((n->nbufs ? n->nbufs : 1) * sizeof(*n->pulled));
+    n->pulled_tag = malloc((n->nbufs ? n->nbufs : 1) * sizeof(*n->pulled_tag));
+    n->abufs = malloc((n->nbufs ? n->nbufs : 1) * sizeof(*n->abufs));
+    if (!all || !claimed || !n->pulled || !n->pulled_tag || !n->abufs)
+        ompc_fatal("out of memory launching a kernel");
+    memcpy(all, n->bufs, n->nbufs * sizeof(*all));
+    memcpy(all + n->nbufs, n->inl, n->ninline * sizeof(*all));
+
+    pthread_mutex_lock(&G.mtx);
+    uint64_t lwm = G.live_head ? G.live_head->seq - 1 : G.seq;
+    pthread_mutex_lock(&G.ahead_mtx);
+    size_t nclaimed = dm_commit_claim(dm, e, all, nb, claimed);
+    for (size_t i = 0; i < nclaimed; i++) {
+        vec_add(&commits, dm_buf_addr(claimed[i]));
+        vec_add(&commits, dm_buf_span(claimed[i]));
+    }
+    for (size_t i = 0; i < n->nbufs; i++) {
+        dm_buf_t *b = n->bufs[i];
+        ahead_buf_t *a = abuf_get(b, false);
+        if (a && a->hold[e]) {
+            vec_add(&after, a->hold[e]);
+        } else if (a && a->wseq) {
+            vec_add(&pulls, a->wseq);
+            vec_add(&pulls, dm_buf_addr_on(b, a->wexec));
+            vec_add(&pulls, dm_buf_addr_on(b, e));
+            vec_add(&pulls, dm_buf_size(b));
+            vec_add(&pulls, (uint64_t)dm_executor_rank(dm, a->wexec));
+            a->hold[e] = n->seq;
+            n->pulled[n->npulled] = b;
+            n->pulled_tag[n->npulled++] = a->wseq;
+            dm_count_forward(dm, dm_buf_size(b));
+        } else {
+            bool here, head_only;
+            uint64_t tag;
+            int src = dm_source_for(dm, b, e, &here, &head_only, &tag);
+            if (src >= 0) {
+                vec_add(&pulls, 0);
+                vec_add(&pulls, dm_buf_addr_on(b, src));
+                vec_add(&pulls, dm_buf_addr_on(b, e));
+                vec_add(&pulls, dm_buf_size(b));
+                vec_add(&pulls, (uint64_t)dm_executor_rank(dm, src));
+                a = abuf_get(b, true);
+                a->hold[e] = n->seq;
+                n->pulled[n->npulled] = b;
+                n->pulled_tag[n->npulled++] = tag;
+                dm_count_forward(dm, dm_buf_size(b));
+            }
+        }
+        if (in_list(n->wr, n->nwr, b)) {
+            a = abuf_get(b, true);
+            memset(a->hold, 0, (size_t)dm_num_executors(dm) * sizeof(uint64_t));
+            a->wseq = n->seq;
+            a->wexec = e;
+            a->hold[e] = n->seq;
+        }
+        if (a)
+            abuf_use(n, a);
+        if (tgt_rt->info && n->npulled && n->pulled[n->npulled - 1] == b)
+            fprintf(stderr, "[ompc info] r0 move: device %#lx (%zu B) rank %d "
+                    "-> rank %d\n", (unsigned long)dm_buf_addr(b), dm_buf_size(b),
+                    (int)pulls.v[pulls.n - 1], rank);
+    }
+    pthread_mutex_unlock(&G.ahead_mtx);
+    /* Predecessors still running that no transfer above waits for (an
+     * order without data: a depend on a host variable, or a reader that
+     * must be done before this task overwrites what it read). */
+    for (size_t i = 0; i < n->preds.n; i++) {
+        tgt_node_t *p = n->preds.v[i];
+        if (p->state == N_DONE || !p->ahead)
+            continue;
+        int prank = dm_executor_rank(dm, p->exec);
+        bool covered = false;
+        for (size_t j = 0; j < after.n && !covered; j++)
+            covered = p->exec == e && after.v[j] == p->seq;
+        for (size_t j = 0; j + 4 < pulls.n && !covered; j += 5)
+            covered = pulls.v[j] == p->seq && (int)pulls.v[j + 4] == prank;
+        if (covered)
+            continue;
+        if (p->exec == e) {
+            vec_add(&after, p->seq);
+        } else {
+            vec_add(&pulls, p->seq);
+            vec_add(&pulls, 0);
+            vec_add(&pulls, 0);
+            vec_add(&pulls, 0);
+            vec_add(&pulls, (uint64_t)prank);
+        }
+    }
+    /* The message: see tgt_ahead.c. */
+    size_t np = pulls.n / 5;
+    size_t words = 6 + commits.n + after.n + pulls.n + (n->msg_len + 7) / 8;
+    uint64_t *m = calloc(words, sizeof(uint64_t));
+    if (!m)
+        ompc_fatal("out of memory launching a kernel");
+    m[0] = n->seq;
+    m[1] = lwm;
+    m[2] = commits.n / 2;
+    m[3] = after.n;
+    m[4] = np;
+    m[5] = n->msg_len;
+    uint64_t *w = m + 6;
+    memcpy(w, commits.v, commits.n * 8);
+    w += commits.n;
+    memcpy(w, after.v, after.n * 8);
+    w += after.n;
+    /* Wire order per pull: after, source address, address on e, size,
+     * source rank. */
+    memcpy(w, pulls.v, pulls.n * 8);
+    w += pulls.n;
+    memcpy(w, n->msg, n->msg_len);
+    free(n->msg);
+    n->msg = (char *)m;
+    n->msg_len = words * 8;
+    /* Successors may go as soon as this one has. */
+    n->ahead = true;
+    n->state = N_RUNNING;
+    n->anode.key = n->seq;
+    ompc_tmap_insert(&G.ahead_nodes, &n->anode);
+    size_t woken = 0;
+    for (size_t i = 0; i < n->succs.n; i++) {
+        tgt_node_t *s = n->succs.v[i];
+        --s->nunsent;
+        if (s->state == N_WAITING && can_start(s)) {
+            s->state = N_READY;
+            work_push(&G.ready, s);
+            woken++;
+        }
+    }
+    if (woken == 1)
+        pthread_cond_signal(&G.cv_work);
+    else if (woken > 1)
+        pthread_cond_broadcast(&G.cv_work);
+    node_ref(n); /* on_launch_done's */
+    pthread_mutex_unlock(&G.mtx);
+    free(after.v);
+    free(pulls.v);
+    free(commits.v);
+    free(all);
+
+    if (tgt_rt->info)
+        fprintf(stderr, "[ompc info] r0 task %llu (%s) -> executor %d (rank %d)\n",
+                (unsigned long long)n->seq, n->k->name, e, rank);
+    span("transfer", n, "launch", t0, 0);
+    /* From here on n may finish on another thread at any moment: only the
+     * reference taken above keeps it, and its callback owns the message. */
+    ev_handle_t *h = NULL;
+    ompc_status_t st = ev_execute(tgt_rt->ev, rank, tgt_rt->fn_ahead_launch, n->msg,
+                                  n->msg_len, NULL, 0, &h);
+    dm_commit_claimed(dm, e, claimed, nclaimed, st == OMPC_OK ? h : NULL);
+    free(claimed);
+    free(head);
+    if (st != OMPC_OK)
+        TGT_USER_ERROR(n->loc, "cannot launch kernel %s: %s", n->k->name,
+                       ompc_status_str(st));
+    ev_handle_on_done(h, on_launch_done, n);
+    ev_handle_release(h);
+}
+
+static void ahead_finish(tgt_node_t *n, uint64_t t0)
+{
+    dm_ctx_t *dm = tgt_rt->dm;
+    if (n->kst != OMPC_OK)
+        TGT_USER_ERROR(n->loc, "kernel %s failed on executor %d: %s", n->k->name,
+                       n->exec, ompc_status_str(n->kst));
+    atomic_fetch_add(&tgt_rt->kernels_run, 1);
+    tgt_model_learn(n->k, n->exec, (double)n->kernel_ns * 1e-9);
+    dm_written_by(dm, n->exec, n->wr, n->nwr, n->seq);
+    if (n->ninline)
+        dm_written_by(dm, n->exec, n->inl, n->ninline, n->seq);
+    for (size_t i = 0; i < n->npulled; i++)
+        dm_valid_if(dm, n->exec, n->pulled[i], n->pulled_tag[i]);
+    pthread_mutex_lock(&G.ahead_mtx);
+    for (size_t i = 0; i < n->nabufs; i++) {
+        ahead_buf_t *a = n->abufs[i];
+        if (a->wseq == n->seq)
+            a->wseq = 0;
+        if (a->hold[n->exec] == n->seq)
+            a->hold[n->exec] = 0;
+        if (--a->users == 0) {
+            ompc_tmap_erase(&G.abufs, a->node.key);
+            free(a);
+        }
+    }
+    n->nabufs = 0;
+    pthread_mutex_unlock(&G.ahead_mtx);
+    if (n->nwr)
+        dm_unpin(dm, n->wr, n->nwr);
+    run_ops(n, n->npre, n->nops);
+    if (n->nops > n->npre)
+        span("transfer", n, "out", t0, ops_bytes(n, n->npre, n->nops));
+    node_done(n);
+}
+
+void tgt_graph_ahead_done(uint64_t seq, uint64_t kernel_ns, ompc_status_t st)
+{
+    pthread_mutex_lock(&G.mtx);
+    ompc_tmap_node_t *t = ompc_tmap_erase(&G.ahead_nodes, (uintptr_t)seq);
+    if (!t) {
+        pthread_mutex_unlock(&G.mtx);
+        ompc_error("an executor reported task %llu done, which is not running",
+                   (unsigned long long)seq);
+        return;
+    }
+    tgt_node_t *n = OMPC_TMAP_ENTRY(t, tgt_node_t, anode);
+    n->kernel_ns = kernel_ns;
+    n->kst = st;
+    n->kdone = true;
+    if (n->npred_left == 0) {
+        work_push(&G.finished, n);
+        if (n->waited)
+            pthread_cond_broadcast(&G.cv_done);
+        else
+            pthread_cond_signal(&G.cv_work);
+    }
+    pthread_mutex_unlock(&G.mtx);
+}
+
 static void node_start(tgt_node_t *n)
 {
     uint64_t t0 = ompc_now_ns();
@@ -1195,9 +1581,13 @@ static void node_start(tgt_node_t *n)
             e = pe;
         if (!dm_try_pin(tgt_rt->dm, e, n->wr, n->nwr)) {
             /* Retried when a node finishes; if one finished meanwhile, its
-             * wake-up of the blocked queue came too early for us. */
+             * wake-up of the blocked queue came too early for us.  A node
+             * sent ahead of its predecessors waits for them instead. */
             pthread_mutex_lock(&G.mtx);
-            q_push(G.ndone != done_before ? &G.ready : &G.blocked, n);
+            if (n->npred_left > 0)
+                n->state = N_WAITING;
+            else
+                q_push(G.ndone != done_before ? &G.ready : &G.blocked, n);
             pthread_mutex_unlock(&G.mtx);
             return;
         }
@@ -1205,7 +1595,28 @@ static void node_start(tgt_node_t *n)
     pthread_mutex_lock(&G.mtx); /* flushes read where running nodes are */
     n->exec = e;
     pthread_mutex_unlock(&G.mtx);
-    inline_writes(n);
+    if (!n->inlined) {
+        inline_writes(n);
+        n->inlined = true;
+    }
+    bool ahead = ahead_candidate(n);
+    for (size_t i = 0; ahead && i < n->npre; i++)
+        ahead = n->ops[i].kind == OP_DONE;
+    if (ahead) {
+        ahead_launch(n, e, t0);
+        return;
+    }
+    pthread_mutex_lock(&G.mtx);
+    if (n->npred_left > 0) {
+        /* Sent early, but a copy from the host could not go with the
+         * launch: wait for the predecessors after all. */
+        n->state = N_WAITING;
+        pthread_mutex_unlock(&G.mtx);
+        if (n->nwr)
+            dm_unpin(tgt_rt->dm, n->wr, n->nwr);
+        return;
+    }
+    pthread_mutex_unlock(&G.mtx);
     run_ops(n, 0, n->npre);
     ompc_status_t st = dm_acquire(tgt_rt->dm, e, n->bufs, n->nbufs);
     if (st != OMPC_OK)
@@ -1236,6 +1647,10 @@ static void node_start(tgt_node_t *n)
 static void node_finish(tgt_node_t *n)
 {
     uint64_t t0 = ompc_now_ns();
+    if (n->ahead) {
+        ahead_finish(n, t0);
+        return;
+    }
     pthread_mutex_lock(&G.mtx);
     ev_handle_t *h = n->h;
     n->h = NULL;
@@ -1248,10 +1663,10 @@ static void node_finish(tgt_node_t *n)
     atomic_fetch_add(&tgt_rt->kernels_run, 1);
     if (measured)
         tgt_model_learn(n->k, n->exec, (double)n->kernel_ns * 1e-9);
-    dm_written(tgt_rt->dm, n->exec, n->wr, n->nwr);
+    dm_written_by(tgt_rt->dm, n->exec, n->wr, n->nwr, n->seq);
     /* Data that came with the launch lives on the executor only. */
     if (n->ninline)
-        dm_written(tgt_rt->dm, n->exec, n->inl, n->ninline);
+        dm_written_by(tgt_rt->dm, n->exec, n->inl, n->ninline, n->seq);
     if (n->nwr)
         dm_unpin(tgt_rt->dm, n->wr, n->nwr);
     run_ops(n, n->npre, n->nops);
@@ -1323,6 +1738,7 @@ void tgt_graph_init(void)
             ompc_fatal("cannot start dispatch thread: %s", strerror(rc));
         G.nthreads++;
     }
+    G.ahead = ompc_config_get()->ahead && tgt_rt->size > 1;
     G.active = true;
 }
 

@@ -52,6 +52,13 @@ void tgt_graph_sync_all(void);           /* barrier, taskwait, taskgroup, APIs *
  * depends on runs first. */
 void tgt_graph_host_task(const tgt_dep_t *deps, int n);
 
+/* Launch ahead (tgt_ahead.c): executors that wait for each other. */
+ompc_status_t tgt_ahead_fn_register(void); /* every rank, before start */
+void tgt_ahead_start(void);                /* executors, after start */
+void tgt_ahead_stop(void);                 /* executors, after serving */
+/* Head, gate thread: an executor finished launched-ahead task seq. */
+void tgt_graph_ahead_done(uint64_t seq, uint64_t kernel_ns, ompc_status_t st);
+
 /* Cost model and statistics (tgt_model.c). */
 typedef struct tgt_model tgt_model_t;
 void tgt_model_init(void);                       /* head, after start */

@@ -134,6 +134,7 @@ typedef struct tgt_rt {
     int nglobals;
     void *image;             /* dlopen handle (executors) */
     ev_fn_id_t fn_kernel;
+    ev_fn_id_t fn_ahead_launch, fn_ahead_watch, fn_ahead_arrive, fn_ahead_done;
     int kernel_threads;      /* executors: threads for parallel regions in
                                 kernels (0: leave libomp's default) */
     pthread_mutex_t map_mtx; /* the mapping table */
@@ -219,6 +220,8 @@ void tgt_mapper_components_free(tgt_mapper_components_t *c);
 
 /* tgt_kernel.c */
 ompc_status_t tgt_kernel_fn_register(void);
+/* Run a kernel launch message on this thread; *ns_p: its run time. */
+ompc_status_t tgt_kernel_run(const void *args, size_t args_size, uint64_t *ns_p);
 
 /* tgt_ompt.c: the depend list of the target task running on this thread. */
 typedef enum {

@@ -18,21 +18,22 @@ void omp_set_num_threads(int n) __attribute__((weak));
 /* args: {u32 kernel index, u32 nargs, u64 args[nargs]}.  The device image's
  * kernels take an implicit leading pointer (clang's dyn_ptr, unused on the
  * host target) and then one pointer-sized value per argument. */
-static ompc_status_t tgt_fn_kernel(ev_exec_info_t *info)
+ompc_status_t tgt_kernel_run(const void *args, size_t args_size, uint64_t *ns_p)
 {
     uint32_t hdr[2];
-    if (info->args_size < sizeof(hdr))
+    *ns_p = 0;
+    if (args_size < sizeof(hdr))
         return OMPC_ERR_INVALID;
-    memcpy(hdr, info->args, sizeof(hdr));
+    memcpy(hdr, args, sizeof(hdr));
     uint32_t idx = hdr[0], n = hdr[1];
     size_t base = sizeof(hdr) + (size_t)n * sizeof(uint64_t);
-    if (idx >= (uint32_t)tgt_rt->nkernels || info->args_size < base)
+    if (idx >= (uint32_t)tgt_rt->nkernels || args_size < base)
         return OMPC_ERR_INVALID;
     /* Small copies into the kernel's fresh buffers may follow (tgt_graph.c,
      * inline_writes): {u64 count}, then {u64 address, u64 length, bytes
      * padded to 8} each.  The head committed their pages before sending. */
-    if (info->args_size > base) {
-        const char *p = (const char *)info->args + base, *end = (const char *)info->args + info->args_size;
+    if (args_size > base) {
+        const char *p = (const char *)args + base, *end = (const char *)args + args_size;
         uint64_t count;
         if (end - p < 8)
             return OMPC_ERR_INVALID;
@@ -64,7 +65,7 @@ static ompc_status_t tgt_fn_kernel(ev_exec_info_t *info)
     }
     /* LLVM 19's host plugin passes ~0 as dyn_ptr (no launch environment). */
     vals[0] = ~(uint64_t)0;
-    memcpy(vals + 1, (const char *)info->args + sizeof(hdr), (size_t)n * sizeof(uint64_t));
+    memcpy(vals + 1, (const char *)args + sizeof(hdr), (size_t)n * sizeof(uint64_t));
     for (uint32_t i = 0; i <= n; i++) {
         types[i] = &ffi_type_uint64;
         ptrs[i] = &vals[i];
@@ -93,15 +94,22 @@ static ompc_status_t tgt_fn_kernel(ev_exec_info_t *info)
         uint64_t t1 = ompc_now_ns();
         ompc_trace_span("kernel", k->name, t0, t1, NULL);
         /* The head learns kernel costs from this (HEFT). */
-        uint64_t ns = t1 - t0;
-        if (info->result_cap >= sizeof(ns)) {
-            memcpy(info->result, &ns, sizeof(ns));
-            info->result_size = sizeof(ns);
-        }
+        *ns_p = t1 - t0;
     }
     free(vals);
     free(types);
     free(ptrs);
+    return st;
+}
+
+static ompc_status_t tgt_fn_kernel(ev_exec_info_t *info)
+{
+    uint64_t ns;
+    ompc_status_t st = tgt_kernel_run(info->args, info->args_size, &ns);
+    if (st == OMPC_OK && info->result_cap >= sizeof(ns)) {
+        memcpy(info->result, &ns, sizeof(ns));
+        info->result_size = sizeof(ns);
+    }
     return st;
 }
 

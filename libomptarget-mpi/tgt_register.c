@@ -441,7 +441,8 @@ void __tgt_register_lib(tgt_bin_desc_t *desc)
     watch_sigterm(&ids[tgt_rt->rank]);
     if (dm_ctx_create(tgt_rt->ev, &tgt_rt->dm) != OMPC_OK)
         ompc_fatal("cannot start the data manager");
-    if (tgt_kernel_fn_register() != OMPC_OK || tgt_model_fn_register() != OMPC_OK)
+    if (tgt_kernel_fn_register() != OMPC_OK || tgt_model_fn_register() != OMPC_OK ||
+        tgt_ahead_fn_register() != OMPC_OK)
         ompc_fatal("cannot register the kernel launcher");
     const char *trace = ompc_config_get()->trace;
     ompc_trace_init(tgt_rt->rank, trace && *trace);
@@ -479,7 +480,9 @@ void __tgt_register_lib(tgt_bin_desc_t *desc)
         return;
     /* A worker: serve until the head says exit, then leave without running
      * main or the program's destructors. */
+    tgt_ahead_start();
     ev_ctx_serve(tgt_rt->ev);
+    tgt_ahead_stop();
     dm_ctx_destroy(tgt_rt->dm);
     ev_ctx_destroy(tgt_rt->ev);
     fflush(NULL);

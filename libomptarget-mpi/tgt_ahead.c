@@ -1,0 +1,510 @@
+/* Launch ahead, executor side: kernels that arrive before their inputs.
+ *
+ * The head sends a kernel to its executor as soon as every task it depends
+ * on has been sent somewhere, not once they are done (tgt_graph.c).  The
+ * launch names what the kernel waits for: tasks of this executor (by
+ * sequence number) and, for each input another executor produces or holds,
+ * that executor and the task after which its copy is current.  The executor
+ * asks each of those peers for the data (a watch); the peer answers as soon
+ * as that task is done, worker to worker.  The head hears of each kernel
+ * once, when it is done, and is off the critical path in between.
+ *
+ * Every message handler here runs on the gate thread (short, no waits); the
+ * kernels run on this file's own threads. */
+#define _GNU_SOURCE
+#include "tgt_graph.h"
+#include "ompc_trace.h"
+
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Launch: {seq, lwm, ncommit, nafter, npull, klen}, then ncommit {address,
+ * span}, nafter {seq}, npull {after, source address, address here, size,
+ * source rank} (declare target variables live at different addresses on
+ * different ranks), and the
+ * kernel's launch message (tgt_kernel_run) padded to 8 bytes.  lwm: every
+ * task up to it is done everywhere (the head heard so). */
+#define L_HDR 6
+/* Watch: {after, address, consumer's address, size, consumer seq,
+ * consumer rank}. */
+#define W_LEN 6
+#define P_LEN 5
+/* Arrive: {consumer seq, address, size, bytes follow (0/1)}, bytes. */
+#define A_HDR 4
+/* Data up to this size travels inside the arrive message. */
+#define A_INLINE_MAX (32 * 1024)
+
+typedef struct aw_task {
+    uint64_t seq;
+    int missing;             /* local tasks and arrivals still awaited */
+    char *kmsg;
+    size_t klen;
+    struct aw_task *hnext;   /* table by seq, until it runs */
+    struct aw_task *rnext;   /* ready queue */
+} aw_task_t;
+
+/* Something waiting for a task of this executor to be done: a local task,
+ * or a peer's watch (task NULL). */
+typedef struct aw_wait {
+    uint64_t seq;
+    aw_task_t *task;
+    uint64_t addr, daddr, size, cseq;
+    int crank;
+    struct aw_wait *next;
+} aw_wait_t;
+
+#define AW_BUCKETS 4096u
+
+static struct {
+    pthread_mutex_t mtx;
+    pthread_cond_t cv;
+    aw_task_t *tasks[AW_BUCKETS];
+    aw_wait_t *waits[AW_BUCKETS];
+    uint64_t *done;          /* open addressing, 0 = empty; tasks > lwm */
+    size_t ndone, capdone;
+    uint64_t lwm;
+    aw_task_t *rq_head, *rq_tail;
+    bool stop;
+    int nthr;
+    pthread_t *thr;
+    _Atomic int hot;         /* an engine thread polls the ready queue */
+    _Atomic int nready;
+} A = {.mtx = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+
+static size_t bucket(uint64_t seq) { return (size_t)(seq * 0x9E3779B97F4A7C15u >> 52) % AW_BUCKETS; }
+
+/* ----------------------------------------------------------- done set */
+static bool done_has(uint64_t seq)
+{
+    if (seq <= A.lwm)
+        return true;
+    if (!A.capdone)
+        return false;
+    for (size_t i = bucket(seq) % A.capdone;; i = (i + 1) % A.capdone) {
+        if (A.done[i] == seq)
+            return true;
+        if (A.done[i] == 0)
+            return false;
+    }
+}
+
+static void done_put(uint64_t *tab, size_t cap, uint64_t seq)
+{
+    size_t i = bucket(seq) % cap;
+    while (tab[i])
+        i = (i + 1) % cap;
+    tab[i] = seq;
+}
+
+static void done_add(uint64_t seq)
+{
+    if (seq <= A.lwm)
+        return;
+    if (2 * (A.ndone + 1) > A.capdone) {
+        /* Rebuild, dropping what the low-water mark covers. */
+        size_t live = 0;
+        for (size_t i = 0; i < A.capdone; i++)
+            live += A.done[i] > A.lwm;
+        size_t cap = 64;
+        while (cap < 4 * (live + 1))
+            cap *= 2;
+        uint64_t *tab = calloc(cap, sizeof(*tab));
+        if (!tab)
+            ompc_fatal("out of memory tracking finished tasks");
+        for (size_t i = 0; i < A.capdone; i++)
+            if (A.done[i] > A.lwm)
+                done_put(tab, cap, A.done[i]);
+        free(A.done);
+        A.done = tab;
+        A.capdone = cap;
+        A.ndone = live;
+    }
+    done_put(A.done, A.capdone, seq);
+    A.ndone++;
+}
+
+/* ------------------------------------------------------------ sending */
+static void free_args(void *arg, ompc_status_t st)
+{
+    if (st != OMPC_OK)
+        ompc_fatal("rank %d: a peer refused a message about a launched-ahead "
+                   "task: %s", tgt_rt->rank, ompc_status_str(st));
+    free(arg);
+}
+
+/* Fire and forget: a failure to deliver ends the job (the event system
+ * already names a dead peer). */
+static void send_exec(int rank, ev_fn_id_t fn, void *args, size_t len, const char *what)
+{
+    ev_handle_t *h;
+    ompc_status_t st = ev_execute(tgt_rt->ev, rank, fn, args, len, NULL, 0, &h);
+    if (st != OMPC_OK)
+        ompc_fatal("rank %d: cannot send %s to rank %d: %s", tgt_rt->rank, what, rank,
+                   ompc_status_str(st));
+    ev_handle_on_done(h, free_args, args);
+    ev_handle_release(h);
+}
+
+static void send_arrive(int crank, uint64_t cseq, uint64_t addr, uint64_t daddr,
+                        uint64_t size, bool bytes)
+{
+    size_t len = A_HDR * 8 + (bytes ? size : 0);
+    uint64_t *m = malloc(len);
+    if (!m)
+        ompc_fatal("out of memory forwarding data");
+    m[0] = cseq;
+    m[1] = daddr;
+    m[2] = size;
+    m[3] = bytes;
+    if (bytes)
+        memcpy(m + A_HDR, (const void *)(uintptr_t)addr, size);
+    send_exec(crank, tgt_rt->fn_ahead_arrive, m, len, "forwarded data");
+}
+
+static void on_pushed(void *arg, ompc_status_t st)
+{
+    aw_wait_t *w = arg;
+    if (st != OMPC_OK)
+        ompc_fatal("rank %d: forwarding %llu bytes to rank %d failed: %s", tgt_rt->rank,
+                   (unsigned long long)w->size, w->crank, ompc_status_str(st));
+    send_arrive(w->crank, w->cseq, w->addr, w->daddr, w->size, false);
+    free(w);
+}
+
+/* Answer a watch whose task is done (no lock held). */
+static void serve(aw_wait_t *w)
+{
+    /* The pages exist once the task that wrote them is done (a watch may
+     * arrive before that task's launch, so this is checked only now). */
+    if (w->size && !ev_mem_contains(tgt_rt->ev, (const void *)(uintptr_t)w->addr, w->size))
+        ompc_fatal("rank %d: asked to forward %llu bytes at %#llx to rank %d, "
+                   "which this rank does not hold", tgt_rt->rank,
+                   (unsigned long long)w->size, (unsigned long long)w->addr, w->crank);
+    if (w->size == 0 || w->size <= A_INLINE_MAX) {
+        send_arrive(w->crank, w->cseq, w->addr, w->daddr, w->size, w->size > 0);
+        free(w);
+        return;
+    }
+    /* Large: the data first, then the notice (two messages of one origin
+     * on different tags have no order, so the notice waits for the data). */
+    ev_handle_t *h;
+    ompc_status_t st = ev_submit(tgt_rt->ev, w->crank, (const void *)(uintptr_t)w->addr,
+                                 w->daddr, w->size, &h);
+    if (st != OMPC_OK)
+        ompc_fatal("rank %d: cannot forward data to rank %d: %s", tgt_rt->rank,
+                   w->crank, ompc_status_str(st));
+    ev_handle_on_done(h, on_pushed, w);
+    ev_handle_release(h);
+}
+
+/* ------------------------------------------------------------ tables */
+static void make_ready(aw_task_t *t)
+{
+    t->rnext = NULL;
+    if (A.rq_tail)
+        A.rq_tail->rnext = t;
+    else
+        A.rq_head = t;
+    A.rq_tail = t;
+    atomic_fetch_add(&A.nready, 1);
+    if (!atomic_load(&A.hot))
+        pthread_cond_signal(&A.cv);
+}
+
+static aw_task_t *task_find(uint64_t seq)
+{
+    for (aw_task_t *t = A.tasks[bucket(seq)]; t; t = t->hnext)
+        if (t->seq == seq)
+            return t;
+    return NULL;
+}
+
+static void task_unlink(aw_task_t *t)
+{
+    aw_task_t **pp = &A.tasks[bucket(t->seq)];
+    while (*pp != t)
+        pp = &(*pp)->hnext;
+    *pp = t->hnext;
+}
+
+static void wait_add(aw_wait_t *w)
+{
+    size_t b = bucket(w->seq);
+    w->next = A.waits[b];
+    A.waits[b] = w;
+}
+
+/* ----------------------------------------------------------- handlers */
+static ompc_status_t fn_launch(ev_exec_info_t *info)
+{
+    const uint64_t *m = info->args;
+    size_t words = info->args_size / 8;
+    if (info->args_size % 8 || words < L_HDR)
+        return OMPC_ERR_INVALID;
+    uint64_t seq = m[0], lwm = m[1], nc = m[2], na = m[3], np = m[4], klen = m[5];
+    if (nc > words || na > words || np > words ||
+        L_HDR + 2 * nc + na + P_LEN * np + (klen + 7) / 8 != words)
+        return OMPC_ERR_INVALID;
+    const uint64_t *c = m + L_HDR, *a = c + 2 * nc, *p = a + na;
+    for (uint64_t i = 0; i < nc; i++) {
+        ompc_status_t st = dm_exec_commit(info->ctx, c[2 * i], c[2 * i + 1]);
+        if (st != OMPC_OK)
+            return st;
+    }
+    aw_task_t *t = calloc(1, sizeof(*t));
+    char *k = malloc(klen ? klen : 1);
+    if (!t || !k) {
+        free(t);
+        free(k);
+        return OMPC_ERR_NOMEM;
+    }
+    memcpy(k, p + P_LEN * np, klen);
+    t->seq = seq;
+    t->kmsg = k;
+    t->klen = klen;
+    t->missing = (int)np + 1; /* +1: until this handler is done with it */
+    aw_wait_t **watch = calloc(np ? np : 1, sizeof(*watch));
+    if (!watch)
+        ompc_fatal("out of memory launching a kernel");
+    for (uint64_t i = 0; i < np; i++) {
+        watch[i] = calloc(1, sizeof(aw_wait_t));
+        if (!watch[i])
+            ompc_fatal("out of memory launching a kernel");
+        const uint64_t *q = p + P_LEN * i;
+        *watch[i] = (aw_wait_t){.seq = q[0], .addr = q[1], .daddr = q[2],
+                                .size = q[3], .cseq = seq, .crank = (int)q[4]};
+    }
+    pthread_mutex_lock(&A.mtx);
+    if (lwm > A.lwm)
+        A.lwm = lwm;
+    t->hnext = A.tasks[bucket(seq)];
+    A.tasks[bucket(seq)] = t;
+    for (uint64_t i = 0; i < na; i++) {
+        if (done_has(a[i]))
+            continue;
+        aw_wait_t *w = calloc(1, sizeof(*w));
+        if (!w)
+            ompc_fatal("out of memory launching a kernel");
+        w->seq = a[i];
+        w->task = t;
+        t->missing++;
+        wait_add(w);
+    }
+    if (--t->missing == 0) {
+        task_unlink(t);
+        make_ready(t);
+    }
+    pthread_mutex_unlock(&A.mtx);
+    /* Ask the peers; each watch is sent as is and freed by the peer side. */
+    for (uint64_t i = 0; i < np; i++) {
+        uint64_t *wm = malloc(W_LEN * 8);
+        if (!wm)
+            ompc_fatal("out of memory launching a kernel");
+        wm[0] = watch[i]->seq;
+        wm[1] = watch[i]->addr;
+        wm[2] = watch[i]->daddr;
+        wm[3] = watch[i]->size;
+        wm[4] = seq;
+        wm[5] = (uint64_t)tgt_rt->rank;
+        send_exec(watch[i]->crank, tgt_rt->fn_ahead_watch, wm, W_LEN * 8, "a data request");
+        free(watch[i]);
+    }
+    free(watch);
+    return OMPC_OK;
+}
+
+static ompc_status_t fn_watch(ev_exec_info_t *info)
+{
+    if (info->args_size != W_LEN * 8)
+        return OMPC_ERR_INVALID;
+    const uint64_t *m = info->args;
+    aw_wait_t *w = calloc(1, sizeof(*w));
+    if (!w)
+        return OMPC_ERR_NOMEM;
+    *w = (aw_wait_t){.seq = m[0], .addr = m[1], .daddr = m[2], .size = m[3],
+                     .cseq = m[4], .crank = (int)m[5]};
+    pthread_mutex_lock(&A.mtx);
+    bool now = done_has(w->seq);
+    if (!now)
+        wait_add(w);
+    pthread_mutex_unlock(&A.mtx);
+    if (now)
+        serve(w);
+    return OMPC_OK;
+}
+
+static ompc_status_t fn_arrive(ev_exec_info_t *info)
+{
+    const uint64_t *m = info->args;
+    if (info->args_size < A_HDR * 8 ||
+        info->args_size != A_HDR * 8 + (m[3] ? m[2] : 0))
+        return OMPC_ERR_INVALID;
+    if (m[3])
+        memcpy((void *)(uintptr_t)m[1], m + A_HDR, m[2]);
+    pthread_mutex_lock(&A.mtx);
+    aw_task_t *t = task_find(m[0]);
+    if (t && --t->missing == 0) {
+        task_unlink(t);
+        make_ready(t);
+    }
+    pthread_mutex_unlock(&A.mtx);
+    return t ? OMPC_OK : OMPC_ERR_INVALID;
+}
+
+static ompc_status_t fn_done(ev_exec_info_t *info)
+{
+    if (info->args_size != 3 * 8)
+        return OMPC_ERR_INVALID;
+    const uint64_t *m = info->args;
+    tgt_graph_ahead_done(m[0], m[1], (ompc_status_t)(int64_t)m[2]);
+    return OMPC_OK;
+}
+
+ompc_status_t tgt_ahead_fn_register(void)
+{
+    ev_ctx_t *ev = tgt_rt->ev;
+    ompc_status_t st = ev_fn_register(ev, "tgt.ahead.launch", fn_launch, EV_FN_INLINE,
+                                      &tgt_rt->fn_ahead_launch);
+    if (st == OMPC_OK)
+        st = ev_fn_register(ev, "tgt.ahead.watch", fn_watch, EV_FN_INLINE,
+                            &tgt_rt->fn_ahead_watch);
+    if (st == OMPC_OK)
+        st = ev_fn_register(ev, "tgt.ahead.arrive", fn_arrive, EV_FN_INLINE,
+                            &tgt_rt->fn_ahead_arrive);
+    if (st == OMPC_OK)
+        st = ev_fn_register(ev, "tgt.ahead.done", fn_done, EV_FN_INLINE,
+                            &tgt_rt->fn_ahead_done);
+    return st;
+}
+
+/* ------------------------------------------------------------- engine */
+static void task_done(aw_task_t *t, ompc_status_t st, uint64_t ns)
+{
+    aw_wait_t *served = NULL;
+    pthread_mutex_lock(&A.mtx);
+    done_add(t->seq);
+    aw_wait_t **pp = &A.waits[bucket(t->seq)];
+    while (*pp) {
+        aw_wait_t *w = *pp;
+        if (w->seq != t->seq) {
+            pp = &w->next;
+            continue;
+        }
+        *pp = w->next;
+        if (w->task) {
+            if (--w->task->missing == 0) {
+                task_unlink(w->task);
+                make_ready(w->task);
+            }
+            free(w);
+        } else {
+            w->next = served;
+            served = w;
+        }
+    }
+    pthread_mutex_unlock(&A.mtx);
+    while (served) {
+        aw_wait_t *w = served;
+        served = w->next;
+        serve(w);
+    }
+    uint64_t *m = malloc(3 * 8);
+    if (!m)
+        ompc_fatal("out of memory reporting a kernel");
+    m[0] = t->seq;
+    m[1] = ns;
+    m[2] = (uint64_t)(int64_t)st;
+    send_exec(0, tgt_rt->fn_ahead_done, m, 3 * 8, "a kernel's completion");
+    free(t->kmsg);
+    free(t);
+}
+
+static void *engine_main(void *arg)
+{
+    char name[32];
+    snprintf(name, sizeof(name), "kernels %d", (int)(intptr_t)arg);
+    ompc_log_set_thread_name(name);
+    ompc_trace_thread_name(name);
+    uint64_t spin_ns = (uint64_t)ompc_config_get()->spin_us * 1000u;
+    uint64_t hot_until = 0;
+    pthread_mutex_lock(&A.mtx);
+    for (;;) {
+        aw_task_t *t = A.rq_head;
+        if (t) {
+            A.rq_head = t->rnext;
+            if (!A.rq_head)
+                A.rq_tail = NULL;
+            atomic_fetch_sub(&A.nready, 1);
+            pthread_mutex_unlock(&A.mtx);
+            uint64_t ns = 0;
+            ompc_status_t st = tgt_kernel_run(t->kmsg, t->klen, &ns);
+            task_done(t, st, ns);
+            hot_until = ompc_now_ns() + spin_ns;
+            pthread_mutex_lock(&A.mtx);
+        } else if (A.stop) {
+            break;
+        } else if (ompc_now_ns() < hot_until &&
+                   atomic_compare_exchange_strong(&A.hot, &(int){0}, 1)) {
+            /* A finished kernel's successor often arrives within
+             * microseconds: one thread keeps looking for a while. */
+            pthread_mutex_unlock(&A.mtx);
+            while (!atomic_load(&A.nready) && ompc_now_ns() < hot_until)
+                sched_yield();
+            atomic_store(&A.hot, 0);
+            hot_until = 0;
+            pthread_mutex_lock(&A.mtx);
+        } else {
+            hot_until = 0;
+            pthread_cond_wait(&A.cv, &A.mtx);
+        }
+    }
+    pthread_mutex_unlock(&A.mtx);
+    return NULL;
+}
+
+void tgt_ahead_start(void)
+{
+    int n = (int)ompc_config_get()->num_handlers;
+    if (n < 1)
+        n = 1;
+    A.thr = calloc((size_t)n, sizeof(pthread_t));
+    if (!A.thr)
+        ompc_fatal("out of memory starting kernel threads");
+    for (int i = 0; i < n; i++) {
+        int rc = pthread_create(&A.thr[i], NULL, engine_main, (void *)(intptr_t)i);
+        if (rc != 0)
+            ompc_fatal("cannot start a kernel thread: %s", strerror(rc));
+        A.nthr++;
+    }
+}
+
+void tgt_ahead_stop(void)
+{
+    pthread_mutex_lock(&A.mtx);
+    A.stop = true;
+    pthread_cond_broadcast(&A.cv);
+    pthread_mutex_unlock(&A.mtx);
+    for (int i = 0; i < A.nthr; i++)
+        pthread_join(A.thr[i], NULL);
+    free(A.thr);
+    A.thr = NULL;
+    A.nthr = 0;
+    for (size_t b = 0; b < AW_BUCKETS; b++) {
+        while (A.waits[b]) {
+            aw_wait_t *w = A.waits[b];
+            A.waits[b] = w->next;
+            free(w);
+        }
+        while (A.tasks[b]) {
+            aw_task_t *t = A.tasks[b];
+            A.tasks[b] = t->hnext;
+            free(t->kmsg);
+            free(t);
+        }
+    }
+    free(A.done);
+    A.done = NULL;
+    A.capdone = A.ndone = 0;
+}
