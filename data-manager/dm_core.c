@@ -320,6 +320,12 @@ ompc_status_t dm_free(dm_ctx_t *dm, dm_buf_t *b)
             ev_handle_release(h);
     }
     f->keep = keep;
+    /* Commits that came with a kernel launch are never waited for. */
+    for (int i = 0; i < dm->nexec; i++)
+        if (b->commit_h[i]) {
+            ev_handle_release(b->commit_h[i]);
+            b->commit_h[i] = NULL;
+        }
     dm_free_span_t **bucket = &dm->free_spans[(b->span / DM_PAGE) % DM_FREE_BUCKETS];
     f->next = *bucket;
     *bucket = f;

@@ -62,6 +62,7 @@ struct tgt_node {
     int nunsent;             /* preds neither done nor launched ahead */
     bool ahead;              /* launched ahead (tgt_ahead.c) */
     bool kdone;              /* ahead: its executor reported it done */
+    bool sent;               /* ahead: the launching thread is done with it */
     bool inlined;            /* inline_writes ran */
     dm_buf_t **pulled;       /* ahead: copies that arrive on exec for it */
     uint64_t *pulled_tag;    /* the writer whose data each one brings */
@@ -1099,7 +1100,7 @@ static void node_done(tgt_node_t *n)
             s->state = N_READY;
             work_push(&G.ready, s);
             woken++;
-        } else if (s->kdone && s->npred_left == 0) {
+        } else if (s->kdone && s->sent && s->npred_left == 0) {
             /* Its executor finished it before we heard of a predecessor:
              * its results are taken in now, in graph order. */
             work_push(&G.finished, s);
@@ -1337,7 +1338,8 @@ static void ahead_launch(tgt_node_t *n, int e, uint64_t t0)
     n->abufs = malloc((n->nbufs ? n->nbufs : 1) * sizeof(*n->abufs));
     if (!all || !claimed || !n->pulled || !n->pulled_tag || !n->abufs)
         ompc_fatal("out of memory launching a kernel");
-    memcpy(all, n->bufs, n->nbufs * sizeof(*all));
+    if (n->nbufs)
+        memcpy(all, n->bufs, n->nbufs * sizeof(*all));
     memcpy(all + n->nbufs, n->inl, n->ninline * sizeof(*all));
 
     pthread_mutex_lock(&G.mtx);
@@ -1433,13 +1435,16 @@ static void ahead_launch(tgt_node_t *n, int e, uint64_t t0)
     m[4] = np;
     m[5] = n->msg_len;
     uint64_t *w = m + 6;
-    memcpy(w, commits.v, commits.n * 8);
+    if (commits.n)
+        memcpy(w, commits.v, commits.n * 8);
     w += commits.n;
-    memcpy(w, after.v, after.n * 8);
+    if (after.n)
+        memcpy(w, after.v, after.n * 8);
     w += after.n;
     /* Wire order per pull: after, source address, address on e, size,
      * source rank. */
-    memcpy(w, pulls.v, pulls.n * 8);
+    if (pulls.n)
+        memcpy(w, pulls.v, pulls.n * 8);
     w += pulls.n;
     memcpy(w, n->msg, n->msg_len);
     free(n->msg);
@@ -1486,6 +1491,15 @@ static void ahead_launch(tgt_node_t *n, int e, uint64_t t0)
     if (st != OMPC_OK)
         TGT_USER_ERROR(n->loc, "cannot launch kernel %s: %s", n->k->name,
                        ompc_status_str(st));
+    /* Its finish (which may free the buffers just claimed) waits for this. */
+    pthread_mutex_lock(&G.mtx);
+    n->sent = true;
+    if (n->kdone && n->npred_left == 0) {
+        work_push(&G.finished, n);
+        pthread_cond_broadcast(&G.cv_done);
+        pthread_cond_signal(&G.cv_work);
+    }
+    pthread_mutex_unlock(&G.mtx);
     ev_handle_on_done(h, on_launch_done, n);
     ev_handle_release(h);
 }
@@ -1539,7 +1553,7 @@ void tgt_graph_ahead_done(uint64_t seq, uint64_t kernel_ns, ompc_status_t st)
     n->kernel_ns = kernel_ns;
     n->kst = st;
     n->kdone = true;
-    if (n->npred_left == 0) {
+    if (n->npred_left == 0 && n->sent) {
         work_push(&G.finished, n);
         if (n->waited)
             pthread_cond_broadcast(&G.cv_done);
