@@ -765,13 +765,13 @@ void dm_valid_if(dm_ctx_t *dm, int exec, dm_buf_t *b, uint64_t tag)
     pthread_mutex_unlock(&dm->mtx);
 }
 
-int dm_source_for(dm_ctx_t *dm, dm_buf_t *b, int exec, bool *valid_here,
-                  bool *head_only, uint64_t *tag_p)
+int dm_source_for(dm_ctx_t *dm, dm_buf_t *b, int exec, bool *head_only,
+                  uint64_t *tag_p)
 {
     pthread_mutex_lock(&dm->mtx);
-    *valid_here = b->valid[exec] || !b->has_data;
-    int src = *valid_here ? -1 : dm_pick_source(dm, b, exec);
-    *head_only = !*valid_here && src < 0;
+    bool here = b->valid[exec] || !b->has_data;
+    int src = here ? -1 : dm_pick_source(dm, b, exec);
+    *head_only = !here && src < 0;
     *tag_p = b->wtag;
     pthread_mutex_unlock(&dm->mtx);
     return src;

@@ -124,10 +124,10 @@ void dm_written_by(dm_ctx_t *dm, int exec, dm_buf_t *const *bufs, size_t n,
  * the data changed since. */
 void dm_valid_if(dm_ctx_t *dm, int exec, dm_buf_t *buf, uint64_t tag);
 /* Where exec should fetch buf from: an executor holding it, or -1 when
- * exec holds it already (*valid_here; also for a buffer never written) or
- * only the head does (*head_only).  *tag_p: dm_buf_wtag. */
-int dm_source_for(dm_ctx_t *dm, dm_buf_t *buf, int exec, bool *valid_here,
-                  bool *head_only, uint64_t *tag_p);
+ * exec holds it already (also for a buffer never written) or only the
+ * head does (*head_only).  *tag_p: dm_buf_wtag. */
+int dm_source_for(dm_ctx_t *dm, dm_buf_t *buf, int exec, bool *head_only,
+                  uint64_t *tag_p);
 /* A forward between executors planned elsewhere, for the statistics. */
 void dm_count_forward(dm_ctx_t *dm, size_t bytes);
 

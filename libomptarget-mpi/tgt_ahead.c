@@ -265,17 +265,6 @@ static ompc_status_t fn_launch(ev_exec_info_t *info)
     t->kmsg = k;
     t->klen = klen;
     t->missing = (int)np + 1; /* +1: until this handler is done with it */
-    aw_wait_t **watch = calloc(np ? np : 1, sizeof(*watch));
-    if (!watch)
-        ompc_fatal("out of memory launching a kernel");
-    for (uint64_t i = 0; i < np; i++) {
-        watch[i] = calloc(1, sizeof(aw_wait_t));
-        if (!watch[i])
-            ompc_fatal("out of memory launching a kernel");
-        const uint64_t *q = p + P_LEN * i;
-        *watch[i] = (aw_wait_t){.seq = q[0], .addr = q[1], .daddr = q[2],
-                                .size = q[3], .cseq = seq, .crank = (int)q[4]};
-    }
     pthread_mutex_lock(&A.mtx);
     if (lwm > A.lwm)
         A.lwm = lwm;
@@ -297,21 +286,17 @@ static ompc_status_t fn_launch(ev_exec_info_t *info)
         make_ready(t);
     }
     pthread_mutex_unlock(&A.mtx);
-    /* Ask the peers; each watch is sent as is and freed by the peer side. */
+    /* Ask the peers: a pull's first four words, then who asks. */
     for (uint64_t i = 0; i < np; i++) {
+        const uint64_t *q = p + P_LEN * i;
         uint64_t *wm = malloc(W_LEN * 8);
         if (!wm)
             ompc_fatal("out of memory launching a kernel");
-        wm[0] = watch[i]->seq;
-        wm[1] = watch[i]->addr;
-        wm[2] = watch[i]->daddr;
-        wm[3] = watch[i]->size;
+        memcpy(wm, q, 4 * 8);
         wm[4] = seq;
         wm[5] = (uint64_t)tgt_rt->rank;
-        send_exec(watch[i]->crank, tgt_rt->fn_ahead_watch, wm, W_LEN * 8, "a data request");
-        free(watch[i]);
+        send_exec((int)q[4], tgt_rt->fn_ahead_watch, wm, W_LEN * 8, "a data request");
     }
-    free(watch);
     return OMPC_OK;
 }
 

@@ -882,6 +882,38 @@ static bool can_start(const tgt_node_t *n)
     return n->npred_left == 0 || (n->nunsent == 0 && ahead_candidate(n));
 }
 
+/* G.mtx held: queue a waiting node that may be dispatched now; true if it
+ * was. */
+static bool make_ready(tgt_node_t *n)
+{
+    if (n->state != N_WAITING || !can_start(n))
+        return false;
+    n->state = N_READY;
+    work_push(&G.ready, n);
+    return true;
+}
+
+/* G.mtx held: one wake-up per node queued, all threads for several. */
+static void wake_dispatchers(size_t woken)
+{
+    if (woken == 1)
+        pthread_cond_signal(&G.cv_work);
+    else if (woken > 1)
+        pthread_cond_broadcast(&G.cv_work);
+}
+
+/* G.mtx held: a node whose kernel is over goes to be finished; a thread
+ * waiting on its kernel event takes it itself (it may have seen the event
+ * complete before this ran, and sleeps on cv_done then). */
+static void push_finished(tgt_node_t *n)
+{
+    work_push(&G.finished, n);
+    if (n->waited)
+        pthread_cond_broadcast(&G.cv_done);
+    else
+        pthread_cond_signal(&G.cv_work);
+}
+
 /* ----------------------------------------------------------- scheduling */
 /* Bytes of buffers pred may write that succ uses. */
 static double shared_bytes(const tgt_node_t *pred, const tgt_node_t *succ)
@@ -1022,9 +1054,7 @@ static void schedule_batch(tgt_node_t **v, size_t n, uint64_t batch,
         if (t->k && w >= 0 && t->est_finish > G.busy_until[w])
             G.busy_until[w] = t->est_finish;
         t->state = N_WAITING;
-        if (can_start(t)) {
-            t->state = N_READY;
-            work_push(&G.ready, t);
+        if (make_ready(t)) {
             /* One wake-up per ready node: waking every dispatch thread
              * costs more than the work on a busy node. */
             if (t != mine)
@@ -1096,9 +1126,7 @@ static void node_done(tgt_node_t *n)
         --s->npred_left;
         if (!n->ahead)
             --s->nunsent;
-        if (s->state == N_WAITING && can_start(s)) {
-            s->state = N_READY;
-            work_push(&G.ready, s);
+        if (make_ready(s)) {
             woken++;
         } else if (s->kdone && s->sent && s->npred_left == 0) {
             /* Its executor finished it before we heard of a predecessor:
@@ -1117,10 +1145,7 @@ static void node_done(tgt_node_t *n)
         G.stats.tasks_per_exec[n->exec]++;
     list_clear(&n->preds);
     pthread_cond_broadcast(&G.cv_done);
-    if (woken == 1)
-        pthread_cond_signal(&G.cv_work);
-    else if (woken > 1)
-        pthread_cond_broadcast(&G.cv_work);
+    wake_dispatchers(woken);
     node_unref(n);
     pthread_mutex_unlock(&G.mtx);
 }
@@ -1130,14 +1155,7 @@ static void on_kernel_done(void *arg, ompc_status_t st)
     tgt_node_t *n = arg;
     pthread_mutex_lock(&G.mtx);
     n->kst = st;
-    work_push(&G.finished, n);
-    /* A thread waiting on this kernel's event takes it itself (it may have
-     * seen the event complete before this callback ran, and sleeps on
-     * cv_done then). */
-    if (n->waited)
-        pthread_cond_broadcast(&G.cv_done);
-    else
-        pthread_cond_signal(&G.cv_work);
+    push_finished(n);
     pthread_mutex_unlock(&G.mtx);
 }
 
@@ -1274,6 +1292,19 @@ static void vec_add(u64_vec_t *x, uint64_t a)
     x->v[x->n++] = a;
 }
 
+/* One pull of a launch message, in wire order (tgt_ahead.c): once task
+ * `after` is done on rank, size bytes from src there to dst here. */
+#define PULL_WORDS 5
+static void pull_add(u64_vec_t *pulls, uint64_t after, uint64_t src, uint64_t dst,
+                     uint64_t size, int rank)
+{
+    vec_add(pulls, after);
+    vec_add(pulls, src);
+    vec_add(pulls, dst);
+    vec_add(pulls, size);
+    vec_add(pulls, (uint64_t)rank);
+}
+
 /* The launch message was delivered (or refused): its bytes are free. */
 static void on_launch_done(void *arg, ompc_status_t st)
 {
@@ -1286,11 +1317,8 @@ static void on_launch_done(void *arg, ompc_status_t st)
         ompc_tmap_erase(&G.ahead_nodes, n->seq);
         n->kst = st;
         n->kdone = true;
-        if (n->npred_left == 0) {
-            work_push(&G.finished, n);
-            pthread_cond_broadcast(&G.cv_done);
-            pthread_cond_signal(&G.cv_work);
-        }
+        if (n->npred_left == 0)
+            push_finished(n);
     }
     node_unref(n);
     pthread_mutex_unlock(&G.mtx);
@@ -1315,9 +1343,9 @@ static void ahead_launch(tgt_node_t *n, int e, uint64_t t0)
         ahead_buf_t *a = abuf_get(n->bufs[i], false);
         if (a && (a->wseq || a->hold[e]))
             continue;
-        bool here, head_only;
+        bool head_only;
         uint64_t tag;
-        dm_source_for(dm, n->bufs[i], e, &here, &head_only, &tag);
+        dm_source_for(dm, n->bufs[i], e, &head_only, &tag);
         if (head_only)
             head[nhead++] = n->bufs[i];
     }
@@ -1353,34 +1381,32 @@ static void ahead_launch(tgt_node_t *n, int e, uint64_t t0)
     for (size_t i = 0; i < n->nbufs; i++) {
         dm_buf_t *b = n->bufs[i];
         ahead_buf_t *a = abuf_get(b, false);
+        /* Where the data comes from: a task on e, the writer in flight
+         * (once it is done), or a worker holding it now. */
+        int src = -1;
+        uint64_t wait = 0, tag = 0;
+        bool head_only;
         if (a && a->hold[e]) {
             vec_add(&after, a->hold[e]);
         } else if (a && a->wseq) {
-            vec_add(&pulls, a->wseq);
-            vec_add(&pulls, dm_buf_addr_on(b, a->wexec));
-            vec_add(&pulls, dm_buf_addr_on(b, e));
-            vec_add(&pulls, dm_buf_size(b));
-            vec_add(&pulls, (uint64_t)dm_executor_rank(dm, a->wexec));
+            src = a->wexec;
+            wait = tag = a->wseq;
+        } else {
+            src = dm_source_for(dm, b, e, &head_only, &tag);
+        }
+        if (src >= 0) {
+            int srank = dm_executor_rank(dm, src);
+            pull_add(&pulls, wait, dm_buf_addr_on(b, src), dm_buf_addr_on(b, e),
+                     dm_buf_size(b), srank);
+            a = abuf_get(b, true);
             a->hold[e] = n->seq;
             n->pulled[n->npulled] = b;
-            n->pulled_tag[n->npulled++] = a->wseq;
+            n->pulled_tag[n->npulled++] = tag;
             dm_count_forward(dm, dm_buf_size(b));
-        } else {
-            bool here, head_only;
-            uint64_t tag;
-            int src = dm_source_for(dm, b, e, &here, &head_only, &tag);
-            if (src >= 0) {
-                vec_add(&pulls, 0);
-                vec_add(&pulls, dm_buf_addr_on(b, src));
-                vec_add(&pulls, dm_buf_addr_on(b, e));
-                vec_add(&pulls, dm_buf_size(b));
-                vec_add(&pulls, (uint64_t)dm_executor_rank(dm, src));
-                a = abuf_get(b, true);
-                a->hold[e] = n->seq;
-                n->pulled[n->npulled] = b;
-                n->pulled_tag[n->npulled++] = tag;
-                dm_count_forward(dm, dm_buf_size(b));
-            }
+            if (tgt_rt->info)
+                fprintf(stderr, "[ompc info] r0 move: device %#lx (%zu B) rank %d "
+                        "-> rank %d\n", (unsigned long)dm_buf_addr(b), dm_buf_size(b),
+                        srank, rank);
         }
         if (in_list(n->wr, n->nwr, b)) {
             a = abuf_get(b, true);
@@ -1391,10 +1417,6 @@ static void ahead_launch(tgt_node_t *n, int e, uint64_t t0)
         }
         if (a)
             abuf_use(n, a);
-        if (tgt_rt->info && n->npulled && n->pulled[n->npulled - 1] == b)
-            fprintf(stderr, "[ompc info] r0 move: device %#lx (%zu B) rank %d "
-                    "-> rank %d\n", (unsigned long)dm_buf_addr(b), dm_buf_size(b),
-                    (int)pulls.v[pulls.n - 1], rank);
     }
     pthread_mutex_unlock(&G.ahead_mtx);
     /* Predecessors still running that no transfer above waits for (an
@@ -1408,22 +1430,17 @@ static void ahead_launch(tgt_node_t *n, int e, uint64_t t0)
         bool covered = false;
         for (size_t j = 0; j < after.n && !covered; j++)
             covered = p->exec == e && after.v[j] == p->seq;
-        for (size_t j = 0; j + 4 < pulls.n && !covered; j += 5)
+        for (size_t j = 0; j < pulls.n && !covered; j += PULL_WORDS)
             covered = pulls.v[j] == p->seq && (int)pulls.v[j + 4] == prank;
         if (covered)
             continue;
-        if (p->exec == e) {
+        if (p->exec == e)
             vec_add(&after, p->seq);
-        } else {
-            vec_add(&pulls, p->seq);
-            vec_add(&pulls, 0);
-            vec_add(&pulls, 0);
-            vec_add(&pulls, 0);
-            vec_add(&pulls, (uint64_t)prank);
-        }
+        else
+            pull_add(&pulls, p->seq, 0, 0, 0, prank);
     }
     /* The message: see tgt_ahead.c. */
-    size_t np = pulls.n / 5;
+    size_t np = pulls.n / PULL_WORDS;
     size_t words = 6 + commits.n + after.n + pulls.n + (n->msg_len + 7) / 8;
     uint64_t *m = calloc(words, sizeof(uint64_t));
     if (!m)
@@ -1441,8 +1458,6 @@ static void ahead_launch(tgt_node_t *n, int e, uint64_t t0)
     if (after.n)
         memcpy(w, after.v, after.n * 8);
     w += after.n;
-    /* Wire order per pull: after, source address, address on e, size,
-     * source rank. */
     if (pulls.n)
         memcpy(w, pulls.v, pulls.n * 8);
     w += pulls.n;
@@ -1457,18 +1472,10 @@ static void ahead_launch(tgt_node_t *n, int e, uint64_t t0)
     ompc_tmap_insert(&G.ahead_nodes, &n->anode);
     size_t woken = 0;
     for (size_t i = 0; i < n->succs.n; i++) {
-        tgt_node_t *s = n->succs.v[i];
-        --s->nunsent;
-        if (s->state == N_WAITING && can_start(s)) {
-            s->state = N_READY;
-            work_push(&G.ready, s);
-            woken++;
-        }
+        --n->succs.v[i]->nunsent;
+        woken += make_ready(n->succs.v[i]);
     }
-    if (woken == 1)
-        pthread_cond_signal(&G.cv_work);
-    else if (woken > 1)
-        pthread_cond_broadcast(&G.cv_work);
+    wake_dispatchers(woken);
     node_ref(n); /* on_launch_done's */
     pthread_mutex_unlock(&G.mtx);
     free(after.v);
@@ -1494,11 +1501,8 @@ static void ahead_launch(tgt_node_t *n, int e, uint64_t t0)
     /* Its finish (which may free the buffers just claimed) waits for this. */
     pthread_mutex_lock(&G.mtx);
     n->sent = true;
-    if (n->kdone && n->npred_left == 0) {
-        work_push(&G.finished, n);
-        pthread_cond_broadcast(&G.cv_done);
-        pthread_cond_signal(&G.cv_work);
-    }
+    if (n->kdone && n->npred_left == 0)
+        push_finished(n);
     pthread_mutex_unlock(&G.mtx);
     ev_handle_on_done(h, on_launch_done, n);
     ev_handle_release(h);
@@ -1553,13 +1557,8 @@ void tgt_graph_ahead_done(uint64_t seq, uint64_t kernel_ns, ompc_status_t st)
     n->kernel_ns = kernel_ns;
     n->kst = st;
     n->kdone = true;
-    if (n->npred_left == 0 && n->sent) {
-        work_push(&G.finished, n);
-        if (n->waited)
-            pthread_cond_broadcast(&G.cv_done);
-        else
-            pthread_cond_signal(&G.cv_work);
-    }
+    if (n->npred_left == 0 && n->sent)
+        push_finished(n);
     pthread_mutex_unlock(&G.mtx);
 }
 
