@@ -160,14 +160,24 @@ static void on_sync_region(ompt_sync_region_t kind, ompt_scope_endpoint_t endpoi
                            const void *codeptr)
 {
     (void)kind;
-    (void)parallel;
     (void)task;
     (void)codeptr;
+#ifdef TGT_TSAN
+    /* What a thread did before a barrier happens before what every thread
+     * of its team does after it.  The team's parallel data is the sync
+     * object (a reused team address only adds order, never removes it). */
+    void *team = parallel ? (void *)parallel : (void *)&tsan_task_done;
+    if (endpoint == ompt_scope_begin)
+        TSAN_RELEASE(team);
+#else
+    (void)parallel;
+#endif
     if (endpoint != ompt_scope_end)
         return;
     if (!in_kernel() && tgt_graph_active())
         tgt_graph_sync_all();
 #ifdef TGT_TSAN
+    TSAN_ACQUIRE(team);
     TSAN_ACQUIRE(&tsan_task_done);
 #endif
 }
