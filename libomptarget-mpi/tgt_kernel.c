@@ -176,6 +176,7 @@ static void launch_record(tgt_ident_t *loc, const tgt_kernel_t *k,
 {
     tgt_args_t a = {(int32_t)ka->num_args, ka->arg_base_ptrs, ka->arg_ptrs,
                     ka->arg_sizes, ka->arg_types, ka->arg_mappers, loc};
+    uint64_t t0 = ompc_trace_on() ? ompc_now_ns() : 0;
     tgt_node_t *n = tgt_rec_begin(loc, k);
     tgt_mapped_t m = {0};
     tgt_data_begin(&a, &m);
@@ -212,6 +213,8 @@ static void launch_record(tgt_ident_t *loc, const tgt_kernel_t *k,
     tgt_data_end(&a);
     tgt_rec_commit(n, &m, wr, nwr, msg, len, wait);
     tgt_mapped_free(&m);
+    if (t0 && !wait)
+        ompc_trace_span("record", k->name, t0, ompc_now_ns(), NULL);
 }
 
 int __tgt_target_kernel(tgt_ident_t *loc, int64_t device_id, int32_t num_teams,

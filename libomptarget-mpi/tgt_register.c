@@ -398,6 +398,22 @@ static void refuse_srun_without_pmi(void)
                "or start the ranks with mpiexec inside the allocation", n);
 }
 
+/* The head's OpenMP threads only record and wait: by default libomp keeps
+ * idle threads spinning (for 200 ms after each barrier or task wait), and on
+ * a node shared with workers that spinning takes the cores the kernels run
+ * on.  Unless the user chose a policy, the head's threads wait passively.
+ * libomp reads its environment at its first construct, after this
+ * constructor. */
+static void head_wait_passive(void)
+{
+    static const char *const chosen[] = {"OMP_WAIT_POLICY", "KMP_BLOCKTIME",
+                                         "KMP_LIBRARY"};
+    for (size_t i = 0; i < sizeof(chosen) / sizeof(chosen[0]); i++)
+        if (getenv(chosen[i]))
+            return;
+    setenv("OMP_WAIT_POLICY", "passive", 0);
+}
+
 void __tgt_register_lib(tgt_bin_desc_t *desc)
 {
     pthread_mutex_lock(&register_mtx);
@@ -448,6 +464,8 @@ void __tgt_register_lib(tgt_bin_desc_t *desc)
     ompc_trace_init(tgt_rt->rank, trace && *trace);
     ompc_trace_thread_name("main");
     tgt_rt->executor = tgt_rt->size == 1 || tgt_rt->rank != 0;
+    if (!tgt_rt->executor)
+        head_wait_passive();
     if (tgt_rt->executor) {
         load_image(desc);
         choose_kernel_threads();
