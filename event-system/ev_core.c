@@ -692,6 +692,11 @@ static void gate_handle_notification(ev_ctx_t *ctx, void *buf, size_t len, int s
         free(buf);
         return;
     }
+    if (hdr.kind == EV_K_EXECUTE && (hdr.flags & EV_F_ONEWAY)) {
+        ev_dest_posted(ctx, &hdr, (char *)buf + sizeof(hdr), src);
+        free(buf);
+        return;
+    }
     if (hdr.tag <= 0 || hdr.tag % ctx->size != src)
         ev_proto_fatal(ctx, src, &hdr, "event tag does not belong to the sender");
     ev_op_t **bucket = dest_bucket(ctx, hdr.tag);
@@ -941,17 +946,40 @@ static void *handler_main(void *arg)
 }
 
 /* ------------------------------------------------------------- origins */
-ompc_status_t ev_origin_start(ev_ctx_t *ctx, ev_op_t *op, ev_handle_t **h_p)
+ompc_status_t ev_origin_check(ev_ctx_t *ctx, int kind)
 {
-    if (atomic_load(&ctx->shutdown)) {
-        ev_op_free(op);
+    if (atomic_load(&ctx->shutdown))
         return OMPC_ERR_SHUTDOWN;
-    }
     if (!atomic_load(&ctx->started)) {
         ompc_error("rank %d: %s event before ev_ctx_start", ctx->rank,
-                   ev_kind_name(op->kind));
-        ev_op_free(op);
+                   ev_kind_name(kind));
         return OMPC_ERR_INVALID;
+    }
+    return OMPC_OK;
+}
+
+void ev_origin_post_sent(ev_ctx_t *ctx, ev_op_t *op)
+{
+    atomic_fetch_add_explicit(&ctx->st_originated, 1, memory_order_relaxed);
+    /* Small messages usually leave at once (eager): then the gate never
+     * hears of this op, and is not woken for it. */
+    OMPC_ASSERT(op->nnew == 1);
+    int done = 0;
+    EV_CHECK_MPI(MPI_Test(&op->newreq[0], &done, MPI_STATUS_IGNORE), "MPI_Test");
+    if (done) {
+        ev_op_free(op);
+        return;
+    }
+    op->t_start = ompc_now_ns();
+    ev_inbox_push(ctx, op);
+}
+
+ompc_status_t ev_origin_start(ev_ctx_t *ctx, ev_op_t *op, ev_handle_t **h_p)
+{
+    ompc_status_t st = ev_origin_check(ctx, op->kind);
+    if (st != OMPC_OK) {
+        ev_op_free(op);
+        return st;
     }
     ev_handle_t *h = handle_new(ctx, op->kind);
     if (!h) {

@@ -36,6 +36,7 @@ typedef enum ev_kind {
 const char *ev_kind_name(int kind);
 
 #define EV_F_INLINE 0x1u /* payload carries the data */
+#define EV_F_ONEWAY 0x2u /* execute without a tag or a reply (ev_post) */
 
 /* Notification: sent by the origin to the destination's gate thread. */
 typedef struct ev_wire_hdr {
@@ -285,6 +286,12 @@ void ev_region_destroy_all(ev_ctx_t *ctx);
 
 /* ev_proto.c: per-kind steps */
 void ev_dest_start(ev_ctx_t *ctx, ev_op_t *op);
+/* A one-way execute (EV_F_ONEWAY) received by the gate: run it at once. */
+void ev_dest_posted(ev_ctx_t *ctx, const ev_wire_hdr_t *h, const void *args, int src);
+/* OMPC_OK if an origin event may start now. */
+ompc_status_t ev_origin_check(ev_ctx_t *ctx, int kind);
+/* ev_post's op after its notification was posted: done, or the gate's. */
+void ev_origin_post_sent(ev_ctx_t *ctx, ev_op_t *op);
 ev_op_t *ev_op_new(ev_ctx_t *ctx, int kind, ev_role_t role);
 void ev_op_free(ev_op_t *op);
 

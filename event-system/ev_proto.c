@@ -735,6 +735,58 @@ ompc_status_t ev_execute(ev_ctx_t *ctx, int rank, ev_fn_id_t fn,
     return ev_origin_start(ctx, op, h_p);
 }
 
+/* The notification is the whole one-way event: finish once it is sent. */
+static int origin_post_step(ev_ctx_t *ctx, ev_op_t *op)
+{
+    (void)ctx;
+    return finish_when_sent(op);
+}
+
+ompc_status_t ev_post(ev_ctx_t *ctx, int rank, ev_fn_id_t fn, const void *args,
+                      size_t args_size)
+{
+    if (args_size > EV_EXEC_MAX_ARGS || (args_size && !args))
+        return OMPC_ERR_INVALID;
+    /* Every rank registers the same functions: the local entry says how
+     * the destination will run it, and only inline ones may be posted (a
+     * handler thread would need an op to come back to). */
+    const ev_fn_entry_t *e = fn >= 0 ? ev_fn_lookup(ctx, fn) : NULL;
+    if (!e || !(e->flags & EV_FN_INLINE))
+        return OMPC_ERR_INVALID;
+    ompc_status_t st = ev_origin_check(ctx, EV_K_EXECUTE);
+    if (st != OMPC_OK)
+        return st;
+    ev_op_t *op;
+    st = start_new(ctx, EV_K_EXECUTE, rank, origin_post_step, &op);
+    if (st != OMPC_OK)
+        return st;
+    op->origin = ctx->rank;
+    op->state = ST_FINISH;
+    ev_wire_hdr_t f = {.flags = EV_F_ONEWAY, .arg = (uint64_t)fn};
+    notify(ctx, op, &op->msg, EV_K_EXECUTE, rank, &f, args, args_size);
+    ev_origin_post_sent(ctx, op);
+    return OMPC_OK;
+}
+
+void ev_dest_posted(ev_ctx_t *ctx, const ev_wire_hdr_t *h, const void *args, int src)
+{
+    if (h->tag != 0 || h->size != 0)
+        ev_proto_fatal(ctx, src, h, "one-way execute with a tag or a result");
+    if (h->payload > EV_EXEC_MAX_ARGS)
+        ev_proto_fatal(ctx, src, h, "execute arguments larger than the limit");
+    const ev_fn_entry_t *e = ev_fn_lookup(ctx, (int64_t)h->arg);
+    if (!e || !(e->flags & EV_FN_INLINE))
+        ev_proto_fatal(ctx, src, h, "one-way execute of a function that is not "
+                       "registered here as inline");
+    ev_exec_info_t info = {.ctx = ctx, .origin = src, .args = args,
+                           .args_size = h->payload};
+    ompc_status_t st = e->fn(&info);
+    atomic_fetch_add_explicit(&ctx->st_served, 1, memory_order_relaxed);
+    if (st != OMPC_OK)
+        ompc_fatal("rank %d: %s, posted by rank %d, failed: %s", ctx->rank,
+                   e->name, src, ompc_status_str(st));
+}
+
 ompc_status_t ev_start_control(ev_ctx_t *ctx, int kind, int rank,
                                ev_handle_t **h_p)
 {

@@ -125,6 +125,16 @@ ompc_status_t ev_exchange(ev_ctx_t *ctx, int src_rank, ev_addr_t src,
 ompc_status_t ev_execute(ev_ctx_t *ctx, int rank, ev_fn_id_t fn,
                          const void *args, size_t args_size, void *result,
                          size_t result_cap, ev_handle_t **h_p);
+/* One-way execute: run the EV_FN_INLINE function fn on rank with a copy of
+ * args (copied before return), with no reply and no handle.  The message
+ * leaves from the calling thread; the gate only finishes the send when
+ * MPI did not complete it at once.  For high-rate notifications between
+ * ranks (a reply would double the messages and wake both gates again).
+ * A function that fails on rank ends the job there, naming this rank;
+ * posts from one rank to another run in the order they were posted,
+ * before any later event from the same origin. */
+ompc_status_t ev_post(ev_ctx_t *ctx, int rank, ev_fn_id_t fn, const void *args,
+                      size_t args_size);
 /* Completes once every event that reached rank before this one has
  * completed there. */
 ompc_status_t ev_sync(ev_ctx_t *ctx, int rank, ev_handle_t **h_p);

@@ -126,25 +126,16 @@ static void done_add(uint64_t seq)
 }
 
 /* ------------------------------------------------------------ sending */
-static void free_args(void *arg, ompc_status_t st)
+/* One-way: no reply to wait for or to wake a gate for.  A failure to
+ * deliver ends the job (the event system names a dead peer), and a peer
+ * that cannot act on the message ends it there, naming this rank. */
+static void send_post(int rank, ev_fn_id_t fn, const void *args, size_t len,
+                      const char *what)
 {
-    if (st != OMPC_OK)
-        ompc_fatal("rank %d: a peer refused a message about a launched-ahead "
-                   "task: %s", tgt_rt->rank, ompc_status_str(st));
-    free(arg);
-}
-
-/* Fire and forget: a failure to deliver ends the job (the event system
- * already names a dead peer). */
-static void send_exec(int rank, ev_fn_id_t fn, void *args, size_t len, const char *what)
-{
-    ev_handle_t *h;
-    ompc_status_t st = ev_execute(tgt_rt->ev, rank, fn, args, len, NULL, 0, &h);
+    ompc_status_t st = ev_post(tgt_rt->ev, rank, fn, args, len);
     if (st != OMPC_OK)
         ompc_fatal("rank %d: cannot send %s to rank %d: %s", tgt_rt->rank, what, rank,
                    ompc_status_str(st));
-    ev_handle_on_done(h, free_args, args);
-    ev_handle_release(h);
 }
 
 static void send_arrive(int crank, uint64_t cseq, uint64_t addr, uint64_t daddr,
@@ -160,7 +151,8 @@ static void send_arrive(int crank, uint64_t cseq, uint64_t addr, uint64_t daddr,
     m[3] = bytes;
     if (bytes)
         memcpy(m + A_HDR, (const void *)(uintptr_t)addr, size);
-    send_exec(crank, tgt_rt->fn_ahead_arrive, m, len, "forwarded data");
+    send_post(crank, tgt_rt->fn_ahead_arrive, m, len, "forwarded data");
+    free(m);
 }
 
 static void on_pushed(void *arg, ompc_status_t st)
@@ -289,13 +281,11 @@ static ompc_status_t fn_launch(ev_exec_info_t *info)
     /* Ask the peers: a pull's first four words, then who asks. */
     for (uint64_t i = 0; i < np; i++) {
         const uint64_t *q = p + P_LEN * i;
-        uint64_t *wm = malloc(W_LEN * 8);
-        if (!wm)
-            ompc_fatal("out of memory launching a kernel");
+        uint64_t wm[W_LEN];
         memcpy(wm, q, 4 * 8);
         wm[4] = seq;
         wm[5] = (uint64_t)tgt_rt->rank;
-        send_exec((int)q[4], tgt_rt->fn_ahead_watch, wm, W_LEN * 8, "a data request");
+        send_post((int)q[4], tgt_rt->fn_ahead_watch, wm, sizeof(wm), "a data request");
     }
     return OMPC_OK;
 }
@@ -395,13 +385,8 @@ static void task_done(aw_task_t *t, ompc_status_t st, uint64_t ns)
         served = w->next;
         serve(w);
     }
-    uint64_t *m = malloc(3 * 8);
-    if (!m)
-        ompc_fatal("out of memory reporting a kernel");
-    m[0] = t->seq;
-    m[1] = ns;
-    m[2] = (uint64_t)(int64_t)st;
-    send_exec(0, tgt_rt->fn_ahead_done, m, 3 * 8, "a kernel's completion");
+    uint64_t m[3] = {t->seq, ns, (uint64_t)(int64_t)st};
+    send_post(0, tgt_rt->fn_ahead_done, m, sizeof(m), "a kernel's completion");
     free(t->kmsg);
     free(t);
 }

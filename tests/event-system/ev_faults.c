@@ -23,6 +23,12 @@ static ompc_status_t do_die(ev_exec_info_t *info)
     return OMPC_OK;
 }
 
+static ompc_status_t do_refuse(ev_exec_info_t *info)
+{
+    (void)info;
+    return OMPC_ERR_USER;
+}
+
 static ev_wire_hdr_t raw_hdr(ev_ctx_t *ctx, int kind)
 {
     ev_wire_hdr_t h;
@@ -50,10 +56,11 @@ int main(int argc, char **argv)
         }
     }
     ev_ctx_t *ctx;
-    ev_fn_id_t fn_stop, fn_die;
+    ev_fn_id_t fn_stop, fn_die, fn_refuse;
     T_OK(ev_ctx_create(&ctx));
     T_OK(ev_fn_register(ctx, "stop", do_stop, 0, &fn_stop));
     T_OK(ev_fn_register(ctx, "die", do_die, 0, &fn_die));
+    T_OK(ev_fn_register(ctx, "refuse", do_refuse, EV_FN_INLINE, &fn_refuse));
     T_OK(ev_ctx_start(ctx));
     if (ev_ctx_rank(ctx) != 0) {
         T_OK(ev_ctx_serve(ctx));
@@ -86,6 +93,15 @@ int main(int argc, char **argv)
         ev_handle_t *h;
         T_OK(ev_execute(ctx, 1, fn_stop, NULL, 0, NULL, 0, &h));
         ev_wait(h); /* must not return: the gate ends the job */
+    } else if (strcmp(mode, "post-refused") == 0) {
+        /* No reply comes back for a post: the destination ends the job. */
+        T_OK(ev_post(ctx, 1, fn_refuse, "x", 1));
+    } else if (strcmp(mode, "post-raw-tagged") == 0) {
+        /* A one-way execute must carry neither a tag nor a result. */
+        ev_wire_hdr_t h = raw_hdr(ctx, EV_K_EXECUTE);
+        h.flags = EV_F_ONEWAY;
+        h.arg = (uint64_t)fn_refuse;
+        T_OK(ev_debug_send_raw(ctx, 1, &h, sizeof(h)));
     } else if (strcmp(mode, "peer-dies") == 0) {
         ev_handle_t *h;
         T_OK(ev_execute(ctx, 1, fn_die, NULL, 0, NULL, 0, &h));

@@ -4,9 +4,10 @@
 #define _GNU_SOURCE
 #include "ev_test.h"
 
+#include <pthread.h>
 #include <stdint.h>
 
-static ev_fn_id_t fn_checksum, fn_echo, fn_stats, fn_fail;
+static ev_fn_id_t fn_checksum, fn_echo, fn_stats, fn_fail, fn_tally, fn_tally_read;
 
 /* Returns its arguments reversed, prefixed with the executing rank. */
 static ompc_status_t do_echo(ev_exec_info_t *info)
@@ -36,6 +37,71 @@ static ompc_status_t do_fail(ev_exec_info_t *info)
 {
     (void)info;
     return OMPC_ERR_USER;
+}
+
+/* One-way posts from rank 0, tallied where they run: {sequence number,
+ * checksum of the bytes after these two words}.  Runs inline on the gate
+ * (or a thread holding the progress role), hence the lock. */
+static pthread_mutex_t tally_mtx = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t tally_next, tally_bad;
+
+static ompc_status_t do_tally(ev_exec_info_t *info)
+{
+    uint64_t w[2];
+    if (info->args_size < sizeof(w))
+        return OMPC_ERR_INVALID;
+    memcpy(w, info->args, sizeof(w));
+    const unsigned char *bytes = (const unsigned char *)info->args + sizeof(w);
+    pthread_mutex_lock(&tally_mtx);
+    if (w[0] != tally_next || w[1] != t_checksum(bytes, info->args_size - sizeof(w)))
+        tally_bad++;
+    tally_next++;
+    pthread_mutex_unlock(&tally_mtx);
+    return OMPC_OK;
+}
+
+/* {posts tallied, how many were out of order or corrupt}; resets both. */
+static ompc_status_t do_tally_read(ev_exec_info_t *info)
+{
+    pthread_mutex_lock(&tally_mtx);
+    uint64_t r[2] = {tally_next, tally_bad};
+    tally_next = tally_bad = 0;
+    pthread_mutex_unlock(&tally_mtx);
+    memcpy(info->result, r, sizeof(r));
+    info->result_size = sizeof(r);
+    return OMPC_OK;
+}
+
+/* ev_post: every post runs once, in order, before a later execute from the
+ * same origin; payloads past MPI's eager limit too (the gate finishes
+ * those sends); bad requests are refused at the origin. */
+static void post_case(ev_ctx_t *ctx, int rank)
+{
+    static const size_t sizes[] = {0, 8, 9000, 60000};
+    enum { ROUNDS = 50 };
+    static unsigned char buf[16 + 60000];
+    uint64_t seq = 0;
+    for (int k = 0; k < ROUNDS; k++)
+        for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+            size_t n = sizes[i];
+            t_fill(buf + 16, n, seq * 31 + 7);
+            uint64_t w[2] = {seq++, t_checksum(buf + 16, n)};
+            memcpy(buf, w, sizeof(w));
+            T_OK(ev_post(ctx, rank, fn_tally, buf, sizeof(w) + n));
+        }
+    uint64_t r[2];
+    T_OK(T_RUN(ev_execute(ctx, rank, fn_tally_read, NULL, 0, r, sizeof(r), HP)));
+    T_CHECK(r[0] == seq && r[1] == 0, "rank %d tallied %llu of %llu posts, %llu out "
+            "of order or corrupt", rank, (unsigned long long)r[0],
+            (unsigned long long)seq, (unsigned long long)r[1]);
+    T_CHECK(ev_post(ctx, rank, fn_echo, NULL, 0) == OMPC_ERR_INVALID,
+            "post of a function that runs on handler threads");
+    T_CHECK(ev_post(ctx, rank, 999, NULL, 0) == OMPC_ERR_INVALID,
+            "post of an unknown function");
+    T_CHECK(ev_post(ctx, rank, fn_tally, buf, EV_EXEC_MAX_ARGS + 1) == OMPC_ERR_INVALID,
+            "post larger than the limit");
+    T_CHECK(ev_post(ctx, ev_ctx_size(ctx), fn_tally, buf, 16) == OMPC_ERR_INVALID,
+            "post to a rank that does not exist");
 }
 
 static uint64_t remote_checksum(ev_ctx_t *ctx, int rank, ev_addr_t a, size_t n)
@@ -236,6 +302,8 @@ int main(void)
     T_OK(ev_fn_register(ctx, "echo", do_echo, 0, &fn_echo));
     T_OK(ev_fn_register(ctx, "stats", do_stats, EV_FN_INLINE, &fn_stats));
     T_OK(ev_fn_register(ctx, "fail", do_fail, 0, &fn_fail));
+    T_OK(ev_fn_register(ctx, "tally", do_tally, EV_FN_INLINE, &fn_tally));
+    T_OK(ev_fn_register(ctx, "tally_read", do_tally_read, EV_FN_INLINE, &fn_tally_read));
     int me = ev_ctx_rank(ctx), n = ev_ctx_size(ctx);
     {
         /* Events before the collective start are refused. */
@@ -261,6 +329,7 @@ int main(void)
         exec_echo(ctx, r);
         error_statuses(ctx, r);
         sync_case(ctx, r);
+        post_case(ctx, r);
     }
     no_starvation(ctx, n - 1);
     /* Exchanges between every ordered pair, the same rank included. */
