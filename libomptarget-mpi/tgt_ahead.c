@@ -406,6 +406,8 @@ static void *engine_main(void *arg)
             A.rq_head = t->rnext;
             if (!A.rq_head)
                 A.rq_tail = NULL;
+            else
+                pthread_cond_signal(&A.cv); /* more ready: wake a peer thread */
             atomic_fetch_sub(&A.nready, 1);
             pthread_mutex_unlock(&A.mtx);
             uint64_t ns = 0;
@@ -418,7 +420,10 @@ static void *engine_main(void *arg)
         } else if (ompc_now_ns() < hot_until &&
                    atomic_compare_exchange_strong(&A.hot, &(int){0}, 1)) {
             /* A finished kernel's successor often arrives within
-             * microseconds: one thread keeps looking for a while. */
+             * microseconds: one thread keeps looking for a while.  (Making
+             * it the rank's progress engine instead, so that the thread
+             * that receives a task's last input runs it, measured slower
+             * on 2 cores: a progress pass costs far more than a yield.) */
             pthread_mutex_unlock(&A.mtx);
             while (!atomic_load(&A.nready) && ompc_now_ns() < hot_until)
                 sched_yield();
