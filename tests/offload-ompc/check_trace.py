@@ -1,9 +1,37 @@
 #!/usr/bin/env python3
 """check_trace.py TRACE NWORKERS: the Chrome trace of a run is valid JSON and
 shows what a user looks for in it: a track per rank, kernels on every
-worker, transfers and scheduling on the head, start-up and shutdown."""
+worker, transfers and scheduling on the head, start-up and shutdown, and
+worker events in a causal order with the head's."""
 import json
 import sys
+
+
+def causality(spans):
+    """Worker events are placed on the head's clock: a kernel cannot start
+    before the head began to launch it, nor end after shutdown began.  At
+    every kernel start, the kernels started so far must not outnumber the
+    launches begun so far (one launch per kernel sent ahead)."""
+    out = []
+    kernels = sorted(e["ts"] for e in spans if e["pid"] > 0 and e.get("cat") == "kernel")
+    launches = sorted(e["ts"] for e in spans
+                      if e["pid"] == 0 and e.get("cat") == "transfer"
+                      and e["name"].startswith("launch "))
+    if len(launches) >= len(kernels):
+        for i, ts in enumerate(kernels):
+            if launches[i] > ts:
+                out.append("kernel %d of %d starts at %.1f us, %.1f us before the "
+                           "head began its launch (worker clocks misplaced)"
+                           % (i + 1, len(kernels), ts, launches[i] - ts))
+                break
+    else:
+        out.append("%d kernels but %d launches on the head" % (len(kernels), len(launches)))
+    shutdown = [e["ts"] for e in spans if e["pid"] == 0 and e["name"] == "shutdown"]
+    ends = [e["ts"] + e["dur"] for e in spans if e["pid"] > 0 and e.get("cat") == "kernel"]
+    if shutdown and ends and max(ends) > shutdown[0]:
+        out.append("a kernel ends %.1f us after the head began shutdown"
+                   % (max(ends) - shutdown[0]))
+    return out
 
 
 def main():
@@ -31,6 +59,7 @@ def main():
         problems.append("no data transfer spans")
     if any(e["dur"] < 0 or e["ts"] < 0 for e in spans):
         problems.append("negative times")
+    problems += causality(spans)
     kernels = sum(1 for e in spans if e.get("cat") == "kernel")
     if problems:
         print("check_trace: FAIL: " + "; ".join(problems))
