@@ -32,17 +32,48 @@ static struct {
     int64_t *cores;          /* per rank */
     double *lat, *ibw;       /* per executor */
     int64_t *offset;         /* per executor: its clock minus ours, ns */
+    bool *same_clock;        /* per executor: shares our CLOCK_MONOTONIC */
     ev_fn_id_t fn_probe, fn_trace_prep, fn_trace_done;
     dm_stats_t base;         /* data moved by the calibration itself */
 } M = {.mtx = PTHREAD_MUTEX_INITIALIZER};
 
+/* A hash of the running kernel's boot id (0 if unreadable).  Processes
+ * under one kernel read the same CLOCK_MONOTONIC, so ranks that share a
+ * host need no clock offset; a measured one is off by up to half a round
+ * trip, which on a busy node put a worker's events a millisecond early. */
+static uint64_t boot_id_hash;
+static pthread_once_t boot_once = PTHREAD_ONCE_INIT;
+
+static void boot_hash_read(void)
+{
+    FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
+    if (!f)
+        return;
+    char buf[64];
+    size_t n = fread(buf, 1, sizeof(buf), f);
+    fclose(f);
+    uint64_t h = 1469598103934665603ull; /* FNV-1a */
+    for (size_t i = 0; i < n; i++) {
+        h ^= (unsigned char)buf[i];
+        h *= 1099511628211ull;
+    }
+    boot_id_hash = n ? (h ? h : 1) : 0;
+}
+
+static uint64_t boot_hash(void)
+{
+    pthread_once(&boot_once, boot_hash_read);
+    return boot_id_hash;
+}
+
 /* -------------------------------------------------- executor functions */
+/* Result: {this rank's clock now, boot_hash()}. */
 static ompc_status_t fn_probe(ev_exec_info_t *info)
 {
-    uint64_t now = ompc_now_ns();
-    if (info->result_cap >= sizeof(now)) {
-        memcpy(info->result, &now, sizeof(now));
-        info->result_size = sizeof(now);
+    uint64_t r[2] = {ompc_now_ns(), boot_hash()};
+    if (info->result_cap >= sizeof(r)) {
+        memcpy(info->result, r, sizeof(r));
+        info->result_size = sizeof(r);
     }
     return OMPC_OK;
 }
@@ -253,18 +284,21 @@ static void calibrate(int e)
     }
     uint64_t best = UINT64_MAX;
     for (int i = 0; i < 8; i++) {
-        uint64_t remote = 0, t0 = ompc_now_ns();
+        uint64_t remote[2] = {0, 0}, t0 = ompc_now_ns();
         ev_handle_t *h = NULL;
         ompc_status_t st = ev_finish(ev_execute(tgt_rt->ev, rank, M.fn_probe, NULL, 0,
-                                                &remote, sizeof(remote), &h), h);
+                                                remote, sizeof(remote), &h), h);
         uint64_t t1 = ompc_now_ns();
         if (st != OMPC_OK)
             ompc_fatal("probing rank %d failed: %s", rank, ompc_status_str(st));
+        M.same_clock[e] = remote[1] != 0 && remote[1] == boot_hash();
         if (t1 - t0 < best) {
             best = t1 - t0;
-            M.offset[e] = (int64_t)remote - (int64_t)(t0 + (t1 - t0) / 2);
+            M.offset[e] = (int64_t)remote[0] - (int64_t)(t0 + (t1 - t0) / 2);
         }
     }
+    if (M.same_clock[e])
+        M.offset[e] = 0;
     M.lat[e] = (double)best * 0.5e-9;
     const size_t bytes = 1 << 20;
     char *src = calloc(1, bytes);
@@ -296,7 +330,8 @@ void tgt_model_init(void)
     M.lat = calloc((size_t)M.ne, sizeof(double));
     M.ibw = calloc((size_t)M.ne, sizeof(double));
     M.offset = calloc((size_t)M.ne, sizeof(int64_t));
-    if (!M.cells || !M.lat || !M.ibw || !M.offset)
+    M.same_clock = calloc((size_t)M.ne, sizeof(bool));
+    if (!M.cells || !M.lat || !M.ibw || !M.offset || !M.same_clock)
         ompc_fatal("out of memory starting the cost model");
     for (int e = 0; e < M.ne; e++)
         calibrate(e);
@@ -329,9 +364,11 @@ void tgt_model_init(void)
     if (tgt_rt->info)
         for (int e = 0; e < M.ne; e++)
             fprintf(stderr, "[ompc info] executor %d (rank %d): %lld cores, "
-                    "latency %.1f us, bandwidth %.2f GB/s\n", e,
+                    "latency %.1f us, bandwidth %.2f GB/s, clock %s%+.1f us\n", e,
                     dm_executor_rank(tgt_rt->dm, e), (long long)exec_cores(e),
-                    M.lat[e] * 1e6, M.ibw[e] > 0 ? 1e-9 / M.ibw[e] : 0.0);
+                    M.lat[e] * 1e6, M.ibw[e] > 0 ? 1e-9 / M.ibw[e] : 0.0,
+                    M.same_clock[e] ? "shared with the head " : "offset ",
+                    (double)M.offset[e] * 1e-3);
 }
 
 void tgt_model_fini(void)
