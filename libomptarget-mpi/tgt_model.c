@@ -283,20 +283,21 @@ static void calibrate(int e)
         return;
     }
     uint64_t best = UINT64_MAX;
+    uint64_t remote[2] = {0, 0}; /* the last reply: {clock, boot_hash()} */
     for (int i = 0; i < 8; i++) {
-        uint64_t remote[2] = {0, 0}, t0 = ompc_now_ns();
+        uint64_t t0 = ompc_now_ns();
         ev_handle_t *h = NULL;
         ompc_status_t st = ev_finish(ev_execute(tgt_rt->ev, rank, M.fn_probe, NULL, 0,
                                                 remote, sizeof(remote), &h), h);
         uint64_t t1 = ompc_now_ns();
         if (st != OMPC_OK)
             ompc_fatal("probing rank %d failed: %s", rank, ompc_status_str(st));
-        M.same_clock[e] = remote[1] != 0 && remote[1] == boot_hash();
         if (t1 - t0 < best) {
             best = t1 - t0;
             M.offset[e] = (int64_t)remote[0] - (int64_t)(t0 + (t1 - t0) / 2);
         }
     }
+    M.same_clock[e] = remote[1] != 0 && remote[1] == boot_hash();
     if (M.same_clock[e])
         M.offset[e] = 0;
     M.lat[e] = (double)best * 0.5e-9;

@@ -464,11 +464,11 @@ void __tgt_register_lib(tgt_bin_desc_t *desc)
     ompc_trace_init(tgt_rt->rank, trace && *trace);
     ompc_trace_thread_name("main");
     tgt_rt->executor = tgt_rt->size == 1 || tgt_rt->rank != 0;
-    if (!tgt_rt->executor)
-        head_wait_passive();
     if (tgt_rt->executor) {
         load_image(desc);
         choose_kernel_threads();
+    } else {
+        head_wait_passive();
     }
     tgt_model_share_cores();
     share_globals();
