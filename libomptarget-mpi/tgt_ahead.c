@@ -31,14 +31,19 @@
  * consumer rank}. */
 #define W_LEN 6
 #define P_LEN 5
-/* Arrive: {consumer seq, address, size, bytes follow (0/1)}, bytes. */
-#define A_HDR 4
+/* Arrive: {consumer seq, address, size, bytes follow (0/1), time served
+ * (sender's clock, ns; 0: not timed), sender rank}, bytes. */
+#define A_HDR 6
 /* Data up to this size travels inside the arrive message. */
 #define A_INLINE_MAX (32 * 1024)
 
 typedef struct aw_task {
     uint64_t seq;
     int missing;             /* local tasks and arrivals still awaited */
+    /* The slowest timed arrival: now minus the sender's serve time (two
+     * clocks; the head corrects by their offsets) and who sent it. */
+    uint64_t hop_raw;
+    int hop_rank;
     char *kmsg;
     size_t klen;
     struct aw_task *hnext;   /* table by seq, until it runs */
@@ -139,7 +144,7 @@ static void send_post(int rank, ev_fn_id_t fn, const void *args, size_t len,
 }
 
 static void send_arrive(int crank, uint64_t cseq, uint64_t addr, uint64_t daddr,
-                        uint64_t size, bool bytes)
+                        uint64_t size, bool bytes, uint64_t served_ns)
 {
     size_t len = A_HDR * 8 + (bytes ? size : 0);
     uint64_t *m = malloc(len);
@@ -149,6 +154,8 @@ static void send_arrive(int crank, uint64_t cseq, uint64_t addr, uint64_t daddr,
     m[1] = daddr;
     m[2] = size;
     m[3] = bytes;
+    m[4] = served_ns;
+    m[5] = (uint64_t)tgt_rt->rank;
     if (bytes)
         memcpy(m + A_HDR, (const void *)(uintptr_t)addr, size);
     send_post(crank, tgt_rt->fn_ahead_arrive, m, len, "forwarded data");
@@ -161,7 +168,8 @@ static void on_pushed(void *arg, ompc_status_t st)
     if (st != OMPC_OK)
         ompc_fatal("rank %d: forwarding %llu bytes to rank %d failed: %s", tgt_rt->rank,
                    (unsigned long long)w->size, w->crank, ompc_status_str(st));
-    send_arrive(w->crank, w->cseq, w->addr, w->daddr, w->size, false);
+    /* Not timed: the hop would include moving the bytes. */
+    send_arrive(w->crank, w->cseq, w->addr, w->daddr, w->size, false, 0);
     free(w);
 }
 
@@ -175,7 +183,10 @@ static void serve(aw_wait_t *w)
                    "which this rank does not hold", tgt_rt->rank,
                    (unsigned long long)w->size, (unsigned long long)w->addr, w->crank);
     if (w->size == 0 || w->size <= A_INLINE_MAX) {
-        send_arrive(w->crank, w->cseq, w->addr, w->daddr, w->size, w->size > 0);
+        /* Timed from here: the data exists and the consumer asked for it,
+         * so what follows is the hop alone (the head learns it, for HEFT). */
+        send_arrive(w->crank, w->cseq, w->addr, w->daddr, w->size, w->size > 0,
+                    ompc_now_ns());
         free(w);
         return;
     }
@@ -254,6 +265,7 @@ static ompc_status_t fn_launch(ev_exec_info_t *info)
     }
     memcpy(k, p + P_LEN * np, klen);
     t->seq = seq;
+    t->hop_rank = -1;
     t->kmsg = k;
     t->klen = klen;
     t->missing = (int)np + 1; /* +1: until this handler is done with it */
@@ -316,10 +328,16 @@ static ompc_status_t fn_arrive(ev_exec_info_t *info)
     if (info->args_size < A_HDR * 8 ||
         info->args_size != A_HDR * 8 + (m[3] ? m[2] : 0))
         return OMPC_ERR_INVALID;
+    uint64_t now = ompc_now_ns();
     if (m[3])
         memcpy((void *)(uintptr_t)m[1], m + A_HDR, m[2]);
     pthread_mutex_lock(&A.mtx);
     aw_task_t *t = task_find(m[0]);
+    if (t && m[4] && (int)m[5] != tgt_rt->rank &&
+        (t->hop_rank < 0 || now - m[4] > t->hop_raw)) {
+        t->hop_raw = now - m[4];
+        t->hop_rank = (int)m[5];
+    }
     if (t && --t->missing == 0) {
         task_unlink(t);
         make_ready(t);
@@ -330,10 +348,11 @@ static ompc_status_t fn_arrive(ev_exec_info_t *info)
 
 static ompc_status_t fn_done(ev_exec_info_t *info)
 {
-    if (info->args_size != 3 * 8)
+    if (info->args_size != 5 * 8)
         return OMPC_ERR_INVALID;
     const uint64_t *m = info->args;
-    tgt_graph_ahead_done(m[0], m[1], (ompc_status_t)(int64_t)m[2]);
+    tgt_graph_ahead_done(m[0], m[1], (ompc_status_t)(int64_t)m[2], m[3],
+                         (int)(int64_t)m[4], info->origin);
     return OMPC_OK;
 }
 
@@ -385,7 +404,8 @@ static void task_done(aw_task_t *t, ompc_status_t st, uint64_t ns)
         served = w->next;
         serve(w);
     }
-    uint64_t m[3] = {t->seq, ns, (uint64_t)(int64_t)st};
+    uint64_t m[5] = {t->seq, ns, (uint64_t)(int64_t)st, t->hop_raw,
+                     (uint64_t)(int64_t)t->hop_rank};
     send_post(0, tgt_rt->fn_ahead_done, m, sizeof(m), "a kernel's completion");
     free(t->kmsg);
     free(t);

@@ -64,6 +64,9 @@ struct tgt_node {
     bool kdone;              /* ahead: its executor reported it done */
     bool sent;               /* ahead: the launching thread is done with it */
     bool inlined;            /* inline_writes ran */
+    bool deferred;           /* held back at a flush (see hold_unmeasured) */
+    bool holds;              /* something was held back until it is done */
+    bool was_held;           /* counted in stats.held */
     dm_buf_t **pulled;       /* ahead: copies that arrive on exec for it */
     uint64_t *pulled_tag;    /* the writer whose data each one brings */
     size_t npulled;
@@ -131,6 +134,7 @@ typedef struct graph {
     uint64_t nlive;
     tgt_node_t *live_head, *live_tail;
     queue_t pending, ready, finished, blocked;
+    queue_t held;            /* held back by a flush: before pending */
     tgt_node_t *last_all;    /* latest omp_all_memory node */
     ompc_tmap_t deps;
     ompc_tmap_t bstate;
@@ -1073,6 +1077,60 @@ static void schedule_batch(tgt_node_t **v, size_t n, uint64_t batch,
     free(edges);
 }
 
+/* HEFT places a kernel by its cost, and a kernel that has never run has
+ * none: it assumes OMPC_SCHED_DEFAULT_COST, which for a fine-grained
+ * graph is off by orders of magnitude and spreads neighbours over workers
+ * (every edge a transfer).  So a flush places only the nodes that do not
+ * depend on an unmeasured kernel still to finish; the rest wait in
+ * G.held and are placed, with a measured cost, once such a kernel is done
+ * (node_done flushes again).  The first wave runs meanwhile, so the cost
+ * is at most one kernel's latency on the first use of each kernel; a
+ * saved model (OMPC_PERF_MODEL) removes even that.  Independent kernels
+ * (no edge to an unmeasured one) are placed at once, on the default.
+ *
+ * Moves held nodes to the front of v and then to G.held; returns how many
+ * (G.mtx held; v in graph order, so a node's predecessors come first). */
+static size_t hold_unmeasured(tgt_node_t **v, size_t n)
+{
+    size_t nheld = 0;
+    for (size_t i = 0; i < n; i++) {
+        tgt_node_t *t = v[i];
+        t->deferred = false;
+        for (size_t j = 0; j < t->preds.n && !t->deferred; j++) {
+            tgt_node_t *p = t->preds.v[j];
+            if (p->state == N_DONE)
+                continue;
+            if (p->state == N_SCHEDULING && p->deferred) {
+                t->deferred = true;
+            } else if (p->k && !tgt_model_known(p->k)) {
+                p->holds = true;
+                t->deferred = true;
+            }
+        }
+        nheld += t->deferred;
+        if (t->deferred && !t->was_held) {
+            t->was_held = true;
+            G.stats.held++;
+        }
+    }
+    if (nheld == 0)
+        return 0;
+    /* Held nodes back to G.held in order; the placed ones close up. */
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        tgt_node_t *t = v[i];
+        if (t->deferred) {
+            t->state = N_PENDING;
+            q_push(&G.held, t);
+        } else {
+            v[k++] = t;
+        }
+    }
+    for (size_t i = k; i < n; i++)
+        v[i] = NULL;
+    return nheld;
+}
+
 /* Schedule and dispatch everything recorded so far; does not wait. */
 /* mine: a node the calling thread will run itself (it waits for it), so
  * no dispatch thread is woken for it. */
@@ -1080,7 +1138,7 @@ static void flush_keep(tgt_node_t *mine)
 {
     pthread_mutex_lock(&G.sched_mtx);
     pthread_mutex_lock(&G.mtx);
-    size_t n = G.pending.n;
+    size_t n = G.held.n + G.pending.n;
     if (n == 0) {
         pthread_mutex_unlock(&G.mtx);
         pthread_mutex_unlock(&G.sched_mtx);
@@ -1090,23 +1148,29 @@ static void flush_keep(tgt_node_t *mine)
     tgt_node_t **v = malloc(n * sizeof(*v));
     if (!v)
         ompc_fatal("out of memory scheduling %zu tasks", n);
+    /* Held-back nodes were recorded first: graph order is kept. */
     for (size_t i = 0; i < n; i++) {
-        tgt_node_t *t = q_pop(&G.pending);
+        tgt_node_t *t = G.held.n ? q_pop(&G.held) : q_pop(&G.pending);
         t->state = N_SCHEDULING;
         t->batch = batch;
-        t->sched_idx = (int64_t)i;
         v[i] = t;
     }
+    size_t nheld = 0;
+    if (ompc_config_get()->scheduler == OMPC_SCHED_HEFT)
+        nheld = hold_unmeasured(v, n);
+    for (size_t i = 0; i < n - nheld; i++)
+        v[i]->sched_idx = (int64_t)i;
     pthread_mutex_unlock(&G.mtx);
     uint64_t t0 = ompc_now_ns();
-    schedule_batch(v, n, batch, mine);
+    if (n > nheld)
+        schedule_batch(v, n - nheld, batch, mine);
     uint64_t t1 = ompc_now_ns();
     G.stats.sched_ns += t1 - t0;
     G.stats.flushes++;
     if (ompc_trace_on()) {
-        char args[96];
-        snprintf(args, sizeof(args), "{\"tasks\":%zu,\"policy\":\"%s\"}", n,
-                 ompc_sched_name(ompc_config_get()->scheduler));
+        char args[128];
+        snprintf(args, sizeof(args), "{\"tasks\":%zu,\"held\":%zu,\"policy\":\"%s\"}",
+                 n - nheld, nheld, ompc_sched_name(ompc_config_get()->scheduler));
         ompc_trace_span("sched", "schedule", t0, t1, args);
     }
     free(v);
@@ -1146,8 +1210,12 @@ static void node_done(tgt_node_t *n)
     list_clear(&n->preds);
     pthread_cond_broadcast(&G.cv_done);
     wake_dispatchers(woken);
+    /* What waited for this kernel's cost can be placed now. */
+    bool reflush = n->holds && G.held.n > 0;
     node_unref(n);
     pthread_mutex_unlock(&G.mtx);
+    if (reflush)
+        flush();
 }
 
 static void on_kernel_done(void *arg, ompc_status_t st)
@@ -1543,7 +1611,25 @@ static void ahead_finish(tgt_node_t *n, uint64_t t0)
     node_done(n);
 }
 
-void tgt_graph_ahead_done(uint64_t seq, uint64_t kernel_ns, ompc_status_t st)
+/* The hop a consumer measured, on the head's clock: its arrival time minus
+ * the producer's serve time, each rank's clock corrected by its offset. */
+static void learn_hop(int exec, uint64_t hop_raw, int hop_rank)
+{
+    dm_ctx_t *dm = tgt_rt->dm;
+    int p = -1;
+    for (int e = 0; e < dm_num_executors(dm) && p < 0; e++)
+        if (dm_executor_rank(dm, e) == hop_rank)
+            p = e;
+    if (p < 0 || exec < 0 || p == exec)
+        return;
+    int64_t hop = (int64_t)hop_raw - tgt_model_clock_offset(exec) +
+                  tgt_model_clock_offset(p);
+    if (hop > 0)
+        tgt_model_learn_hop((double)hop * 1e-9);
+}
+
+void tgt_graph_ahead_done(uint64_t seq, uint64_t kernel_ns, ompc_status_t st,
+                          uint64_t hop_raw, int hop_rank, int from)
 {
     pthread_mutex_lock(&G.mtx);
     ompc_tmap_node_t *t = ompc_tmap_erase(&G.ahead_nodes, (uintptr_t)seq);
@@ -1554,6 +1640,14 @@ void tgt_graph_ahead_done(uint64_t seq, uint64_t kernel_ns, ompc_status_t st)
         return;
     }
     tgt_node_t *n = OMPC_TMAP_ENTRY(t, tgt_node_t, anode);
+    if (n->exec < 0 || dm_executor_rank(tgt_rt->dm, n->exec) != from) {
+        pthread_mutex_unlock(&G.mtx);
+        ompc_error("rank %d reported task %llu done, which runs elsewhere", from,
+                   (unsigned long long)seq);
+        return;
+    }
+    if (hop_rank >= 0)
+        learn_hop(n->exec, hop_raw, hop_rank);
     n->kernel_ns = kernel_ns;
     n->kst = st;
     n->kdone = true;

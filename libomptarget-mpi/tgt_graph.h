@@ -56,15 +56,22 @@ void tgt_graph_host_task(const tgt_dep_t *deps, int n);
 ompc_status_t tgt_ahead_fn_register(void); /* every rank, before start */
 void tgt_ahead_start(void);                /* executors, after start */
 void tgt_ahead_stop(void);                 /* executors, after serving */
-/* Head, gate thread: an executor finished launched-ahead task seq. */
-void tgt_graph_ahead_done(uint64_t seq, uint64_t kernel_ns, ompc_status_t st);
+/* Head, gate thread: executor rank `from` finished launched-ahead task
+ * seq; its slowest timed input came from hop_rank (-1: none) hop_raw ns
+ * after that rank served it (the two ranks' clocks). */
+void tgt_graph_ahead_done(uint64_t seq, uint64_t kernel_ns, ompc_status_t st,
+                          uint64_t hop_raw, int hop_rank, int from);
 
 /* Cost model and statistics (tgt_model.c). */
 typedef struct tgt_model tgt_model_t;
 void tgt_model_init(void);                       /* head, after start */
 double tgt_model_cost(const tgt_kernel_t *k, int exec);   /* seconds */
+bool tgt_model_known(const tgt_kernel_t *k);     /* measured on some executor */
 void tgt_model_learn(const tgt_kernel_t *k, int exec, double seconds);
 double tgt_model_lat(int exec);                  /* seconds, head <-> exec */
+/* A worker-to-worker hop measured in a running graph (serve -> arrival):
+ * under load it is far above the idle probe, and HEFT must know. */
+void tgt_model_learn_hop(double seconds);
 double tgt_model_inv_bw(int exec);               /* seconds per byte */
 int64_t tgt_model_clock_offset(int exec);        /* exec clock - head clock, ns */
 void tgt_model_fini(void);                       /* saves OMPC_PERF_MODEL */
@@ -80,6 +87,7 @@ void tgt_stats_print(uint64_t t_shutdown0, uint64_t t_end);
 /* Statistics the graph keeps for OMPC_STATS. */
 typedef struct tgt_graph_stats {
     uint64_t nodes, kernels, flushes;
+    uint64_t held;                       /* nodes held back for a cost */
     uint64_t sched_ns;
     uint64_t *tasks_per_exec;            /* kernels per executor */
 } tgt_graph_stats_t;
