@@ -64,7 +64,7 @@ struct tgt_node {
     bool kdone;              /* ahead: its executor reported it done */
     bool sent;               /* ahead: the launching thread is done with it */
     bool inlined;            /* inline_writes ran */
-    bool deferred;           /* held back at a flush (see hold_unmeasured) */
+    bool deferred;           /* in G.held (see hold_unmeasured) */
     bool holds;              /* something was held back until it is done */
     bool was_held;           /* counted in stats.held */
     dm_buf_t **pulled;       /* ahead: copies that arrive on exec for it */
@@ -1088,11 +1088,12 @@ static void schedule_batch(tgt_node_t **v, size_t n, uint64_t batch,
  * saved model (OMPC_PERF_MODEL) removes even that.  Independent kernels
  * (no edge to an unmeasured one) are placed at once, on the default.
  *
- * Moves held nodes to the front of v and then to G.held; returns how many
- * (G.mtx held; v in graph order, so a node's predecessors come first). */
+ * Held nodes go to G.held in graph order and the placed ones close up at
+ * the front of v; returns how many were held (G.mtx held; v in graph
+ * order, so a node's predecessors in v come before it and are decided). */
 static size_t hold_unmeasured(tgt_node_t **v, size_t n)
 {
-    size_t nheld = 0;
+    size_t k = 0;
     for (size_t i = 0; i < n; i++) {
         tgt_node_t *t = v[i];
         t->deferred = false;
@@ -1100,35 +1101,25 @@ static size_t hold_unmeasured(tgt_node_t **v, size_t n)
             tgt_node_t *p = t->preds.v[j];
             if (p->state == N_DONE)
                 continue;
-            if (p->state == N_SCHEDULING && p->deferred) {
+            if (p->deferred) {
                 t->deferred = true;
             } else if (p->k && !tgt_model_known(p->k)) {
                 p->holds = true;
                 t->deferred = true;
             }
         }
-        nheld += t->deferred;
-        if (t->deferred && !t->was_held) {
+        if (!t->deferred) {
+            v[k++] = t;
+            continue;
+        }
+        if (!t->was_held) {
             t->was_held = true;
             G.stats.held++;
         }
+        t->state = N_PENDING;
+        q_push(&G.held, t);
     }
-    if (nheld == 0)
-        return 0;
-    /* Held nodes back to G.held in order; the placed ones close up. */
-    size_t k = 0;
-    for (size_t i = 0; i < n; i++) {
-        tgt_node_t *t = v[i];
-        if (t->deferred) {
-            t->state = N_PENDING;
-            q_push(&G.held, t);
-        } else {
-            v[k++] = t;
-        }
-    }
-    for (size_t i = k; i < n; i++)
-        v[i] = NULL;
-    return nheld;
+    return n - k;
 }
 
 /* Schedule and dispatch everything recorded so far; does not wait. */

@@ -286,7 +286,7 @@ double tgt_model_lat(int e)
         return 0;
     pthread_mutex_lock(&M.mtx);
     double v = M.lat[e];
-    if (M.hop_n && M.hop > v && dm_executor_rank(tgt_rt->dm, e) != 0)
+    if (M.hop_n && M.hop > v)
         v = M.hop;
     pthread_mutex_unlock(&M.mtx);
     return v;
