@@ -717,19 +717,28 @@ size_t dm_buf_span(const dm_buf_t *buf) { return buf->span; }
 dm_addr_t dm_buf_addr_on(const dm_buf_t *buf, int exec) { return addr_on(buf, exec); }
 
 size_t dm_commit_claim(dm_ctx_t *dm, int exec, dm_buf_t *const *bufs, size_t n,
-                       dm_buf_t **out)
+                       dm_buf_t **out, size_t *nclaimed)
 {
-    size_t k = 0;
+    /* Claimed ones fill out[] from the front, those in flight from the
+     * back; the latter then move up behind the former. */
+    size_t k = 0, back = n;
     pthread_mutex_lock(&dm->mtx);
     for (size_t i = 0; i < n; i++) {
         dm_buf_t *b = bufs[i];
-        if (b->fixed || b->committed[exec] != DM_COMMIT_NONE)
+        if (b->fixed || b->committed[exec] == DM_COMMIT_DONE)
             continue;
+        if (b->committed[exec] == DM_COMMIT_SENT) {
+            out[--back] = b;
+            continue;
+        }
         b->committed[exec] = DM_COMMIT_SENT;
         b->commit_h[exec] = NULL;
         out[k++] = b;
     }
     pthread_mutex_unlock(&dm->mtx);
+    *nclaimed = k;
+    for (size_t i = back; i < n; i++)
+        out[k++] = out[i];
     return k;
 }
 

@@ -106,12 +106,16 @@ size_t dm_buf_span(const dm_buf_t *buf);
 /* The buffer's address on one executor (they differ only for fixed ones). */
 dm_addr_t dm_buf_addr_on(const dm_buf_t *buf, int exec);
 /* A launch message carries the commits of its buffers.  dm_commit_claim
- * puts in out[] (returns how many) the buffers not committed on exec and
- * marks them as being committed; dm_commit_claimed then names the event
- * that carries them (NULL: it did not start; they are uncommitted again).
- * Transfers into claimed buffers wait for that event. */
+ * puts in out[] (returns how many) the buffers not known committed on
+ * exec: first the *nclaimed it marks as being committed now, then those
+ * whose commit is already on its way in another message.  A launch names
+ * both (a repeated commit is harmless), since messages sent by different
+ * threads, or batched, may arrive in any order.  dm_commit_claimed then
+ * names the event that carries the claimed ones (NULL: it did not start;
+ * they are uncommitted again).  Transfers into claimed buffers wait for
+ * that event. */
 size_t dm_commit_claim(dm_ctx_t *dm, int exec, dm_buf_t *const *bufs, size_t n,
-                       dm_buf_t **out);
+                       dm_buf_t **out, size_t *nclaimed);
 void dm_commit_claimed(dm_ctx_t *dm, int exec, dm_buf_t *const *bufs, size_t n,
                        ev_handle_t *h);
 /* Whose data a buffer holds: the tag given to dm_written_by (a task's

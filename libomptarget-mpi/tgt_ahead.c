@@ -240,32 +240,42 @@ static void wait_add(aw_wait_t *w)
 }
 
 /* ----------------------------------------------------------- handlers */
-static ompc_status_t fn_launch(ev_exec_info_t *info)
+static void task_done(aw_task_t *t, ompc_status_t st, uint64_t ns);
+
+/* Whether words m[0..words) are one well-formed launch. */
+static bool launch_valid(const uint64_t *m, size_t words)
 {
-    const uint64_t *m = info->args;
-    size_t words = info->args_size / 8;
-    if (info->args_size % 8 || words < L_HDR)
-        return OMPC_ERR_INVALID;
+    if (words < L_HDR)
+        return false;
+    uint64_t nc = m[2], na = m[3], np = m[4], klen = m[5];
+    return nc <= words && na <= words && np <= words && klen <= words * 8 &&
+           L_HDR + 2 * nc + na + P_LEN * np + (klen + 7) / 8 == words;
+}
+
+/* One launch of a batch.  A launch this rank cannot take is reported as
+ * its task's failure, so that the head names the kernel. */
+static void launch_one(ev_exec_info_t *info, const uint64_t *m)
+{
     uint64_t seq = m[0], lwm = m[1], nc = m[2], na = m[3], np = m[4], klen = m[5];
-    if (nc > words || na > words || np > words ||
-        L_HDR + 2 * nc + na + P_LEN * np + (klen + 7) / 8 != words)
-        return OMPC_ERR_INVALID;
     const uint64_t *c = m + L_HDR, *a = c + 2 * nc, *p = a + na;
-    for (uint64_t i = 0; i < nc; i++) {
-        ompc_status_t st = dm_exec_commit(info->ctx, c[2 * i], c[2 * i + 1]);
-        if (st != OMPC_OK)
-            return st;
-    }
     aw_task_t *t = calloc(1, sizeof(*t));
     char *k = malloc(klen ? klen : 1);
     if (!t || !k) {
         free(t);
         free(k);
-        return OMPC_ERR_NOMEM;
+        ompc_fatal("out of memory launching a kernel");
     }
-    memcpy(k, p + P_LEN * np, klen);
     t->seq = seq;
     t->hop_rank = -1;
+    for (uint64_t i = 0; i < nc; i++) {
+        ompc_status_t st = dm_exec_commit(info->ctx, c[2 * i], c[2 * i + 1]);
+        if (st != OMPC_OK) {
+            free(k);
+            task_done(t, st, 0);
+            return;
+        }
+    }
+    memcpy(k, p + P_LEN * np, klen);
     t->kmsg = k;
     t->klen = klen;
     t->missing = (int)np + 1; /* +1: until this handler is done with it */
@@ -298,6 +308,29 @@ static ompc_status_t fn_launch(ev_exec_info_t *info)
         wm[4] = seq;
         wm[5] = (uint64_t)tgt_rt->rank;
         send_post((int)q[4], tgt_rt->fn_ahead_watch, wm, sizeof(wm), "a data request");
+    }
+}
+
+/* A batch: {count}, then per launch {words} and the launch.  Checked whole
+ * before any of it is taken, so a malformed batch is refused whole. */
+static ompc_status_t fn_launch(ev_exec_info_t *info)
+{
+    const uint64_t *m = info->args;
+    size_t words = info->args_size / 8;
+    if (info->args_size % 8 || words < 1 || m[0] > words)
+        return OMPC_ERR_INVALID;
+    size_t at = 1;
+    for (uint64_t i = 0; i < m[0]; i++) {
+        if (at >= words || m[at] > words - at - 1 || !launch_valid(m + at + 1, m[at]))
+            return OMPC_ERR_INVALID;
+        at += 1 + m[at];
+    }
+    if (at != words)
+        return OMPC_ERR_INVALID;
+    at = 1;
+    for (uint64_t i = 0; i < m[0]; i++) {
+        launch_one(info, m + at + 1);
+        at += 1 + m[at];
     }
     return OMPC_OK;
 }

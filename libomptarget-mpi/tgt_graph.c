@@ -101,6 +101,7 @@ typedef struct buf_state {
     ompc_tmap_node_t node;   /* key: buffer device address */
     tgt_node_t *last_op;
     node_list_t users;
+    size_t prune_at;         /* users.n that triggers the next prune */
 } buf_state_t;
 
 /* Per buffer used by launched-ahead nodes in flight: where its next data
@@ -617,8 +618,13 @@ static void buf_record(tgt_node_t *n)
         if (s->last_op == n)
             continue;
         edge(s->last_op, n);
-        if (s->users.n >= 64)
+        if (s->users.n >= s->prune_at) {
+            /* Amortised: the users of a buffer every task touches can all
+             * still be running (a whole window of them), so a prune per
+             * record would cost the window's length each time. */
             list_prune(&s->users);
+            s->prune_at = s->users.n < 32 ? 64 : 2 * s->users.n;
+        }
         node_ref(n);
         list_push(&s->users, n);
     }
@@ -747,6 +753,31 @@ void tgt_rec_commit(tgt_node_t *n, tgt_mapped_t *m, dm_buf_t **wr, size_t nwr,
     }
 }
 
+/* ------------------------------------------- batched launches (state) */
+/* A dispatching thread plans launches one node at a time but sends them
+ * per executor: one message (and one reply) for everything it planned
+ * while more nodes were ready.  Per launch, the message, its reply and the
+ * progress passes they take cost the head more than the planning.  A
+ * thread sends what it holds before anything that may block (a copy from
+ * the head waits for commits other threads claimed), so a claim never
+ * waits on the thread that holds it. */
+#define LB_MAX_ITEMS 32
+#define LB_MAX_WORDS (32 * 1024)
+
+typedef struct lb_item {
+    tgt_node_t *n;
+    dm_buf_t **claimed;
+    size_t nclaimed;
+} lb_item_t;
+
+static _Thread_local struct {
+    lb_item_t v[LB_MAX_ITEMS];
+    size_t n, words;
+} LB;
+
+static void lb_flush(void);
+static bool lb_due(void);
+
 /* ------------------------------------------------------------- waiting */
 static void node_start(tgt_node_t *n);
 static void node_finish(tgt_node_t *n);
@@ -760,12 +791,18 @@ static void node_finish(tgt_node_t *n);
 static void help_once(tgt_node_t *mine)
 {
     tgt_node_t *t;
-    if ((t = work_pop(&G.finished))) {
+    if (lb_due()) {
+        pthread_mutex_unlock(&G.mtx);
+        lb_flush();
+    } else if ((t = work_pop(&G.finished))) {
         pthread_mutex_unlock(&G.mtx);
         node_finish(t);
     } else if ((t = work_pop(&G.ready))) {
         pthread_mutex_unlock(&G.mtx);
         node_start(t);
+    } else if (LB.n) {
+        pthread_mutex_unlock(&G.mtx);
+        lb_flush();
     } else if (mine && mine->state == N_RUNNING && mine->h && !mine->waited) {
         ev_handle_t *h = mine->h;
         ev_handle_retain(h);
@@ -1364,23 +1401,125 @@ static void pull_add(u64_vec_t *pulls, uint64_t after, uint64_t src, uint64_t ds
     vec_add(pulls, (uint64_t)rank);
 }
 
-/* The launch message was delivered (or refused): its bytes are free. */
+/* ------------------------------------------------- batched launches */
+/* What a batch needs until its reply: the message and its nodes. */
+typedef struct lb_sent {
+    uint64_t *msg;
+    size_t n;
+    tgt_node_t *nodes[];
+} lb_sent_t;
+
+/* The batch was delivered (or refused): its bytes are free. */
 static void on_launch_done(void *arg, ompc_status_t st)
 {
-    tgt_node_t *n = arg;
+    lb_sent_t *s = arg;
     pthread_mutex_lock(&G.mtx);
-    free(n->msg);
-    n->msg = NULL;
-    if (st != OMPC_OK && !n->kdone) {
-        /* The executor refused it: no completion will come. */
-        ompc_tmap_erase(&G.ahead_nodes, n->seq);
-        n->kst = st;
-        n->kdone = true;
-        if (n->npred_left == 0)
+    for (size_t i = 0; i < s->n; i++) {
+        tgt_node_t *n = s->nodes[i];
+        if (st != OMPC_OK && !n->kdone) {
+            /* The executor refused it: no completion will come. */
+            ompc_tmap_erase(&G.ahead_nodes, n->seq);
+            n->kst = st;
+            n->kdone = true;
+            if (n->npred_left == 0)
+                push_finished(n);
+        }
+        node_unref(n);
+    }
+    pthread_mutex_unlock(&G.mtx);
+    free(s->msg);
+    free(s);
+}
+
+/* Send the launches v[0..k) to executor e, one message: {count}, then per
+ * launch {words} and the launch (tgt_ahead.c). */
+static void lb_send(int e, lb_item_t *v, size_t k)
+{
+    dm_ctx_t *dm = tgt_rt->dm;
+    size_t words = 1;
+    for (size_t i = 0; i < k; i++)
+        words += 1 + v[i].n->msg_len / 8;
+    lb_sent_t *s = malloc(sizeof(*s) + k * sizeof(tgt_node_t *));
+    uint64_t *m = malloc(words * 8);
+    if (!s || !m)
+        ompc_fatal("out of memory launching %zu kernels", k);
+    s->msg = m;
+    s->n = k;
+    *m++ = k;
+    for (size_t i = 0; i < k; i++) {
+        tgt_node_t *n = v[i].n;
+        *m++ = n->msg_len / 8;
+        memcpy(m, n->msg, n->msg_len);
+        m += n->msg_len / 8;
+        s->nodes[i] = n;
+    }
+    ev_handle_t *h = NULL;
+    ompc_status_t st = ev_execute(tgt_rt->ev, dm_executor_rank(dm, e),
+                                  tgt_rt->fn_ahead_launch, s->msg, words * 8, NULL, 0, &h);
+    for (size_t i = 0; i < k; i++) {
+        dm_commit_claimed(dm, e, v[i].claimed, v[i].nclaimed, st == OMPC_OK ? h : NULL);
+        free(v[i].claimed);
+    }
+    if (st != OMPC_OK)
+        TGT_USER_ERROR(v[0].n->loc, "cannot launch kernel %s: %s", v[0].n->k->name,
+                       ompc_status_str(st));
+    /* A finish (which may free the buffers just claimed) waits for this. */
+    pthread_mutex_lock(&G.mtx);
+    G.stats.launch_msgs++;
+    G.stats.launches += k;
+    for (size_t i = 0; i < k; i++) {
+        tgt_node_t *n = v[i].n;
+        free(n->msg);
+        n->msg = NULL;
+        n->sent = true;
+        if (n->kdone && n->npred_left == 0)
             push_finished(n);
     }
-    node_unref(n);
     pthread_mutex_unlock(&G.mtx);
+    ev_handle_on_done(h, on_launch_done, s);
+    ev_handle_release(h);
+}
+
+/* Send every launch this thread holds, one message per executor. */
+static void lb_flush(void)
+{
+    size_t n = LB.n;
+    if (!n)
+        return;
+    LB.n = 0;
+    LB.words = 0;
+    lb_item_t v[LB_MAX_ITEMS], rest[LB_MAX_ITEMS];
+    memcpy(v, LB.v, n * sizeof(*v));
+    while (n) {
+        /* Those for the first one's executor, in planning order. */
+        int e = v[0].n->exec;
+        size_t k = 0, r = 0;
+        for (size_t i = 0; i < n; i++) {
+            if (v[i].n->exec == e)
+                v[k++] = v[i];
+            else
+                rest[r++] = v[i];
+        }
+        lb_send(e, v, k);
+        memcpy(v, rest, r * sizeof(*v));
+        n = r;
+    }
+}
+
+/* G.mtx held: whether this thread should send what it holds now rather
+ * than plan another ready node first. */
+static bool lb_due(void)
+{
+    return LB.n && (G.ready.n == 0 || G.finished.n || LB.n == LB_MAX_ITEMS ||
+                    LB.words >= LB_MAX_WORDS);
+}
+
+static void lb_add(tgt_node_t *n, dm_buf_t **claimed, size_t nclaimed)
+{
+    if (LB.n == LB_MAX_ITEMS)
+        lb_flush();
+    LB.v[LB.n++] = (lb_item_t){n, claimed, nclaimed};
+    LB.words += 1 + n->msg_len / 8;
 }
 
 /* Send kernel node n to executor e now, naming what it must wait for
@@ -1410,11 +1549,13 @@ static void ahead_launch(tgt_node_t *n, int e, uint64_t t0)
     }
     pthread_mutex_unlock(&G.ahead_mtx);
     if (nhead) {
+        lb_flush(); /* it may wait for claims this thread holds */
         ompc_status_t st = dm_acquire(dm, e, head, nhead);
         if (st != OMPC_OK)
             TGT_USER_ERROR(n->loc, "moving the region's data to executor %d failed: %s",
                            e, ompc_status_str(st));
     }
+    free(head);
 
     u64_vec_t after = {0}, pulls = {0}, commits = {0};
     size_t nb = n->nbufs + n->ninline;
@@ -1432,8 +1573,8 @@ static void ahead_launch(tgt_node_t *n, int e, uint64_t t0)
     pthread_mutex_lock(&G.mtx);
     uint64_t lwm = G.live_head ? G.live_head->seq - 1 : G.seq;
     pthread_mutex_lock(&G.ahead_mtx);
-    size_t nclaimed = dm_commit_claim(dm, e, all, nb, claimed);
-    for (size_t i = 0; i < nclaimed; i++) {
+    size_t nclaimed, ncommit = dm_commit_claim(dm, e, all, nb, claimed, &nclaimed);
+    for (size_t i = 0; i < ncommit; i++) {
         vec_add(&commits, dm_buf_addr(claimed[i]));
         vec_add(&commits, dm_buf_span(claimed[i]));
     }
@@ -1546,25 +1687,9 @@ static void ahead_launch(tgt_node_t *n, int e, uint64_t t0)
         fprintf(stderr, "[ompc info] r0 task %llu (%s) -> executor %d (rank %d)\n",
                 (unsigned long long)n->seq, n->k->name, e, rank);
     span("transfer", n, "launch", t0, 0);
-    /* From here on n may finish on another thread at any moment: only the
-     * reference taken above keeps it, and its callback owns the message. */
-    ev_handle_t *h = NULL;
-    ompc_status_t st = ev_execute(tgt_rt->ev, rank, tgt_rt->fn_ahead_launch, n->msg,
-                                  n->msg_len, NULL, 0, &h);
-    dm_commit_claimed(dm, e, claimed, nclaimed, st == OMPC_OK ? h : NULL);
-    free(claimed);
-    free(head);
-    if (st != OMPC_OK)
-        TGT_USER_ERROR(n->loc, "cannot launch kernel %s: %s", n->k->name,
-                       ompc_status_str(st));
-    /* Its finish (which may free the buffers just claimed) waits for this. */
-    pthread_mutex_lock(&G.mtx);
-    n->sent = true;
-    if (n->kdone && n->npred_left == 0)
-        push_finished(n);
-    pthread_mutex_unlock(&G.mtx);
-    ev_handle_on_done(h, on_launch_done, n);
-    ev_handle_release(h);
+    /* From here on n may finish on another thread as soon as its batch is
+     * sent: only the reference taken above keeps it. */
+    lb_add(n, claimed, nclaimed);
 }
 
 static void ahead_finish(tgt_node_t *n, uint64_t t0)
@@ -1651,6 +1776,7 @@ static void node_start(tgt_node_t *n)
 {
     uint64_t t0 = ompc_now_ns();
     if (!n->k) {
+        lb_flush(); /* what follows may wait for claims this thread holds */
         run_ops(n, 0, n->nops);
         /* Enter data: push the copy to the worker that will use it. */
         if (n->exec >= 0 && dm_num_executors(tgt_rt->dm) > 1) {
@@ -1715,6 +1841,7 @@ static void node_start(tgt_node_t *n)
         return;
     }
     pthread_mutex_unlock(&G.mtx);
+    lb_flush();
     run_ops(n, 0, n->npre);
     ompc_status_t st = dm_acquire(tgt_rt->dm, e, n->bufs, n->nbufs);
     if (st != OMPC_OK)
@@ -1784,12 +1911,20 @@ static void *dispatch_main(void *arg)
     pthread_mutex_lock(&G.mtx);
     for (;;) {
         tgt_node_t *n;
-        if ((n = work_pop(&G.finished))) {
+        if (lb_due()) {
+            pthread_mutex_unlock(&G.mtx);
+            lb_flush();
+            n = NULL;
+        } else if ((n = work_pop(&G.finished))) {
             pthread_mutex_unlock(&G.mtx);
             node_finish(n);
         } else if ((n = work_pop(&G.ready))) {
             pthread_mutex_unlock(&G.mtx);
             node_start(n);
+        } else if (LB.n) {
+            pthread_mutex_unlock(&G.mtx);
+            lb_flush();
+            n = NULL;
         } else if (G.stop) {
             break;
         } else if (ompc_now_ns() < hot_until &&

@@ -88,6 +88,7 @@ void tgt_stats_print(uint64_t t_shutdown0, uint64_t t_end);
 typedef struct tgt_graph_stats {
     uint64_t nodes, kernels, flushes;
     uint64_t held;                       /* nodes held back for a cost */
+    uint64_t launches, launch_msgs;      /* launched ahead, in messages */
     uint64_t sched_ns;
     uint64_t *tasks_per_exec;            /* kernels per executor */
 } tgt_graph_stats_t;
