@@ -36,6 +36,14 @@
 #define A_HDR 6
 /* Data up to this size travels inside the arrive message. */
 #define A_INLINE_MAX (32 * 1024)
+/* Done: {seq, kernel ns, status, hop, hop rank} per task, several tasks per
+ * message.  Completions wait to go together only while more work is ready
+ * here and expected to be short, so the head hears of each within about
+ * D_SHORT_NS (or D_MAX_AGE_NS) of it. */
+#define D_LEN 5
+#define D_MAX 32
+#define D_SHORT_NS 50000u
+#define D_MAX_AGE_NS 200000u
 
 typedef struct aw_task {
     uint64_t seq;
@@ -76,6 +84,10 @@ static struct {
     pthread_t *thr;
     _Atomic int hot;         /* an engine thread polls the ready queue */
     _Atomic int nready;
+    uint64_t dq[D_MAX * D_LEN]; /* completions not sent yet */
+    size_t dn;
+    uint64_t dt0;            /* when the oldest of them was done */
+    uint64_t *kns;           /* per kernel: its last run's time (0: none) */
 } A = {.mtx = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
 
 static size_t bucket(uint64_t seq) { return (size_t)(seq * 0x9E3779B97F4A7C15u >> 52) % AW_BUCKETS; }
@@ -381,11 +393,12 @@ static ompc_status_t fn_arrive(ev_exec_info_t *info)
 
 static ompc_status_t fn_done(ev_exec_info_t *info)
 {
-    if (info->args_size != 5 * 8)
+    if (info->args_size == 0 || info->args_size % (D_LEN * 8))
         return OMPC_ERR_INVALID;
     const uint64_t *m = info->args;
-    tgt_graph_ahead_done(m[0], m[1], (ompc_status_t)(int64_t)m[2], m[3],
-                         (int)(int64_t)m[4], info->origin);
+    for (size_t i = 0; i < info->args_size / (D_LEN * 8); i++, m += D_LEN)
+        tgt_graph_ahead_done(m[0], m[1], (ompc_status_t)(int64_t)m[2], m[3],
+                             (int)(int64_t)m[4], info->origin);
     return OMPC_OK;
 }
 
@@ -407,9 +420,52 @@ ompc_status_t tgt_ahead_fn_register(void)
 }
 
 /* ------------------------------------------------------------- engine */
+static uint32_t task_kernel(const aw_task_t *t)
+{
+    uint32_t idx = UINT32_MAX;
+    if (t->kmsg && t->klen >= sizeof(idx))
+        memcpy(&idx, t->kmsg, sizeof(idx));
+    return idx < (uint32_t)tgt_rt->nkernels ? idx : UINT32_MAX;
+}
+
+/* A.mtx held: whether a task is known to be short (a completion may wait
+ * for it). */
+static bool task_short(const aw_task_t *t)
+{
+    uint32_t k = task_kernel(t);
+    return A.kns && k != UINT32_MAX && A.kns[k] && A.kns[k] < D_SHORT_NS;
+}
+
+/* A.mtx held: move the completions waiting into out (D_MAX * D_LEN words);
+ * returns how many words. */
+static size_t dq_take(uint64_t *out)
+{
+    size_t w = A.dn * D_LEN;
+    memcpy(out, A.dq, w * 8);
+    A.dn = 0;
+    return w;
+}
+
+static void dq_send(const uint64_t *m, size_t words)
+{
+    if (words)
+        send_post(0, tgt_rt->fn_ahead_done, m, words * 8, "kernel completions");
+}
+
+/* A.mtx held: send the waiting completions now rather than with the next
+ * ones?  Yes unless more work is ready and the next task is short. */
+static bool dq_due(uint64_t now)
+{
+    return A.dn && (A.dn == D_MAX || !A.rq_head || !task_short(A.rq_head) ||
+                    now - A.dt0 >= D_MAX_AGE_NS);
+}
+
 static void task_done(aw_task_t *t, ompc_status_t st, uint64_t ns)
 {
     aw_wait_t *served = NULL;
+    uint64_t out[D_MAX * D_LEN];
+    size_t nout = 0;
+    uint64_t now = ompc_now_ns();
     pthread_mutex_lock(&A.mtx);
     done_add(t->seq);
     aw_wait_t **pp = &A.waits[bucket(t->seq)];
@@ -431,15 +487,28 @@ static void task_done(aw_task_t *t, ompc_status_t st, uint64_t ns)
             served = w;
         }
     }
+    uint32_t k = task_kernel(t);
+    if (A.kns && k != UINT32_MAX && st == OMPC_OK)
+        A.kns[k] = ns ? ns : 1;
+    if (A.dn == D_MAX)
+        nout = dq_take(out);
+    if (!A.dn)
+        A.dt0 = now;
+    uint64_t *d = A.dq + A.dn++ * D_LEN;
+    d[0] = t->seq;
+    d[1] = ns;
+    d[2] = (uint64_t)(int64_t)st;
+    d[3] = t->hop_raw;
+    d[4] = (uint64_t)(int64_t)t->hop_rank;
+    if (!nout && dq_due(now))
+        nout = dq_take(out);
     pthread_mutex_unlock(&A.mtx);
     while (served) {
         aw_wait_t *w = served;
         served = w->next;
         serve(w);
     }
-    uint64_t m[5] = {t->seq, ns, (uint64_t)(int64_t)st, t->hop_raw,
-                     (uint64_t)(int64_t)t->hop_rank};
-    send_post(0, tgt_rt->fn_ahead_done, m, sizeof(m), "a kernel's completion");
+    dq_send(out, nout);
     free(t->kmsg);
     free(t);
 }
@@ -452,9 +521,19 @@ static void *engine_main(void *arg)
     ompc_trace_thread_name(name);
     uint64_t spin_ns = (uint64_t)ompc_config_get()->spin_us * 1000u;
     uint64_t hot_until = 0;
+    uint64_t out[D_MAX * D_LEN];
     pthread_mutex_lock(&A.mtx);
     for (;;) {
         aw_task_t *t = A.rq_head;
+        if (A.dn && (!t || !task_short(t))) {
+            /* Completions held for this task go first: it may be long
+             * (or there is nothing to run). */
+            size_t nout = dq_take(out);
+            pthread_mutex_unlock(&A.mtx);
+            dq_send(out, nout);
+            pthread_mutex_lock(&A.mtx);
+            continue;
+        }
         if (t) {
             A.rq_head = t->rnext;
             if (!A.rq_head)
@@ -498,7 +577,8 @@ void tgt_ahead_start(void)
     if (n < 1)
         n = 1;
     A.thr = calloc((size_t)n, sizeof(pthread_t));
-    if (!A.thr)
+    A.kns = calloc(tgt_rt->nkernels ? (size_t)tgt_rt->nkernels : 1, sizeof(uint64_t));
+    if (!A.thr || !A.kns)
         ompc_fatal("out of memory starting kernel threads");
     for (int i = 0; i < n; i++) {
         int rc = pthread_create(&A.thr[i], NULL, engine_main, (void *)(intptr_t)i);
@@ -535,4 +615,6 @@ void tgt_ahead_stop(void)
     free(A.done);
     A.done = NULL;
     A.capdone = A.ndone = 0;
+    free(A.kns);
+    A.kns = NULL;
 }
