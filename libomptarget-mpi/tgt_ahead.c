@@ -40,7 +40,7 @@
  * message.  Completions wait to go together only while more work is ready
  * here and expected to be short, so the head hears of each within about
  * D_SHORT_NS (or D_MAX_AGE_NS) of it. */
-#define D_LEN 5
+#define D_LEN TGT_DONE_WORDS
 #define D_MAX 32
 #define D_SHORT_NS 50000u
 #define D_MAX_AGE_NS 200000u
@@ -395,10 +395,7 @@ static ompc_status_t fn_done(ev_exec_info_t *info)
 {
     if (info->args_size == 0 || info->args_size % (D_LEN * 8))
         return OMPC_ERR_INVALID;
-    const uint64_t *m = info->args;
-    for (size_t i = 0; i < info->args_size / (D_LEN * 8); i++, m += D_LEN)
-        tgt_graph_ahead_done(m[0], m[1], (ompc_status_t)(int64_t)m[2], m[3],
-                             (int)(int64_t)m[4], info->origin);
+    tgt_graph_ahead_done(info->args, info->args_size / (D_LEN * 8), info->origin);
     return OMPC_OK;
 }
 

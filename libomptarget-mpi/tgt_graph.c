@@ -1744,20 +1744,19 @@ static void learn_hop(int exec, uint64_t hop_raw, int hop_rank)
         tgt_model_learn_hop((double)hop * 1e-9);
 }
 
-void tgt_graph_ahead_done(uint64_t seq, uint64_t kernel_ns, ompc_status_t st,
-                          uint64_t hop_raw, int hop_rank, int from)
+/* G.mtx held. */
+static void ahead_done_one(uint64_t seq, uint64_t kernel_ns, ompc_status_t st,
+                           uint64_t hop_raw, int hop_rank, int from)
 {
-    pthread_mutex_lock(&G.mtx);
     ompc_tmap_node_t *t = ompc_tmap_erase(&G.ahead_nodes, (uintptr_t)seq);
     if (!t) {
-        pthread_mutex_unlock(&G.mtx);
         ompc_error("an executor reported task %llu done, which is not running",
                    (unsigned long long)seq);
         return;
     }
     tgt_node_t *n = OMPC_TMAP_ENTRY(t, tgt_node_t, anode);
     if (n->exec < 0 || dm_executor_rank(tgt_rt->dm, n->exec) != from) {
-        pthread_mutex_unlock(&G.mtx);
+        ompc_tmap_insert(&G.ahead_nodes, t);
         ompc_error("rank %d reported task %llu done, which runs elsewhere", from,
                    (unsigned long long)seq);
         return;
@@ -1767,8 +1766,18 @@ void tgt_graph_ahead_done(uint64_t seq, uint64_t kernel_ns, ompc_status_t st,
     n->kernel_ns = kernel_ns;
     n->kst = st;
     n->kdone = true;
+    G.stats.completions++;
     if (n->npred_left == 0 && n->sent)
         push_finished(n);
+}
+
+void tgt_graph_ahead_done(const uint64_t *m, size_t n, int from)
+{
+    pthread_mutex_lock(&G.mtx);
+    G.stats.done_msgs++;
+    for (size_t i = 0; i < n; i++, m += TGT_DONE_WORDS)
+        ahead_done_one(m[0], m[1], (ompc_status_t)(int64_t)m[2], m[3],
+                       (int)(int64_t)m[4], from);
     pthread_mutex_unlock(&G.mtx);
 }
 

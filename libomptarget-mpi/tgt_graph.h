@@ -56,11 +56,12 @@ void tgt_graph_host_task(const tgt_dep_t *deps, int n);
 ompc_status_t tgt_ahead_fn_register(void); /* every rank, before start */
 void tgt_ahead_start(void);                /* executors, after start */
 void tgt_ahead_stop(void);                 /* executors, after serving */
-/* Head, gate thread: executor rank `from` finished launched-ahead task
- * seq; its slowest timed input came from hop_rank (-1: none) hop_raw ns
- * after that rank served it (the two ranks' clocks). */
-void tgt_graph_ahead_done(uint64_t seq, uint64_t kernel_ns, ompc_status_t st,
-                          uint64_t hop_raw, int hop_rank, int from);
+/* Head, gate thread: executor rank `from` finished n launched-ahead
+ * tasks, TGT_DONE_WORDS words each: {seq, kernel ns, status, hop_raw,
+ * hop_rank}: the task's slowest timed input came from hop_rank (-1: none)
+ * hop_raw ns after that rank served it (the two ranks' clocks). */
+#define TGT_DONE_WORDS 5
+void tgt_graph_ahead_done(const uint64_t *m, size_t n, int from);
 
 /* Cost model and statistics (tgt_model.c). */
 typedef struct tgt_model tgt_model_t;
@@ -89,6 +90,7 @@ typedef struct tgt_graph_stats {
     uint64_t nodes, kernels, flushes;
     uint64_t held;                       /* nodes held back for a cost */
     uint64_t launches, launch_msgs;      /* launched ahead, in messages */
+    uint64_t completions, done_msgs;     /* reported done, in messages */
     uint64_t sched_ns;
     uint64_t *tasks_per_exec;            /* kernels per executor */
 } tgt_graph_stats_t;

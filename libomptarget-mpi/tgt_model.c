@@ -492,8 +492,10 @@ void tgt_stats_print(uint64_t t_shutdown0, uint64_t t_end)
             (unsigned long long)g->nodes, (unsigned long long)g->kernels,
             (unsigned long long)g->flushes, (unsigned long long)g->held);
     if (g->launch_msgs)
-        fprintf(stderr, "[ompc stats] %llu kernels launched ahead in %llu messages\n",
-                (unsigned long long)g->launches, (unsigned long long)g->launch_msgs);
+        fprintf(stderr, "[ompc stats] %llu kernels launched ahead in %llu messages, "
+                "%llu completions in %llu messages\n", (unsigned long long)g->launches,
+                (unsigned long long)g->launch_msgs, (unsigned long long)g->completions,
+                (unsigned long long)g->done_msgs);
     for (int e = 0; e < M.ne; e++)
         fprintf(stderr, "[ompc stats] worker %d (rank %d, %lld cores): %llu tasks\n",
                 e, dm_executor_rank(tgt_rt->dm, e), (long long)exec_cores(e),

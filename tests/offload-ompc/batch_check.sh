@@ -1,17 +1,21 @@
 #!/usr/bin/env bash
-# batch_check.sh NP PROGRAM: run PROGRAM with OMPC_STATS=1; it must pass and
-# the head must have sent its launches in fewer messages than launches (at
-# most half as many: the program makes many tasks ready at once).
+# batch_check.sh NP PROGRAM: run PROGRAM with OMPC_STATS=1; it must pass,
+# the head must have sent its launches in at most half as many messages
+# (the program makes many tasks ready at once), and the workers must have
+# reported completions in fewer messages than completions (short kernels
+# with more ready behind them).
 set -u
 np=$1 prog=$2
 out=$(OMPC_STATS=1 "$MPIEXEC" -n "$np" "$prog" 2>&1)
 rc=$?
 echo "$out" | grep -E '\[ompc stats\]|launch_batch'
 [ "$rc" -eq 0 ] || { echo "$out" | tail -20; echo "batch_check: FAIL: exit $rc"; exit 1; }
-line=$(echo "$out" | grep -E '\[ompc stats\] [0-9]+ kernels launched ahead in [0-9]+ messages')
-[ -n "$line" ] || { echo "batch_check: FAIL: no launch count in the stats"; exit 1; }
-launches=$(echo "$line" | sed -E 's/.* ([0-9]+) kernels launched ahead in ([0-9]+) messages.*/\1/')
-msgs=$(echo "$line" | sed -E 's/.* ([0-9]+) kernels launched ahead in ([0-9]+) messages.*/\2/')
+line=$(echo "$out" | grep -E '\[ompc stats\] [0-9]+ kernels launched ahead in [0-9]+ messages, [0-9]+ completions in [0-9]+ messages')
+[ -n "$line" ] || { echo "batch_check: FAIL: no launch counts in the stats"; exit 1; }
+read -r launches msgs dones dmsgs <<<"$(echo "$line" | sed -E \
+  's/.* ([0-9]+) kernels launched ahead in ([0-9]+) messages, ([0-9]+) completions in ([0-9]+) messages.*/\1 \2 \3 \4/')"
 [ "$launches" -gt 0 ] && [ $((2 * msgs)) -le "$launches" ] ||
   { echo "batch_check: FAIL: $launches launches in $msgs messages"; exit 1; }
-echo "batch_check: ok ($launches launches in $msgs messages)"
+[ "$dones" -eq "$launches" ] && [ "$dmsgs" -lt "$dones" ] ||
+  { echo "batch_check: FAIL: $dones completions (of $launches) in $dmsgs messages"; exit 1; }
+echo "batch_check: ok ($launches launches in $msgs messages, completions in $dmsgs)"
