@@ -147,14 +147,9 @@ ompc_status_t dm_ctx_create(ev_ctx_t *ev, dm_ctx_t **dm_p)
 
 static void dm_buf_destroy(dm_buf_t *b)
 {
-    free(b->commit_h);
-    free(b->fetch_h);
-    free(b->fetch_gen);
     free(b->exec_addr);
-    free(b->valid);
-    free(b->committed);
     free(b->snap);
-    free(b);
+    free(b); /* the per-executor arrays live in the same block */
 }
 
 static void dm_drop_node(ompc_tmap_node_t *n, void *arg)
@@ -191,22 +186,25 @@ int dm_executor_rank(const dm_ctx_t *dm, int executor) { return dm->exec_rank[ex
 /* ------------------------------------------------------------- buffers */
 static dm_buf_t *dm_buf_new(dm_ctx_t *dm, size_t size)
 {
-    dm_buf_t *b = calloc(1, sizeof(*b));
-    if (!b)
+    _Static_assert(sizeof(ev_handle_t *) == 8, "handle slots are 8 bytes");
+    /* One block: a buffer is made per mapped region (a task's firstprivate
+     * copy too), so five more allocations each were a cost per task. */
+    size_t P = (size_t)dm->nexec;
+    size_t words = (sizeof(dm_buf_t) + 7) / 8 + 3 * P + (2 * P + 7) / 8;
+    uint64_t *blk = calloc(words, 8);
+    if (!blk)
         return NULL;
+    dm_buf_t *b = (dm_buf_t *)blk;
+    uint64_t *w = blk + (sizeof(dm_buf_t) + 7) / 8;
+    b->commit_h = (ev_handle_t **)w;
+    b->fetch_h = (ev_handle_t **)(w + P);
+    b->fetch_gen = w + 2 * P;
+    b->valid = (uint8_t *)(w + 3 * P);
+    b->committed = b->valid + P;
     b->size = size;
     b->span = (size + DM_PAGE - 1) / DM_PAGE * DM_PAGE;
     if (b->span == 0)
         b->span = DM_PAGE;
-    b->valid = calloc((size_t)dm->nexec, 1);
-    b->committed = calloc((size_t)dm->nexec, 1);
-    b->commit_h = calloc((size_t)dm->nexec, sizeof(ev_handle_t *));
-    b->fetch_h = calloc((size_t)dm->nexec, sizeof(ev_handle_t *));
-    b->fetch_gen = calloc((size_t)dm->nexec, sizeof(uint64_t));
-    if (!b->valid || !b->committed || !b->commit_h || !b->fetch_h || !b->fetch_gen) {
-        dm_buf_destroy(b);
-        return NULL;
-    }
     return b;
 }
 

@@ -93,13 +93,22 @@ static struct {
 static size_t bucket(uint64_t seq) { return (size_t)(seq * 0x9E3779B97F4A7C15u >> 52) % AW_BUCKETS; }
 
 /* ----------------------------------------------------------- done set */
+/* Where seq's probe starts in a table of cap (a power of two) slots: the
+ * top bits of a multiplicative hash.  (bucket() has 12 bits only: in a
+ * larger table every probe would start in its first 4096 slots and the
+ * runs would grow with the table.) */
+static size_t done_slot(uint64_t seq, size_t cap)
+{
+    return (size_t)((seq * 0x9E3779B97F4A7C15u) >> (64 - __builtin_ctzll(cap)));
+}
+
 static bool done_has(uint64_t seq)
 {
     if (seq <= A.lwm)
         return true;
     if (!A.capdone)
         return false;
-    for (size_t i = bucket(seq) % A.capdone;; i = (i + 1) % A.capdone) {
+    for (size_t i = done_slot(seq, A.capdone);; i = (i + 1) & (A.capdone - 1)) {
         if (A.done[i] == seq)
             return true;
         if (A.done[i] == 0)
@@ -109,9 +118,9 @@ static bool done_has(uint64_t seq)
 
 static void done_put(uint64_t *tab, size_t cap, uint64_t seq)
 {
-    size_t i = bucket(seq) % cap;
+    size_t i = done_slot(seq, cap);
     while (tab[i])
-        i = (i + 1) % cap;
+        i = (i + 1) & (cap - 1);
     tab[i] = seq;
 }
 
@@ -327,6 +336,7 @@ static void launch_one(ev_exec_info_t *info, const uint64_t *m)
  * before any of it is taken, so a malformed batch is refused whole. */
 static ompc_status_t fn_launch(ev_exec_info_t *info)
 {
+    uint64_t now = ompc_now_ns();
     const uint64_t *m = info->args;
     size_t words = info->args_size / 8;
     if (info->args_size % 8 || words < 1 || m[0] > words)
@@ -343,6 +353,11 @@ static ompc_status_t fn_launch(ev_exec_info_t *info)
     for (uint64_t i = 0; i < m[0]; i++) {
         launch_one(info, m + at + 1);
         at += 1 + m[at];
+    }
+    /* When it got here (this rank's clock): the head learns the hop. */
+    if (info->result_cap >= sizeof(now)) {
+        memcpy(info->result, &now, sizeof(now));
+        info->result_size = sizeof(now);
     }
     return OMPC_OK;
 }

@@ -1405,6 +1405,9 @@ static void pull_add(u64_vec_t *pulls, uint64_t after, uint64_t src, uint64_t ds
 /* What a batch needs until its reply: the message and its nodes. */
 typedef struct lb_sent {
     uint64_t *msg;
+    int exec;
+    uint64_t sent_ns;        /* head clock */
+    uint64_t arrived_ns;     /* the reply: when the worker's gate took it */
     size_t n;
     tgt_node_t *nodes[];
 } lb_sent_t;
@@ -1427,6 +1430,15 @@ static void on_launch_done(void *arg, ompc_status_t st)
         node_unref(n);
     }
     pthread_mutex_unlock(&G.mtx);
+    if (st == OMPC_OK && s->arrived_ns) {
+        /* A message's way to a busy worker's gate, from the first wave on
+         * (forwarded inputs come later): what HEFT's next flush should
+         * expect of a hop rather than the idle probe's microsecond. */
+        int64_t hop = (int64_t)s->arrived_ns - tgt_model_clock_offset(s->exec) -
+                      (int64_t)s->sent_ns;
+        if (hop > 0)
+            tgt_model_learn_hop((double)hop * 1e-9, true);
+    }
     free(s->msg);
     free(s);
 }
@@ -1444,6 +1456,8 @@ static void lb_send(int e, lb_item_t *v, size_t k)
     if (!s || !m)
         ompc_fatal("out of memory launching %zu kernels", k);
     s->msg = m;
+    s->exec = e;
+    s->arrived_ns = 0;
     s->n = k;
     *m++ = k;
     for (size_t i = 0; i < k; i++) {
@@ -1454,8 +1468,10 @@ static void lb_send(int e, lb_item_t *v, size_t k)
         s->nodes[i] = n;
     }
     ev_handle_t *h = NULL;
+    s->sent_ns = ompc_now_ns();
     ompc_status_t st = ev_execute(tgt_rt->ev, dm_executor_rank(dm, e),
-                                  tgt_rt->fn_ahead_launch, s->msg, words * 8, NULL, 0, &h);
+                                  tgt_rt->fn_ahead_launch, s->msg, words * 8,
+                                  &s->arrived_ns, sizeof(s->arrived_ns), &h);
     for (size_t i = 0; i < k; i++) {
         dm_commit_claimed(dm, e, v[i].claimed, v[i].nclaimed, st == OMPC_OK ? h : NULL);
         free(v[i].claimed);
@@ -1741,7 +1757,7 @@ static void learn_hop(int exec, uint64_t hop_raw, int hop_rank)
     int64_t hop = (int64_t)hop_raw - tgt_model_clock_offset(exec) +
                   tgt_model_clock_offset(p);
     if (hop > 0)
-        tgt_model_learn_hop((double)hop * 1e-9);
+        tgt_model_learn_hop((double)hop * 1e-9, false);
 }
 
 /* G.mtx held. */

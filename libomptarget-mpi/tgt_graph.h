@@ -70,9 +70,11 @@ double tgt_model_cost(const tgt_kernel_t *k, int exec);   /* seconds */
 bool tgt_model_known(const tgt_kernel_t *k);     /* measured on some executor */
 void tgt_model_learn(const tgt_kernel_t *k, int exec, double seconds);
 double tgt_model_lat(int exec);                  /* seconds, head <-> exec */
-/* A worker-to-worker hop measured in a running graph (serve -> arrival):
- * under load it is far above the idle probe, and HEFT must know. */
-void tgt_model_learn_hop(double seconds);
+/* A hop measured in a running graph: a forwarded input (serve -> arrival
+ * at the consumer's gate) or a batch of launches (sent -> arrival at the
+ * worker's gate, launch=true; there from the first wave on).  Under load it
+ * is far above the idle probe, and HEFT must know. */
+void tgt_model_learn_hop(double seconds, bool launch);
 double tgt_model_inv_bw(int exec);               /* seconds per byte */
 int64_t tgt_model_clock_offset(int exec);        /* exec clock - head clock, ns */
 void tgt_model_fini(void);                       /* saves OMPC_PERF_MODEL */

@@ -33,7 +33,8 @@ static struct {
     double *lat, *ibw;       /* per executor */
     double hop;              /* learnt worker-to-worker hop, seconds */
     uint32_t hop_n;          /* samples in its mean (capped) */
-    uint64_t hop_samples;    /* all samples, for OMPC_STATS */
+    uint64_t hop_samples;    /* forwarded inputs, for OMPC_STATS */
+    uint64_t hop_launches;   /* launch batches, for OMPC_STATS */
     int64_t *offset;         /* per executor: its clock minus ours, ns */
     bool *same_clock;        /* per executor: shares our CLOCK_MONOTONIC */
     ev_fn_id_t fn_probe, fn_trace_prep, fn_trace_done;
@@ -295,13 +296,16 @@ double tgt_model_lat(int e)
 /* A running mean over the last HOP_WINDOW samples, roughly: a hop's cost
  * changes with the load, and one slow outlier must not swing placement. */
 #define HOP_WINDOW 32
-void tgt_model_learn_hop(double seconds)
+void tgt_model_learn_hop(double seconds, bool launch)
 {
     pthread_mutex_lock(&M.mtx);
     if (M.hop_n < HOP_WINDOW)
         M.hop_n++;
     M.hop += (seconds - M.hop) / M.hop_n;
-    M.hop_samples++;
+    if (launch)
+        M.hop_launches++;
+    else
+        M.hop_samples++;
     pthread_mutex_unlock(&M.mtx);
 }
 double tgt_model_inv_bw(int e) { return M.ibw ? M.ibw[e] : 0; }
@@ -502,12 +506,13 @@ void tgt_stats_print(uint64_t t_shutdown0, uint64_t t_end)
                 (unsigned long long)g->tasks_per_exec[e]);
     pthread_mutex_lock(&M.mtx);
     double hop = M.hop;
-    uint64_t hops = M.hop_samples;
+    uint64_t hops = M.hop_samples, hopl = M.hop_launches;
     pthread_mutex_unlock(&M.mtx);
-    if (hops)
+    if (hops || hopl)
         fprintf(stderr, "[ompc stats] worker-to-worker hop %.1f us (learnt from %llu "
-                "forwarded inputs; the idle probe said %.1f us)\n", hop * 1e6,
-                (unsigned long long)hops, M.ne ? M.lat[0] * 1e6 : 0.0);
+                "forwarded inputs and %llu launch batches; the idle probe said %.1f us)\n",
+                hop * 1e6, (unsigned long long)hops, (unsigned long long)hopl,
+                M.ne ? M.lat[0] * 1e6 : 0.0);
     dm_stats_t s;
     dm_get_stats(tgt_rt->dm, &s);
     fprintf(stderr, "[ompc stats] bytes head->worker %llu, worker->head %llu, "
