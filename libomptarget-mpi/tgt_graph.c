@@ -823,6 +823,7 @@ static void wait_node(tgt_node_t *n)
     while (n->state != N_DONE)
         help_once(n);
     pthread_mutex_unlock(&G.mtx);
+    lb_flush(); /* launches planned while helping must not wait for us */
 }
 
 void tgt_graph_sync_all(void)
@@ -839,6 +840,12 @@ void tgt_graph_sync_all(void)
     pthread_mutex_lock(&G.mtx);
     while (G.live_head && G.live_head->seq <= target)
         help_once(NULL);
+    if (LB.n) {
+        /* Planned while helping, for nodes after the target. */
+        pthread_mutex_unlock(&G.mtx);
+        lb_flush();
+        pthread_mutex_lock(&G.mtx);
+    }
     /* Quiescent: forget finished nodes kept only for ordering. */
     if (!G.live_head) {
         ompc_tmap_drain(&G.deps, dep_state_free, NULL);
