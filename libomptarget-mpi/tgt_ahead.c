@@ -432,20 +432,17 @@ ompc_status_t tgt_ahead_fn_register(void)
 }
 
 /* ------------------------------------------------------------- engine */
-static uint32_t task_kernel(const aw_task_t *t)
+static int task_kernel(const aw_task_t *t)
 {
-    uint32_t idx = UINT32_MAX;
-    if (t->kmsg && t->klen >= sizeof(idx))
-        memcpy(&idx, t->kmsg, sizeof(idx));
-    return idx < (uint32_t)tgt_rt->nkernels ? idx : UINT32_MAX;
+    return t->kmsg ? tgt_kernel_msg_index(t->kmsg, t->klen) : -1;
 }
 
 /* A.mtx held: whether a task is known to be short (a completion may wait
  * for it). */
 static bool task_short(const aw_task_t *t)
 {
-    uint32_t k = task_kernel(t);
-    return A.kns && k != UINT32_MAX && A.kns[k] && A.kns[k] < D_SHORT_NS;
+    int k = task_kernel(t);
+    return A.kns && k >= 0 && A.kns[k] && A.kns[k] < D_SHORT_NS;
 }
 
 /* A.mtx held: move the completions waiting into out (D_MAX * D_LEN words);
@@ -499,8 +496,8 @@ static void task_done(aw_task_t *t, ompc_status_t st, uint64_t ns)
             served = w;
         }
     }
-    uint32_t k = task_kernel(t);
-    if (A.kns && k != UINT32_MAX && st == OMPC_OK)
+    int k = task_kernel(t);
+    if (A.kns && k >= 0 && st == OMPC_OK)
         A.kns[k] = ns ? ns : 1;
     if (A.dn == D_MAX)
         nout = dq_take(out);

@@ -800,9 +800,6 @@ static void help_once(tgt_node_t *mine)
     } else if ((t = work_pop(&G.ready))) {
         pthread_mutex_unlock(&G.mtx);
         node_start(t);
-    } else if (LB.n) {
-        pthread_mutex_unlock(&G.mtx);
-        lb_flush();
     } else if (mine && mine->state == N_RUNNING && mine->h && !mine->waited) {
         ev_handle_t *h = mine->h;
         ev_handle_retain(h);
@@ -1530,7 +1527,8 @@ static void lb_flush(void)
 }
 
 /* G.mtx held: whether this thread should send what it holds now rather
- * than plan another ready node first. */
+ * than plan another ready node first (with nothing ready it always should,
+ * so no loop sleeps or exits holding launches). */
 static bool lb_due(void)
 {
     return LB.n && (G.ready.n == 0 || G.finished.n || LB.n == LB_MAX_ITEMS ||
@@ -1953,10 +1951,6 @@ static void *dispatch_main(void *arg)
         } else if ((n = work_pop(&G.ready))) {
             pthread_mutex_unlock(&G.mtx);
             node_start(n);
-        } else if (LB.n) {
-            pthread_mutex_unlock(&G.mtx);
-            lb_flush();
-            n = NULL;
         } else if (G.stop) {
             break;
         } else if (ompc_now_ns() < hot_until &&

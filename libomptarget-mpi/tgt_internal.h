@@ -222,6 +222,9 @@ void tgt_mapper_components_free(tgt_mapper_components_t *c);
 ompc_status_t tgt_kernel_fn_register(void);
 /* Run a kernel launch message on this thread; *ns_p: its run time. */
 ompc_status_t tgt_kernel_run(const void *args, size_t args_size, uint64_t *ns_p);
+/* The kernel a launch message (tgt_kernel_run's args) names, or -1 if it
+ * names none. */
+int tgt_kernel_msg_index(const void *args, size_t args_size);
 
 /* tgt_ompt.c: the depend list of the target task running on this thread. */
 typedef enum {

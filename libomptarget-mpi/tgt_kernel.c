@@ -18,16 +18,26 @@ void omp_set_num_threads(int n) __attribute__((weak));
 /* args: {u32 kernel index, u32 nargs, u64 args[nargs]}.  The device image's
  * kernels take an implicit leading pointer (clang's dyn_ptr, unused on the
  * host target) and then one pointer-sized value per argument. */
+int tgt_kernel_msg_index(const void *args, size_t args_size)
+{
+    uint32_t idx;
+    if (args_size < 2 * sizeof(uint32_t))
+        return -1;
+    memcpy(&idx, args, sizeof(idx));
+    return idx < (uint32_t)tgt_rt->nkernels ? (int)idx : -1;
+}
+
 ompc_status_t tgt_kernel_run(const void *args, size_t args_size, uint64_t *ns_p)
 {
     uint32_t hdr[2];
     *ns_p = 0;
-    if (args_size < sizeof(hdr))
+    int idx = tgt_kernel_msg_index(args, args_size);
+    if (idx < 0)
         return OMPC_ERR_INVALID;
     memcpy(hdr, args, sizeof(hdr));
-    uint32_t idx = hdr[0], n = hdr[1];
+    uint32_t n = hdr[1];
     size_t base = sizeof(hdr) + (size_t)n * sizeof(uint64_t);
-    if (idx >= (uint32_t)tgt_rt->nkernels || args_size < base)
+    if (args_size < base)
         return OMPC_ERR_INVALID;
     /* Small copies into the kernel's fresh buffers may follow (tgt_graph.c,
      * inline_writes): {u64 count}, then {u64 address, u64 length, bytes
