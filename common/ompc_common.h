@@ -90,7 +90,7 @@ typedef struct ompc_config {
     int64_t chunk_size;
     int64_t chunk_window;
     int64_t inline_max;
-    int64_t spin_us;
+    int64_t spin_us;         /* -1: auto (ev_spin_us says what it became) */
     int64_t poll_max_us;
     int64_t doorbell;
     int64_t peer_timeout_ms;

@@ -40,9 +40,11 @@ static const cfg_row_t rows[] = {
     ROW("OMPC_INLINE_MAX", "8K",
         "payloads up to this size travel inside the event notification",
         CFG_BYTES, inline_max, 0, (int64_t)1 << 20),
-    ROW("OMPC_SPIN_US", "200",
-        "microseconds a thread polls without progress before backing off",
-        CFG_INT, spin_us, 0, 10000000),
+    ROW("OMPC_SPIN_US", "auto",
+        "microseconds a thread polls without progress before backing off; "
+        "auto: 200, or 0 on a node whose ranks have fewer than 2 CPUs each "
+        "(there a polling thread takes the core a kernel needs)",
+        CFG_INT, spin_us, -1, 10000000),
     ROW("OMPC_POLL_MAX_US", "500",
         "longest sleep between polls of an idle gate thread (microseconds)",
         CFG_INT, poll_max_us, 1, 1000000),
@@ -147,6 +149,8 @@ static int64_t cfg_parse(const cfg_row_t *row, const char *s)
                 return i;
         cfg_die(row->var.name, s, "expected heft, roundrobin, random or locality");
     }
+    if (row->offset == offsetof(ompc_config_t, spin_us) && strcasecmp(s, "auto") == 0)
+        return -1;
     if (row->offset == offsetof(ompc_config_t, peer_timeout_ms)) {
         char *end;
         errno = 0;

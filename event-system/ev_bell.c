@@ -10,10 +10,12 @@
  * Now a napping gate sleeps in ppoll() on three descriptors: an eventfd its
  * own threads write (work pushed to the inbox), an abstract AF_UNIX datagram
  * socket that peers on the same host send to, and a UDP socket for peers on
- * other hosts.  A sender rings after posting a message unless the peer has
- * been heard from (or rung) within the last OMPC_SPIN_US * 3/4: such a
- * peer's gate is still in its spin window and sees the message without
- * help, and a stream of messages costs no system call each.
+ * other hosts.  A sender rings after posting a message unless it rang the
+ * peer within the last OMPC_SPIN_US / 2, or heard from it in that time in a
+ * message marked EV_F_HOT (sent while some thread of the peer polled MPI,
+ * with at least 3/4 of its spin window ahead): such a peer still polls and
+ * sees the message without help, and a stream of messages costs no system
+ * call each.
  *
  * A ring is a hint.  A lost or refused datagram (peer in another network
  * namespace, no route, buffer full) costs at most one nap, as before. */
@@ -80,7 +82,7 @@ ompc_status_t ev_bell_init(ev_ctx_t *ctx)
     ev_bell_t *b = &ctx->bell;
     int n = ctx->size;
     b->fd_local = b->fd_udp = -1;
-    b->quiet_ns = (uint64_t)ctx->cfg->spin_us * 750u;
+    b->quiet_ns = ctx->spin_us * 500u;
     b->fd_wake = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     b->peers = calloc((size_t)n, sizeof(*b->peers));
     b->heard = calloc((size_t)n, sizeof(*b->heard));
@@ -159,6 +161,9 @@ ompc_status_t ev_bell_init(ev_ctx_t *ctx)
             p->fd = b->fd_udp;
         }
     }
+    /* Peers on this host ring through fd_local, others through fd_udp
+     * (they got no route if our card had no address). */
+    b->reachable = on && b->fd_local >= 0 && (!remote || b->fd_udp >= 0);
     free(cards);
     return OMPC_OK;
 }

@@ -226,6 +226,16 @@ void ev_inbox_push(ev_ctx_t *ctx, ev_op_t *op)
         ev_bell_wake(ctx);
 }
 
+bool ev_progress_hot(ev_ctx_t *ctx)
+{
+    uint64_t spin_ns = ctx->spin_us * 1000u;
+    if (spin_ns == 0 ||
+        (atomic_load(&ctx->gate_sleeping) && !atomic_load(&ctx->spinners)))
+        return false;
+    return ompc_now_ns() - atomic_load_explicit(&ctx->gate_busy_ns, memory_order_relaxed) <
+           spin_ns / 4;
+}
+
 void ev_handler_push(ev_ctx_t *ctx, ev_op_t *op)
 {
     op->next = NULL;
@@ -299,6 +309,9 @@ static int progress_try(ev_ctx_t *ctx);
  * so that other ranks sharing the core get it. */
 #define EV_BUSY_POLL_NS 20000u
 
+/* Progress passes a gate makes after a wake-up before it may sleep again. */
+#define EV_WAKE_PASSES 3
+
 /* Wait on a predicate: for up to OMPC_SPIN_US, take the progress role and
  * drive the engine ourselves (a reply usually comes within microseconds);
  * then sleep on the context's completion condition and leave progress to
@@ -316,7 +329,7 @@ static bool wait_until_deadline(ev_ctx_t *ctx, bool (*pred)(void *), void *arg,
                                 uint64_t deadline, bool spin)
 {
     uint64_t last = ompc_now_ns();
-    uint64_t spin_ns = spin ? (uint64_t)ctx->cfg->spin_us * 1000u : 0;
+    uint64_t spin_ns = spin ? ctx->spin_us * 1000u : 0;
     bool spinning = false;
     while (!pred(arg)) {
         uint64_t now = ompc_now_ns();
@@ -571,10 +584,6 @@ static int gate_progress_requests(ev_ctx_t *ctx)
             ctx->last_heard[op->peer] = now;
         if (op->peer2 >= 0)
             ctx->last_heard[op->peer2] = now;
-        if (ctx->req_cookie[i] == EV_RQ_REPLY) {
-            ev_bell_heard(ctx, op->peer);
-            ev_bell_heard(ctx, op->peer2);
-        }
         ctx->req_owner[i] = NULL;
         if (!op->next && op != ready) {
             /* Not yet on the ready list (the list is NULL-terminated via a
@@ -662,7 +671,6 @@ static void gate_handle_notification(ev_ctx_t *ctx, void *buf, size_t len, int s
 {
     ev_wire_hdr_t hdr;
     ctx->last_heard[src] = ompc_now_ns();
-    ev_bell_heard(ctx, src);
     if (len < sizeof(hdr)) {
         char what[96];
         snprintf(what, sizeof(what), "notification of %zu bytes, shorter than "
@@ -676,6 +684,11 @@ static void gate_handle_notification(ev_ctx_t *ctx, void *buf, size_t len, int s
         ev_proto_fatal(ctx, src, &hdr, "unknown event kind");
     if (hdr.origin != src)
         ev_proto_fatal(ctx, src, &hdr, "origin field does not match the sender");
+    /* Only a sender whose gate polls will see our next message unrung: a
+     * message sent by a kernel thread says nothing of its gate, which may
+     * be deep in a nap. */
+    if (hdr.flags & EV_F_HOT)
+        ev_bell_heard(ctx, src);
     if ((size_t)hdr.payload != len - sizeof(hdr)) {
         char what[128];
         snprintf(what, sizeof(what), "wrong message size: header announces %u "
@@ -823,6 +836,8 @@ static int progress_try(ev_ctx_t *ctx)
         return -1;
     atomic_store_explicit(&ctx->progress_active, 1, memory_order_relaxed);
     int p = progress_pass(ctx);
+    if (p > 0)
+        atomic_store_explicit(&ctx->gate_busy_ns, ompc_now_ns(), memory_order_relaxed);
     atomic_store_explicit(&ctx->progress_active, 0, memory_order_relaxed);
     pthread_mutex_unlock(&ctx->progress_mtx);
     return p;
@@ -849,10 +864,11 @@ static void *gate_main(void *arg)
     ev_ctx_t *ctx = arg;
     ompc_log_set_thread_name("gate");
     pthread_setname_np(pthread_self(), "ompc-gate");
-    uint64_t spin_ns = (uint64_t)ctx->cfg->spin_us * 1000u;
+    uint64_t spin_ns = ctx->spin_us * 1000u;
     uint64_t poll_max = (uint64_t)ctx->cfg->poll_max_us;
     uint64_t last_progress = ompc_now_ns();
     uint64_t sleep_us = 1;
+    int owed = 0; /* empty passes still owed to a wake-up */
     for (;;) {
         if (atomic_load_explicit(&ctx->spinners, memory_order_relaxed) > 0 ||
             pthread_mutex_trylock(&ctx->progress_mtx) != 0) {
@@ -868,9 +884,11 @@ static void *gate_main(void *arg)
             continue;
         }
         int progress = progress_pass(ctx);
-        bool done = !progress && atomic_load(&ctx->stopping) && ctx->nreqs == 0 &&
-                    !ctx->waitlist && !ctx->arr_head &&
-                    !atomic_load(&ctx->inbox_nonempty) &&
+        /* Nothing of ours in flight: only a new message, which rings, can
+         * give us work. */
+        bool quiet = ctx->nreqs == 0 && !ctx->waitlist && !ctx->arr_head &&
+                     !atomic_load(&ctx->inbox_nonempty);
+        bool done = !progress && quiet && atomic_load(&ctx->stopping) &&
                     atomic_load(&ctx->origin_inflight) == 0;
         pthread_mutex_unlock(&ctx->progress_mtx);
         if (done)
@@ -878,7 +896,16 @@ static void *gate_main(void *arg)
         uint64_t now = ompc_now_ns();
         if (progress) {
             last_progress = now;
+            atomic_store_explicit(&ctx->gate_busy_ns, now, memory_order_relaxed);
             sleep_us = 1;
+            owed = 0;
+            continue;
+        }
+        if (owed > 0) {
+            /* A ring may come before MPI shows its message (a probe that
+             * finds nothing may only then pull it in): look again before
+             * sleeping. */
+            owed--;
             continue;
         }
         if (now - last_progress < spin_ns) {
@@ -891,9 +918,14 @@ static void *gate_main(void *arg)
         }
         /* Idle: MPI has no blocking wait that does not spin (MPICH polls in
          * MPI_Wait), so back off exponentially, and let local activity (an
-         * op pushed to the inbox) wake us at once. */
-        if (gate_nap(ctx, sleep_us)) {
+         * op pushed to the inbox) wake us at once.  Where polling is off
+         * (a crowded node) and every peer can ring us, a quiet gate sleeps
+         * until rung: each short nap would cost the kernels a context
+         * switch and a progress pass. */
+        uint64_t nap = quiet && spin_ns == 0 && ctx->bell.reachable ? poll_max : sleep_us;
+        if (gate_nap(ctx, nap)) {
             sleep_us = 1;
+            owed = EV_WAKE_PASSES;
             last_progress = ompc_now_ns();
             continue;
         }
@@ -940,7 +972,7 @@ static void *handler_main(void *arg)
         int r = op->step(ctx, op);
         OMPC_ASSERT(r == EV_STEP_WAIT);
         ev_inbox_push(ctx, op);
-        hot_until = ompc_now_ns() + (uint64_t)ctx->cfg->spin_us * 1000u;
+        hot_until = ompc_now_ns() + ctx->spin_us * 1000u;
     }
     return NULL;
 }
@@ -1050,6 +1082,51 @@ void ev_ctx_stats(const ev_ctx_t *ctx, ev_stats_t *stats_p)
 /* ------------------------------------------------------------ lifecycle */
 static int ctx_counter;
 
+/* Which ranks share this rank's CPUs: those on the same node (MPI's shared
+ * memory split) with the same affinity mask.  A launcher that binds ranks
+ * to disjoint cores leaves each alone with its cores; plain `mpiexec -n 3`
+ * on a 2-core box puts all three on both. */
+static void node_detect(ev_ctx_t *ctx)
+{
+    cpu_set_t mine;
+    CPU_ZERO(&mine);
+    if (sched_getaffinity(0, sizeof(mine), &mine) != 0)
+        CPU_SET(0, &mine);
+    MPI_Comm local;
+    EV_CHECK_MPI(MPI_Comm_split_type(ctx->coll, MPI_COMM_TYPE_SHARED, ctx->rank,
+                                     MPI_INFO_NULL, &local), "MPI_Comm_split_type");
+    int n = 0;
+    MPI_Comm_size(local, &n);
+    cpu_set_t *sets = malloc((size_t)n * sizeof(cpu_set_t));
+    int *ranks = malloc((size_t)n * sizeof(int));
+    int *same = malloc((size_t)n * sizeof(int));
+    if (!sets || !ranks || !same)
+        ompc_fatal("out of memory detecting the node's ranks");
+    EV_CHECK_MPI(MPI_Allgather(&mine, (int)sizeof(mine), MPI_BYTE, sets,
+                               (int)sizeof(mine), MPI_BYTE, local), "MPI_Allgather");
+    EV_CHECK_MPI(MPI_Allgather(&ctx->rank, 1, MPI_INT, ranks, 1, MPI_INT, local),
+                 "MPI_Allgather");
+    MPI_Comm_free(&local);
+    int k = 0;
+    for (int i = 0; i < n; i++) /* ranks[] ascends: the split's key is the rank */
+        if (CPU_EQUAL(&sets[i], &mine))
+            same[k++] = ranks[i];
+    free(sets);
+    free(ranks);
+    ctx->node.ncpus = CPU_COUNT(&mine) > 0 ? CPU_COUNT(&mine) : 1;
+    ctx->node.nsame = k > 0 ? k : 1;
+    ctx->node.same = same;
+    ctx->node.crowded = ctx->node.ncpus < 2 * ctx->node.nsame;
+    /* Polling pays when a core would otherwise idle; on a crowded node it
+     * takes the core from a kernel (or from the very rank whose message we
+     * wait for), and the doorbell wakes a sleeper within microseconds. */
+    int64_t spin = ctx->cfg->spin_us;
+    ctx->spin_us = spin >= 0 ? (uint64_t)spin : ctx->node.crowded ? 0u : 200u;
+}
+
+const ev_node_t *ev_node(const ev_ctx_t *ctx) { return &ctx->node; }
+uint64_t ev_spin_us(const ev_ctx_t *ctx) { return ctx->spin_us; }
+
 ompc_status_t ev_ctx_create(ev_ctx_t **ctx_p)
 {
     const ompc_config_t *cfg = ompc_config_get();
@@ -1144,6 +1221,7 @@ ompc_status_t ev_ctx_create(ev_ctx_t **ctx_p)
     pthread_cond_init(&ctx->done_cond, NULL);
     pthread_mutex_init(&ctx->fn_mtx, NULL);
     pthread_mutex_init(&ctx->reg_mtx, NULL);
+    node_detect(ctx);
     ompc_status_t bst = ev_bell_init(ctx);
     if (bst != OMPC_OK)
         ompc_fatal("cannot set up the gate's wake-up descriptors: %s",
@@ -1265,6 +1343,7 @@ void ev_ctx_destroy(ev_ctx_t *ctx)
     free(ctx->last_heard);
     free(ctx->last_ping);
     free(ctx->handlers);
+    free((int *)ctx->node.same);
     free(ctx);
     if (fin)
         MPI_Finalize();

@@ -37,6 +37,9 @@ const char *ev_kind_name(int kind);
 
 #define EV_F_INLINE 0x1u /* payload carries the data */
 #define EV_F_ONEWAY 0x2u /* execute without a tag or a reply (ev_post) */
+/* The sender's gate was polling when this left and stays at it for a while:
+ * the receiver need not ring it for the next while (ev_bell.c). */
+#define EV_F_HOT 0x4u
 
 /* Notification: sent by the origin to the destination's gate thread. */
 typedef struct ev_wire_hdr {
@@ -189,6 +192,7 @@ typedef struct ev_bell {
     _Atomic uint64_t *heard;     /* per rank: last notification or reply, ns */
     _Atomic uint64_t *rung;      /* per rank: last ring, ns */
     uint64_t quiet_ns;           /* ring a peer silent (and unrung) this long */
+    bool reachable;              /* every peer can ring this rank */
 } ev_bell_t;
 
 
@@ -201,6 +205,8 @@ struct ev_ctx {
     MPI_Comm *comms;         /* pool for event data and replies */
     int ncomms;
     const ompc_config_t *cfg;
+    uint64_t spin_us;        /* OMPC_SPIN_US resolved */
+    ev_node_t node;
     size_t chunk;
     int window;
     size_t inline_max;
@@ -218,6 +224,7 @@ struct ev_ctx {
     ev_op_t *inbox_head, *inbox_tail;
     _Atomic int inbox_nonempty;
     _Atomic int gate_sleeping;   /* in ev_bell_wait: wake with ev_bell_wake */
+    _Atomic uint64_t gate_busy_ns; /* the gate's last progress (EV_F_HOT) */
 
     /* handler queue (MPMC: gate -> handlers) */
     pthread_mutex_t hq_mtx;
@@ -303,6 +310,9 @@ void ev_op_irecv(ev_ctx_t *ctx, ev_op_t *op, void *buf, size_t len, int peer,
 void ev_stream_pump(ev_ctx_t *ctx, ev_op_t *op);
 bool ev_stream_done(const ev_op_t *op);
 void ev_inbox_push(ev_ctx_t *ctx, ev_op_t *op);
+/* Some thread of this rank polls MPI and will for at least 3/4 of the spin
+ * window more (messages it sends carry EV_F_HOT). */
+bool ev_progress_hot(ev_ctx_t *ctx);
 void ev_handler_push(ev_ctx_t *ctx, ev_op_t *op);
 void ev_op_complete(ev_ctx_t *ctx, ev_op_t *op);
 /* Start a sync or exit event (no parameters besides the rank). */

@@ -51,6 +51,8 @@ static void notify(ev_ctx_t *ctx, ev_op_t *op, void **slot, int kind, int to,
         ompc_fatal("rank %d: out of memory building a %s notification",
                    ctx->rank, ev_kind_name(kind));
     ev_wire_hdr_t h = *fields;
+    if (ev_progress_hot(ctx))
+        h.flags |= EV_F_HOT;
     h.magic = EV_MAGIC;
     h.kind = (uint16_t)kind;
     h.origin = ctx->rank;

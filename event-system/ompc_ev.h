@@ -49,6 +49,20 @@ ompc_status_t ev_ctx_start(ev_ctx_t *ctx);
 int ev_ctx_rank(const ev_ctx_t *ctx);
 int ev_ctx_size(const ev_ctx_t *ctx);
 
+/* The ranks on this rank's node whose CPU set is the same as this rank's:
+ * they share those CPUs (ranks bound to disjoint sets do not count). */
+typedef struct ev_node {
+    int ncpus;        /* CPUs this rank may run on */
+    int nsame;        /* ranks sharing them, this one included */
+    const int *same;  /* their world ranks, ascending */
+    bool crowded;     /* fewer than 2 CPUs per sharing rank */
+} ev_node_t;
+const ev_node_t *ev_node(const ev_ctx_t *ctx);
+
+/* How long an idle thread polls before it sleeps (OMPC_SPIN_US, with auto
+ * resolved: 0 on a crowded node). */
+uint64_t ev_spin_us(const ev_ctx_t *ctx);
+
 /* Worker side: block until some rank sends the exit event, serving events
  * meanwhile (they are served by the gate and handler threads whether or not
  * a thread sits here). */

@@ -528,7 +528,7 @@ static void *engine_main(void *arg)
     snprintf(name, sizeof(name), "kernels %d", (int)(intptr_t)arg);
     ompc_log_set_thread_name(name);
     ompc_trace_thread_name(name);
-    uint64_t spin_ns = (uint64_t)ompc_config_get()->spin_us * 1000u;
+    uint64_t spin_ns = ev_spin_us(tgt_rt->ev) * 1000u;
     uint64_t hot_until = 0;
     uint64_t out[D_MAX * D_LEN];
     pthread_mutex_lock(&A.mtx);
@@ -582,7 +582,7 @@ static void *engine_main(void *arg)
 
 void tgt_ahead_start(void)
 {
-    int n = (int)ompc_config_get()->num_handlers;
+    int n = tgt_rt->kernel_slots;
     if (n < 1)
         n = 1;
     A.thr = calloc((size_t)n, sizeof(pthread_t));

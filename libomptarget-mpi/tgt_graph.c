@@ -1936,7 +1936,7 @@ static void *dispatch_main(void *arg)
     snprintf(name, sizeof(name), "dispatch %d", (int)(intptr_t)arg);
     ompc_log_set_thread_name(name);
     ompc_trace_thread_name(name);
-    uint64_t spin_ns = (uint64_t)ompc_config_get()->spin_us * 1000u;
+    uint64_t spin_ns = ev_spin_us(tgt_rt->ev) * 1000u;
     uint64_t hot_until = 0;
     pthread_mutex_lock(&G.mtx);
     for (;;) {

@@ -137,6 +137,7 @@ typedef struct tgt_rt {
     ev_fn_id_t fn_ahead_launch, fn_ahead_watch, fn_ahead_arrive, fn_ahead_done;
     int kernel_threads;      /* executors: threads for parallel regions in
                                 kernels (0: leave libomp's default) */
+    int kernel_slots;        /* executors: kernels that may run at once */
     pthread_mutex_t map_mtx; /* the mapping table */
     ompc_tmap_t maps;
     tgt_map_t *shadowed;     /* entries holding attached pointers */

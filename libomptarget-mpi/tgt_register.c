@@ -121,27 +121,38 @@ static void load_image(const tgt_bin_desc_t *desc)
     }
 }
 
-/* Executors: kernels get every core this process may run on (hwloc counts
- * the cores of our CPU set), unless the user set OMP_NUM_THREADS. */
+/* Executors: kernels get this process's share of the cores it may run on
+ * (hwloc counts the cores of our CPU set; executors on the same node with
+ * the same set split them, the head does not count), unless the user set
+ * OMP_NUM_THREADS.  At most that many kernels run at once, so that tasks
+ * without parallel regions do not crowd out each other either. */
 static void choose_kernel_threads(void)
 {
-    const char *env = getenv("OMP_NUM_THREADS");
-    if (env && *env)
-        return; /* libomp honours it */
+    int cores = 0;
     hwloc_topology_t topo;
-    if (hwloc_topology_init(&topo) != 0)
-        return;
-    if (hwloc_topology_load(topo) == 0) {
-        hwloc_bitmap_t set = hwloc_bitmap_alloc();
-        if (set && hwloc_get_cpubind(topo, set, HWLOC_CPUBIND_PROCESS) == 0) {
-            int cores = hwloc_get_nbobjs_inside_cpuset_by_type(topo, set,
-                                                               HWLOC_OBJ_CORE);
-            if (cores > 0)
-                tgt_rt->kernel_threads = cores;
+    if (hwloc_topology_init(&topo) == 0) {
+        if (hwloc_topology_load(topo) == 0) {
+            hwloc_bitmap_t set = hwloc_bitmap_alloc();
+            if (set && hwloc_get_cpubind(topo, set, HWLOC_CPUBIND_PROCESS) == 0)
+                cores = hwloc_get_nbobjs_inside_cpuset_by_type(topo, set,
+                                                              HWLOC_OBJ_CORE);
+            hwloc_bitmap_free(set);
         }
-        hwloc_bitmap_free(set);
+        hwloc_topology_destroy(topo);
     }
-    hwloc_topology_destroy(topo);
+    const ev_node_t *node = ev_node(tgt_rt->ev);
+    int sharing = 0;
+    for (int i = 0; i < node->nsame; i++)
+        sharing += node->same[i] != 0 || tgt_rt->size == 1;
+    int share = cores > 0 ? cores / (sharing > 0 ? sharing : 1) : 0;
+    if (cores > 0 && share < 1)
+        share = 1;
+    int slots = share > 0 ? share : 1;
+    int64_t handlers = ompc_config_get()->num_handlers;
+    tgt_rt->kernel_slots = handlers < slots ? (int)handlers : slots;
+    const char *env = getenv("OMP_NUM_THREADS");
+    if (!(env && *env) && share > 0)
+        tgt_rt->kernel_threads = share; /* else libomp honours it */
 }
 
 /* Every rank learns each executor's address of each global. */

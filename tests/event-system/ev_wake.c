@@ -3,7 +3,11 @@
  * OMPC_POLL_MAX_US: after a quiet spell every gate naps for hundreds of
  * milliseconds, so only the doorbell (ev_bell.c) can make a round trip to
  * a worker and back fast.  With OMPC_DOORBELL=0 the same run takes about
- * half a nap per message and fails. */
+ * half a nap per message and fails.
+ *
+ * Then a burst of round trips back to back: with OMPC_SPIN_US=0 (what a
+ * crowded node gets) a gate goes back to a full nap right after each
+ * message, so every one of them must be rung awake and found. */
 #define _GNU_SOURCE
 #include "ev_test.h"
 
@@ -12,6 +16,7 @@
 #define ROUNDS 8
 #define QUIET_MS 400     /* gates' naps grow to ~260 ms by then */
 #define LIMIT_MS 25.0    /* median round trip allowed after a quiet spell */
+#define BURST 200
 
 static ompc_status_t do_nothing(ev_exec_info_t *info)
 {
@@ -33,6 +38,19 @@ int main(void)
         return 0;
     int n = ev_ctx_size(ctx);
     T_CHECK(n > 1, "ev_wake needs at least 2 ranks");
+    /* ctest starts every rank on this host, unbound: all share its CPUs,
+     * and polling is off exactly when they have under 2 CPUs each. */
+    const ev_node_t *node = ev_node(ctx);
+    printf("ev_wake: %d ranks share %d CPUs (crowded %d), spin %llu us\n",
+           node->nsame, node->ncpus, node->crowded,
+           (unsigned long long)ev_spin_us(ctx));
+    T_CHECK(node->nsame == n && node->same[0] == 0 && node->same[n - 1] == n - 1,
+            "every rank of the test shares this rank's CPUs");
+    T_CHECK(node->crowded == (node->ncpus < 2 * n), "crowded means < 2 CPUs a rank");
+    const char *spin_env = getenv("OMPC_SPIN_US");
+    if (!spin_env || !*spin_env)
+        T_CHECK(ev_spin_us(ctx) == (node->crowded ? 0u : 200u),
+                "OMPC_SPIN_US=auto polls only where CPUs are spare");
     double ms[ROUNDS];
     for (int i = 0; i < ROUNDS; i++) {
         struct timespec quiet = {0, QUIET_MS * 1000L * 1000L};
@@ -51,6 +69,22 @@ int main(void)
     if (bad)
         fprintf(stderr, "ev_wake: a round trip to an idle rank took %.1f ms "
                 "(median): its gate was not woken\n", median);
+    static double burst[BURST];
+    for (int i = 0; i < BURST; i++) {
+        uint64_t t0 = ompc_now_ns();
+        T_OK(T_RUN(ev_execute(ctx, 1 + i % (n - 1), fn, NULL, 0, NULL, 0, HP)));
+        burst[i] = (double)(ompc_now_ns() - t0) / 1e6;
+    }
+    qsort(burst, BURST, sizeof(burst[0]), cmp_double);
+    printf("ev_wake: %d back-to-back round trips, median %.3f ms, 90th "
+           "percentile %.3f ms (spin %llu us)\n", BURST, burst[BURST / 2],
+           burst[BURST * 9 / 10], (unsigned long long)ev_spin_us(ctx));
+    if (burst[BURST * 9 / 10] > LIMIT_MS) {
+        fprintf(stderr, "ev_wake: back-to-back round trips took %.1f ms (90th "
+                "percentile): gates slept through their messages\n",
+                burst[BURST * 9 / 10]);
+        bad = 1;
+    }
     T_OK(ev_ctx_shutdown(ctx));
     ev_ctx_destroy(ctx);
     return bad;
