@@ -80,6 +80,7 @@ struct tgt_node {
     ompc_status_t kst;
     uint64_t kernel_ns;      /* measured on the executor */
     bool waited;             /* a thread waits on its kernel event */
+    int nwaiters;            /* threads in wait_node on it */
     dm_buf_t *inl[INLINE_BUFS]; /* buffers whose data came with the launch */
     size_t ninline;
     ompc_tmap_node_t anode;  /* G.ahead_nodes, key seq */
@@ -130,7 +131,8 @@ typedef struct graph {
     bool active;
     pthread_mutex_t mtx;     /* everything below but the sched_ fields */
     pthread_cond_t cv_work;  /* dispatch threads: something to do */
-    pthread_cond_t cv_done;  /* waiters: a node is done */
+    pthread_cond_t cv_done;  /* waiters: a node they wait for is done */
+    int room_waiters;        /* recorders held back (nlive too high) */
     uint64_t seq;
     uint64_t nlive;
     tgt_node_t *live_head, *live_tail;
@@ -747,8 +749,10 @@ void tgt_rec_commit(tgt_node_t *n, tgt_mapped_t *m, dm_buf_t **wr, size_t nwr,
          * cluster runs would otherwise hold its whole future in memory. */
         flush();
         pthread_mutex_lock(&G.mtx);
+        G.room_waiters++;
         while ((int64_t)G.nlive > 2 * window)
             pthread_cond_wait(&G.cv_done, &G.mtx);
+        G.room_waiters--;
         pthread_mutex_unlock(&G.mtx);
     }
 }
@@ -817,8 +821,10 @@ static void help_once(tgt_node_t *mine)
 static void wait_node(tgt_node_t *n)
 {
     pthread_mutex_lock(&G.mtx);
+    n->nwaiters++;
     while (n->state != N_DONE)
         help_once(n);
+    n->nwaiters--;
     pthread_mutex_unlock(&G.mtx);
     lb_flush(); /* launches planned while helping must not wait for us */
 }
@@ -1215,6 +1221,12 @@ static void node_done(tgt_node_t *n)
     pthread_mutex_lock(&G.mtx);
     n->state = N_DONE;
     G.ndone++;
+    /* Waiters sleep on cv_done for a node of their own, for the oldest live
+     * node to change (a barrier waits for every node up to a point), or
+     * for room: only those are woken.  Waking them for every node cost the
+     * head a context switch per task, and work for them to help with goes
+     * to the dispatch threads anyway. */
+    bool wake = n->nwaiters > 0 || G.live_head == n || G.room_waiters > 0;
     live_remove(n);
     size_t woken = 0;
     for (size_t i = 0; i < n->succs.n; i++) {
@@ -1240,7 +1252,8 @@ static void node_done(tgt_node_t *n)
     if (n->k && n->exec >= 0)
         G.stats.tasks_per_exec[n->exec]++;
     list_clear(&n->preds);
-    pthread_cond_broadcast(&G.cv_done);
+    if (wake)
+        pthread_cond_broadcast(&G.cv_done);
     wake_dispatchers(woken);
     /* What waited for this kernel's cost can be placed now. */
     bool reflush = n->holds && G.held.n > 0;
