@@ -74,6 +74,7 @@ struct tgt_node {
     size_t nabufs;
     uint64_t batch;          /* flush that scheduled it */
     int64_t sched_idx;
+    int32_t pref;            /* HEFT: worker from the whole flush's shape, or -1 */
     int exec;
     double est_finish;       /* seconds on the graph clock */
     ev_handle_t *h;
@@ -990,6 +991,15 @@ static double comm_time(int from, int to, double bytes)
            bytes * 0.5 * (tgt_model_inv_bw(from) + tgt_model_inv_bw(to));
 }
 
+static void edge_push(sched_edge_t **v, size_t *n, size_t *cap, sched_edge_t e)
+{
+    if (*n == *cap) {
+        *cap = *cap ? 2 * *cap : 64;
+        *v = xrealloc(*v, *cap * sizeof(**v), "scheduling");
+    }
+    (*v)[(*n)++] = e;
+}
+
 /* Place one batch of pending nodes (sched_mtx held, G.mtx not). */
 static void schedule_batch(tgt_node_t **v, size_t n, uint64_t batch,
                            const tgt_node_t *mine)
@@ -1029,11 +1039,8 @@ static void schedule_batch(tgt_node_t **v, size_t n, uint64_t batch,
              * worker "runs" them: no worker-to-worker cost on their edges. */
             double bytes = p->k && t->k ? shared_bytes(p, t) : 0;
             if (p->batch == batch) {
-                if (nedges == capedges) {
-                    capedges = capedges ? 2 * capedges : 64;
-                    edges = xrealloc(edges, capedges * sizeof(*edges), "scheduling");
-                }
-                edges[nedges++] = (sched_edge_t){p->sched_idx, (int64_t)i, 0, bytes};
+                edge_push(&edges, &nedges, &capedges,
+                          (sched_edge_t){p->sched_idx, (int64_t)i, 0, bytes});
                 continue;
             }
             double f = p->est_finish > now ? p->est_finish - now : 0;
@@ -1074,13 +1081,20 @@ static void schedule_batch(tgt_node_t **v, size_t n, uint64_t batch,
         if (!pol)
             ompc_fatal("scheduling policy %s is not available",
                        ompc_sched_name(cfg->scheduler));
+        int32_t *prefer = NULL;
+        for (size_t i = 0; i < n && !prefer; i++)
+            if (v[i]->pref >= 0)
+                prefer = malloc(n * sizeof(int32_t));
+        for (size_t i = 0; prefer && i < n; i++)
+            prefer[i] = v[i]->pref;
         sched_graph_t g = {
             .nworkers = P, .ntasks = (int64_t)n, .cost = cost, .pinned = NULL,
             .ready = ready, .avail = avail, .nedges = (int64_t)nedges,
-            .edges = edges, .comm_lat = lat, .comm_inv_bw = ibw,
+            .edges = edges, .comm_lat = lat, .comm_inv_bw = ibw, .prefer = prefer,
         };
         sched_result_t r = {worker, start, finish, 0};
         ompc_status_t st = sched_run(pol, &g, (uint64_t)cfg->sched_seed + batch, &r);
+        free(prefer);
         if (st != OMPC_OK)
             ompc_fatal("scheduling %zu tasks failed: %s (%s)", n, ompc_status_str(st),
                        st == OMPC_ERR_INVALID ? sched_last_error() : "no memory");
@@ -1169,6 +1183,44 @@ static size_t hold_unmeasured(tgt_node_t **v, size_t n)
     return n - k;
 }
 
+/* The first wave of a flush that holds nodes back is placed without its
+ * successors, so HEFT cannot see which of its tasks feed the same ones and
+ * deals them out round-robin (sched_entry_prefs).  Work the preferences
+ * out on the whole flush instead, every kernel at one cost: the placed
+ * nodes are v[0..n-held), the held ones follow (G.mtx held). */
+static void shape_prefs(tgt_node_t **v, size_t n, uint64_t batch)
+{
+    int P = dm_num_executors(tgt_rt->dm);
+    if (P < 2)
+        return;
+    double *cost = malloc(n * (size_t)P * sizeof(double));
+    int32_t *pref = malloc(n * sizeof(int32_t));
+    size_t nedges = 0, capedges = 0;
+    sched_edge_t *edges = NULL;
+    if (!cost || !pref)
+        ompc_fatal("out of memory scheduling %zu tasks", n);
+    for (size_t i = 0; i < n; i++) {
+        v[i]->sched_idx = (int64_t)i;
+        for (int w = 0; w < P; w++)
+            cost[i * (size_t)P + (size_t)w] = v[i]->k ? 1.0 : 0.0;
+    }
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = 0; j < v[i]->preds.n; j++) {
+            tgt_node_t *p = v[i]->preds.v[j];
+            if (p->state != N_DONE && p->batch == batch)
+                edge_push(&edges, &nedges, &capedges,
+                          (sched_edge_t){p->sched_idx, (int64_t)i, 0, 0});
+        }
+    sched_graph_t g = {.nworkers = P, .ntasks = (int64_t)n, .cost = cost,
+                       .nedges = (int64_t)nedges, .edges = edges};
+    if (sched_entry_prefs(&g, pref) == OMPC_OK)
+        for (size_t i = 0; i < n; i++)
+            v[i]->pref = pref[i];
+    free(cost);
+    free(pref);
+    free(edges);
+}
+
 /* Schedule and dispatch everything recorded so far; does not wait. */
 /* mine: a node the calling thread will run itself (it waits for it), so
  * no dispatch thread is woken for it. */
@@ -1194,8 +1246,13 @@ static void flush_keep(tgt_node_t *mine)
         v[i] = t;
     }
     size_t nheld = 0;
-    if (ompc_config_get()->scheduler == OMPC_SCHED_HEFT)
+    for (size_t i = 0; i < n; i++)
+        v[i]->pref = -1;
+    if (ompc_config_get()->scheduler == OMPC_SCHED_HEFT) {
         nheld = hold_unmeasured(v, n);
+        if (nheld)
+            shape_prefs(v, n, batch);
+    }
     for (size_t i = 0; i < n - nheld; i++)
         v[i]->sched_idx = (int64_t)i;
     pthread_mutex_unlock(&G.mtx);
@@ -1839,14 +1896,26 @@ static void node_start(tgt_node_t *n)
     int e = n->exec >= 0 ? n->exec : 0;
     pthread_mutex_lock(&G.mtx);
     uint64_t done_before = G.ndone;
+    bool early = n->npred_left > 0;
     pthread_mutex_unlock(&G.mtx);
     if (n->nwr) {
         /* Kernels that may write one buffer share an executor (they may
          * write different parts of it at the same time). */
         int pe = dm_pin_executor(tgt_rt->dm, n->wr, n->nwr);
+        /* Sent ahead, a kernel often meets the pin of the writer before it
+         * (the same buffer, a step earlier), which will be done before it
+         * runs: moving it there would undo the schedule (a stencil lost an
+         * eighth of its placements so).  It waits for a predecessor to be
+         * done instead and tries again; once none is left, the pin wins. */
+        bool defer = pe >= 0 && pe != e && early;
+        if (pe >= 0 && pe != e && !defer) {
+            pthread_mutex_lock(&G.mtx);
+            G.stats.pin_moves++;
+            pthread_mutex_unlock(&G.mtx);
+        }
         if (pe >= 0)
             e = pe;
-        if (!dm_try_pin(tgt_rt->dm, e, n->wr, n->nwr)) {
+        if (defer || !dm_try_pin(tgt_rt->dm, e, n->wr, n->nwr)) {
             /* Retried when a node finishes; if one finished meanwhile, its
              * wake-up of the blocked queue came too early for us.  A node
              * sent ahead of its predecessors waits for them instead. */

@@ -91,6 +91,9 @@ void tgt_stats_print(uint64_t t_shutdown0, uint64_t t_end);
 typedef struct tgt_graph_stats {
     uint64_t nodes, kernels, flushes;
     uint64_t held;                       /* nodes held back for a cost */
+    uint64_t pin_moves;                  /* kernels run off their placement:
+                                          * a buffer they write was pinned
+                                          * to another executor */
     uint64_t launches, launch_msgs;      /* launched ahead, in messages */
     uint64_t completions, done_msgs;     /* reported done, in messages */
     uint64_t sched_ns;

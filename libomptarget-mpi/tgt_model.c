@@ -495,6 +495,8 @@ void tgt_stats_print(uint64_t t_shutdown0, uint64_t t_end)
             ompc_sched_name(ompc_config_get()->scheduler),
             (unsigned long long)g->nodes, (unsigned long long)g->kernels,
             (unsigned long long)g->flushes, (unsigned long long)g->held);
+    fprintf(stderr, "[ompc stats] %llu kernels ran away from their placement: another "
+            "executor was writing a buffer they write\n", (unsigned long long)g->pin_moves);
     if (g->launch_msgs)
         fprintf(stderr, "[ompc stats] %llu kernels launched ahead in %llu messages, "
                 "%llu completions in %llu messages\n", (unsigned long long)g->launches,

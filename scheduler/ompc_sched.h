@@ -54,6 +54,11 @@ typedef struct sched_graph {
                                 * ignored */
     const double *comm_inv_bw; /* P*P seconds per byte; required with
                                 * comm_lat, must be NULL without it */
+    const int32_t *prefer;     /* NULL, or per task: a worker HEFT takes
+                                * unless it finishes more than the task's
+                                * cost later than the best, or -1.  NULL:
+                                * HEFT works out its own for entry tasks
+                                * (sched_entry_prefs) */
 } sched_graph_t;
 
 /* Arrays of ntasks entries, allocated by the caller. */
@@ -83,6 +88,14 @@ const sched_policy_t *sched_policy_at(size_t i);
  * is short.  On failure r's contents are left as they were. */
 ompc_status_t sched_run(const sched_policy_t *p, const sched_graph_t *g,
                         uint64_t seed, sched_result_t *r);
+
+/* For the entry tasks of g that every worker would run equally well (not
+ * pinned, one cost and one ready time for all workers), a worker each, so
+ * that tasks sharing a successor go together: ordered breadth-first over
+ * "shares a successor with", cut into nworkers runs of equal cost.  -1 for
+ * every other task, and for all of them unless some two such tasks share a
+ * successor.  pref has ntasks entries.  g is not validated. */
+ompc_status_t sched_entry_prefs(const sched_graph_t *g, int32_t *pref);
 
 /* OMPC_OK if r is a feasible schedule of g: every task on an allowed worker,
  * finish = start + cost, start after 0, avail, ready and every predecessor's

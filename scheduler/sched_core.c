@@ -101,6 +101,10 @@ ompc_status_t sched_graph_validate(const sched_graph_t *g, const sched_result_t 
             return sched_error(i, "task %lld: pinned to worker %d, but the workers "
                                   "are 0..%d (or -1 for none)", (long long)i,
                                (int)g->pinned[i], (int)(P - 1));
+        if (g->prefer && (g->prefer[i] < -1 || g->prefer[i] >= P))
+            return sched_error(i, "task %lld: prefers worker %d, but the workers "
+                                  "are 0..%d (or -1 for none)", (long long)i,
+                               (int)g->prefer[i], (int)(P - 1));
         if (g->ready)
             for (int32_t w = 0; w < P; w++)
                 if (!isfinite(g->ready[(size_t)i * uP + (size_t)w]))

@@ -10,7 +10,18 @@
  *
  * Cost: O(E*P + N*P*(log S + G)) with S tasks per worker and G gaps tried
  * per worker (usually few: a gap before the data-ready time is skipped by
- * binary search), plus O(S) moves per insertion. */
+ * binary search), plus O(S) moves per insertion.
+ *
+ * One departure, for entry tasks that every worker would run equally well
+ * (same cost everywhere, no input already placed): plain HEFT deals them
+ * out by finish time alone, round-robin in index order, so neighbours that
+ * feed the same successors land on different workers and every later step
+ * pays for it (a 4-wide stencil on 2 workers gets 4 transfers a step
+ * instead of 2).  Such tasks are ordered so that tasks sharing a successor
+ * are adjacent (breadth-first over "shares a successor with"), the order
+ * is cut into P runs of equal cost, and each task goes to its run's worker
+ * unless that finishes more than 1.5 times the task's cost later than the
+ * best. */
 #include "sched_internal.h"
 
 #include <stdlib.h>
@@ -123,6 +134,113 @@ static void heft_scaled_ranks(const sched_graph_t *g, const sched_prep_t *prep,
     }
 }
 
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Whether entry task i would run as well on any worker: not pinned, the
+ * same cost and the same outside-input time on each. */
+static bool heft_entry_free(const sched_graph_t *g, const sched_prep_t *prep, int64_t i)
+{
+    size_t uP = (size_t)g->nworkers;
+    if (prep->adj.pred_off[i + 1] != prep->adj.pred_off[i] ||
+        (g->pinned && g->pinned[i] >= 0))
+        return false;
+    for (int32_t w = 1; w < g->nworkers; w++) {
+        if (g->cost[(size_t)i * uP + (size_t)w] != g->cost[(size_t)i * uP])
+            return false;
+        if (g->ready && g->ready[(size_t)i * uP + (size_t)w] != g->ready[(size_t)i * uP])
+            return false;
+    }
+    return true;
+}
+
+/* pref[i]: the worker a free entry task should go to (see the top of the
+ * file), -1 for every other task.  Left all -1 unless some two free entry
+ * tasks share a successor. */
+static ompc_status_t heft_entry_prefs(const sched_graph_t *g, const sched_prep_t *prep,
+                                      int32_t *pref)
+{
+    int64_t n = g->ntasks;
+    int32_t P = g->nworkers;
+    for (int64_t i = 0; i < n; i++)
+        pref[i] = -1;
+    if (P < 2)
+        return OMPC_OK;
+    /* mark[i]: 1 free entry task, 2 queued; 0 otherwise. */
+    uint8_t *mark = calloc((size_t)n + 1, 1);
+    int64_t *order = malloc(((size_t)n + 1) * sizeof(int64_t));
+    int64_t *nb = malloc(((size_t)n + 1) * sizeof(int64_t));
+    if (!mark || !order || !nb) {
+        free(mark);
+        free(order);
+        free(nb);
+        return OMPC_ERR_NOMEM;
+    }
+    int64_t nfree = 0;
+    for (int64_t i = 0; i < n; i++)
+        if (heft_entry_free(g, prep, i)) {
+            mark[i] = 1;
+            nfree++;
+        }
+    int64_t len = 0;
+    bool linked = false;
+    double total = 0.0;
+    for (int64_t root = 0; root < n && nfree >= 2; root++) {
+        if (mark[root] != 1)
+            continue;
+        int64_t head = len;
+        order[len++] = root;
+        mark[root] = 2;
+        while (head < len) {
+            int64_t i = order[head++];
+            total += g->cost[(size_t)i * (size_t)P];
+            /* Free entry tasks sharing a successor with i, by index. */
+            int64_t k = 0;
+            for (int64_t s = prep->adj.succ_off[i]; s < prep->adj.succ_off[i + 1]; s++) {
+                int64_t v = g->edges[prep->adj.succ_edge[s]].to;
+                for (int64_t p = prep->adj.pred_off[v]; p < prep->adj.pred_off[v + 1]; p++) {
+                    int64_t u = g->edges[prep->adj.pred_edge[p]].from;
+                    if (mark[u] == 1) {
+                        mark[u] = 2;
+                        nb[k++] = u;
+                    }
+                }
+            }
+            linked |= k > 0;
+            qsort(nb, (size_t)k, sizeof(int64_t), cmp_i64);
+            for (int64_t j = 0; j < k; j++)
+                order[len++] = nb[j];
+        }
+    }
+    if (linked && total > 0.0) {
+        double before = 0.0;
+        for (int64_t k = 0; k < len; k++) {
+            double c = g->cost[(size_t)order[k] * (size_t)P];
+            int32_t w = (int32_t)((before + 0.5 * c) / total * (double)P);
+            pref[order[k]] = w < P ? w : P - 1;
+            before += c;
+        }
+    }
+    free(mark);
+    free(order);
+    free(nb);
+    return OMPC_OK;
+}
+
+ompc_status_t sched_entry_prefs(const sched_graph_t *g, int32_t *pref)
+{
+    sched_prep_t prep;
+    ompc_status_t st = sched_prep_create(g, NULL, &prep);
+    if (st != OMPC_OK)
+        return st;
+    st = heft_entry_prefs(g, &prep, pref);
+    sched_prep_free(&prep);
+    return st;
+}
+
 void sched_heft_ranks(const sched_graph_t *g, const sched_prep_t *prep, double *rank)
 {
     heft_scaled_ranks(g, prep, rank);
@@ -151,14 +269,19 @@ static ompc_status_t heft_run(const sched_policy_t *self, const sched_graph_t *g
     int32_t *worker = calloc((size_t)n + 1, sizeof(int32_t));
     int64_t *waiting = calloc((size_t)n + 1, sizeof(int64_t));
     double *dready = calloc(uP, sizeof(double));
+    int32_t *pref = calloc((size_t)n + 1, sizeof(int32_t));
     heft_timeline_t *tl = calloc(uP, sizeof(*tl));
     sched_heap_t heap = {0};
-    if (!rank || !start || !finish || !worker || !waiting || !dready || !tl ||
+    if (!rank || !start || !finish || !worker || !waiting || !dready || !pref || !tl ||
         sched_heap_init(&heap, n, rank) != OMPC_OK) {
         st = OMPC_ERR_NOMEM;
         goto out;
     }
     heft_scaled_ranks(g, &prep, rank);
+    if (g->prefer)
+        memcpy(pref, g->prefer, (size_t)n * sizeof(*pref));
+    else if ((st = heft_entry_prefs(g, &prep, pref)) != OMPC_OK)
+        goto out;
 
     /* Decreasing rank alone is a topological order when every rank exceeds
      * its successors'; with zero costs (or rounding) a successor can tie
@@ -198,12 +321,16 @@ static ompc_status_t heft_run(const sched_policy_t *self, const sched_graph_t *g
             }
         }
         int32_t best = -1;
-        int64_t best_pos = 0;
-        double best_start = 0.0, best_finish = 0.0;
+        int64_t best_pos = 0, pref_pos = 0;
+        double best_start = 0.0, best_finish = 0.0, pref_start = 0.0;
         const double *c = g->cost + (size_t)i * uP;
         for (int32_t w = lo; w < hi; w++) {
             int64_t pos;
             double s = heft_slot_find(&tl[w], dready[w], c[w], &pos);
+            if (w == pref[i]) {
+                pref_pos = pos;
+                pref_start = s;
+            }
             /* Strictly earlier only: ties stay on the lowest worker. */
             if (best < 0 || s + c[w] < best_finish) {
                 best = w;
@@ -211,6 +338,15 @@ static ompc_status_t heft_run(const sched_policy_t *self, const sched_graph_t *g
                 best_start = s;
                 best_finish = s + c[w];
             }
+        }
+        /* Up to one task's cost later (and half another: inputs that
+         * reach the workers microseconds apart must not tip it). */
+        if (pref[i] >= 0 && pref[i] != best &&
+            pref_start + c[pref[i]] <= best_finish + 1.5 * c[pref[i]]) {
+            best = pref[i];
+            best_pos = pref_pos;
+            best_start = pref_start;
+            best_finish = pref_start + c[best];
         }
         st = heft_slot_insert(&tl[best], best_pos, best_start, best_finish);
         if (st != OMPC_OK)
@@ -238,6 +374,7 @@ out:
             free(tl[w].slot);
     sched_heap_free(&heap);
     free(tl);
+    free(pref);
     free(dready);
     free(waiting);
     free(worker);

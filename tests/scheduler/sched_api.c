@@ -179,6 +179,48 @@ static void test_pinned_ready_avail(void)
     printf("pinned/ready/avail: ok\n");
 }
 
+static void test_prefer(void)
+{
+    /* Three equal independent tasks, all preferring worker 1: HEFT takes
+     * the preference while it finishes at most 1.5 tasks later than the
+     * best worker.  Task 0: worker 1 ties worker 0.  Task 1: worker 1 ends
+     * at 20, worker 0 at 10: taken.  Task 2: worker 1 would end at 30,
+     * worker 0 at 10, 30 > 10 + 15: worker 0. */
+    double cost[6] = {10, 10, 10, 10, 10, 10};
+    int32_t prefer[3] = {1, 1, 1};
+    sched_graph_t g = {.nworkers = 2, .ntasks = 3, .cost = cost, .prefer = prefer};
+    int32_t w[3];
+    double s[3], f[3];
+    sched_result_t r = {w, s, f, 0};
+    CHECK_OK(sched_run(&sched_policy_heft, &g, 0, &r));
+    CHECK_VALID(&g, &r);
+    CHECK(w[0] == 1 && w[1] == 1 && w[2] == 0 && r.makespan == 20);
+
+    /* Without prefer, HEFT works them out itself: 4 entry tasks, each
+     * feeding its own column and its neighbours' of a second step. */
+    double c8[16];
+    for (int i = 0; i < 16; i++)
+        c8[i] = 10;
+    sched_edge_t e[10];
+    int64_t ne = 0;
+    for (int64_t c = 0; c < 4; c++)
+        for (int64_t d = c - 1; d <= c + 1; d++)
+            if (d >= 0 && d < 4)
+                e[ne++] = (sched_edge_t){d, 4 + c, 1, 0};
+    sched_graph_t st = {.nworkers = 2, .ntasks = 8, .cost = c8, .nedges = ne, .edges = e};
+    int32_t pref[8];
+    CHECK_OK(sched_entry_prefs(&st, pref));
+    CHECK(pref[0] == 0 && pref[1] == 0 && pref[2] == 1 && pref[3] == 1);
+    for (int i = 4; i < 8; i++)
+        CHECK(pref[i] == -1);
+    /* Entry tasks that feed nothing in common get none. */
+    st.nedges = 0;
+    CHECK_OK(sched_entry_prefs(&st, pref));
+    for (int i = 0; i < 8; i++)
+        CHECK(pref[i] == -1);
+    printf("prefer: ok\n");
+}
+
 static void test_comm_model(void)
 {
     /* Worker 1 is fast but far: 0 -> 1 costs 10 + bytes / 1024. */
@@ -279,6 +321,9 @@ static void test_validation(void)
     b = g;
     b.pinned = pin;
     expect_invalid(&b, "task 1: pinned to worker 2, but the workers are 0..1", 1);
+    b = g;
+    b.prefer = pin;
+    expect_invalid(&b, "task 1: prefers worker 2, but the workers are 0..1", 1);
 
     b = g;
     b.nworkers = 0;
@@ -470,6 +515,7 @@ int main(void)
     test_one_worker();
     test_zero_costs();
     test_pinned_ready_avail();
+    test_prefer();
     test_comm_model();
     test_validation();
     test_checker();
