@@ -84,6 +84,7 @@ static struct {
     pthread_t *thr;
     _Atomic int hot;         /* an engine thread polls the ready queue */
     _Atomic int nready;
+    _Atomic int running;     /* kernels running now */
     uint64_t dq[D_MAX * D_LEN]; /* completions not sent yet */
     size_t dn;
     uint64_t dt0;            /* when the oldest of them was done */
@@ -263,6 +264,12 @@ static void wait_add(aw_wait_t *w)
 /* ----------------------------------------------------------- handlers */
 static void task_done(aw_task_t *t, ompc_status_t st, uint64_t ns);
 
+/* No kernel running or ready here: a message arriving now is waited for. */
+static bool idle_now(void)
+{
+    return atomic_load(&A.running) == 0 && atomic_load(&A.nready) == 0;
+}
+
 /* Whether words m[0..words) are one well-formed launch. */
 static bool launch_valid(const uint64_t *m, size_t words)
 {
@@ -354,7 +361,12 @@ static ompc_status_t fn_launch(ev_exec_info_t *info)
         launch_one(info, m + at + 1);
         at += 1 + m[at];
     }
-    /* When it got here (this rank's clock): the head learns the hop. */
+    /* When it got here (this rank's clock): the head learns the hop, but
+     * only from an idle rank.  A busy one's gate waits for a core behind
+     * the kernels (milliseconds on a crowded node), which delays nothing
+     * that waits for it and would only teach HEFT to shun transfers. */
+    if (!idle_now())
+        now = 0;
     if (info->result_cap >= sizeof(now)) {
         memcpy(info->result, &now, sizeof(now));
         info->result_size = sizeof(now);
@@ -393,7 +405,8 @@ static ompc_status_t fn_arrive(ev_exec_info_t *info)
         memcpy((void *)(uintptr_t)m[1], m + A_HDR, m[2]);
     pthread_mutex_lock(&A.mtx);
     aw_task_t *t = task_find(m[0]);
-    if (t && m[4] && (int)m[5] != tgt_rt->rank &&
+    /* Timed only if this rank waits for nothing else (see fn_launch). */
+    if (t && m[4] && (int)m[5] != tgt_rt->rank && idle_now() &&
         (t->hop_rank < 0 || now - m[4] > t->hop_raw)) {
         t->hop_raw = now - m[4];
         t->hop_rank = (int)m[5];
@@ -552,7 +565,9 @@ static void *engine_main(void *arg)
             atomic_fetch_sub(&A.nready, 1);
             pthread_mutex_unlock(&A.mtx);
             uint64_t ns = 0;
+            atomic_fetch_add(&A.running, 1);
             ompc_status_t st = tgt_kernel_run(t->kmsg, t->klen, &ns);
+            atomic_fetch_sub(&A.running, 1);
             task_done(t, st, ns);
             hot_until = ompc_now_ns() + spin_ns;
             pthread_mutex_lock(&A.mtx);

@@ -25,6 +25,14 @@ typedef struct cost_cell {
     uint32_t n;
 } cost_cell_t;
 
+/* Hop samples the model keeps (tgt_model_learn_hop). */
+#define HOP_WINDOW 32
+typedef struct hop_ring {
+    uint32_t n, next;
+    double v[HOP_WINDOW];
+    double median;
+} hop_ring_t;
+
 static struct {
     pthread_mutex_t mtx;
     cost_cell_t *cells;      /* [kernel][executor] */
@@ -32,7 +40,7 @@ static struct {
     int64_t *cores;          /* per rank */
     double *lat, *ibw;       /* per executor */
     double hop;              /* learnt worker-to-worker hop, seconds */
-    uint32_t hop_n;          /* samples in its mean (capped) */
+    hop_ring_t fwd, lau;     /* samples: forwarded inputs, launch batches */
     uint64_t hop_samples;    /* forwarded inputs, for OMPC_STATS */
     uint64_t hop_launches;   /* launch batches, for OMPC_STATS */
     int64_t *offset;         /* per executor: its clock minus ours, ns */
@@ -231,9 +239,18 @@ double tgt_model_cost(const tgt_kernel_t *k, int e)
     double def = (double)ompc_config_get()->default_cost_us * 1e-6;
     pthread_mutex_lock(&M.mtx);
     const cost_cell_t *row = &M.cells[(size_t)ki * (size_t)M.ne];
-    double v;
-    if (row[e].n) {
-        v = row[e].mean;
+    /* Executors with as many cores share one estimate: the nodes of a
+     * cluster are alike, and a worker whose first runs were slowed (a core
+     * shared with the head, a noisy neighbour) must not be priced out for
+     * good, since HEFT would then never run, nor measure, it again. */
+    double v = 0, wsum = 0;
+    for (int q = 0; q < M.ne; q++)
+        if (row[q].n && exec_cores(q) == exec_cores(e)) {
+            v += row[q].mean * (double)row[q].n;
+            wsum += (double)row[q].n;
+        }
+    if (wsum > 0) {
+        v /= wsum;
     } else {
         /* Seen elsewhere: scale by cores (kernels use parallel for over
          * the executor's cores).  Never seen: the default, as if measured
@@ -287,21 +304,40 @@ double tgt_model_lat(int e)
         return 0;
     pthread_mutex_lock(&M.mtx);
     double v = M.lat[e];
-    if (M.hop_n && M.hop > v)
+    if ((M.fwd.n || M.lau.n) && M.hop > v)
         v = M.hop;
     pthread_mutex_unlock(&M.mtx);
     return v;
 }
 
-/* A running mean over the last HOP_WINDOW samples, roughly: a hop's cost
- * changes with the load, and one slow outlier must not swing placement. */
-#define HOP_WINDOW 32
+/* The median of the last HOP_WINDOW samples: a hop's cost changes with the
+ * load, and slow outliers must not swing placement.  (A mean did: on a
+ * crowded node a consumer's gate now and then waits milliseconds for a
+ * core, and a few such samples made HEFT price a hop at 3-9 ms against
+ * a median of 0.1 ms, and pile 3 tasks in 4 on one worker.) */
+static int cmp_double(const void *a, const void *b);
+static void hop_ring_add(hop_ring_t *r, double seconds)
+{
+    double tmp[HOP_WINDOW];
+    r->v[r->next] = seconds;
+    r->next = (r->next + 1) % HOP_WINDOW;
+    if (r->n < HOP_WINDOW)
+        r->n++;
+    memcpy(tmp, r->v, r->n * sizeof(double));
+    qsort(tmp, r->n, sizeof(double), cmp_double);
+    r->median = tmp[r->n / 2];
+}
+
+/* Forwarded inputs are what HEFT prices: one worker's output reaching
+ * another that waits for it.  A launch batch (head to worker) stands in
+ * only until a few of those were seen: it also carries the head's own
+ * delays, milliseconds for half of them on a crowded node. */
+#define HOP_MIN_FORWARDED 8
 void tgt_model_learn_hop(double seconds, bool launch)
 {
     pthread_mutex_lock(&M.mtx);
-    if (M.hop_n < HOP_WINDOW)
-        M.hop_n++;
-    M.hop += (seconds - M.hop) / M.hop_n;
+    hop_ring_add(launch ? &M.lau : &M.fwd, seconds);
+    M.hop = M.fwd.n >= HOP_MIN_FORWARDED || !M.lau.n ? M.fwd.median : M.lau.median;
     if (launch)
         M.hop_launches++;
     else
