@@ -1252,6 +1252,11 @@ static void flush_keep(tgt_node_t *mine)
         nheld = hold_unmeasured(v, n);
         if (nheld)
             shape_prefs(v, n, batch);
+        /* Held nodes are not in this batch: a node placed now must not
+         * take one for a batch member (schedule_batch indexes the batch's
+         * results by sched_idx). */
+        for (size_t i = n - nheld; i < n; i++)
+            v[i]->batch = 0;
     }
     for (size_t i = 0; i < n - nheld; i++)
         v[i]->sched_idx = (int64_t)i;
