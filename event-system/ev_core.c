@@ -1116,7 +1116,10 @@ static void node_detect(ev_ctx_t *ctx)
     ctx->node.ncpus = CPU_COUNT(&mine) > 0 ? CPU_COUNT(&mine) : 1;
     ctx->node.nsame = k > 0 ? k : 1;
     ctx->node.same = same;
-    ctx->node.crowded = ctx->node.ncpus < 2 * ctx->node.nsame;
+    /* More ranks than CPUs: some rank's threads always wait for a core.
+     * (Two ranks on two CPUs poll happily: the event system's own round
+     * trip stays at a few microseconds, where sleeping costs 100+.) */
+    ctx->node.crowded = ctx->node.ncpus < ctx->node.nsame;
     /* Polling pays when a core would otherwise idle; on a crowded node it
      * takes the core from a kernel (or from the very rank whose message we
      * wait for), and the doorbell wakes a sleeper within microseconds. */
