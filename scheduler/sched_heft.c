@@ -341,7 +341,7 @@ static ompc_status_t heft_run(const sched_policy_t *self, const sched_graph_t *g
         }
         /* Up to one task's cost later (and half another: inputs that
          * reach the workers microseconds apart must not tip it). */
-        if (pref[i] >= 0 && pref[i] != best &&
+        if (pref[i] >= lo && pref[i] < hi && pref[i] != best &&
             pref_start + c[pref[i]] <= best_finish + 1.5 * c[pref[i]]) {
             best = pref[i];
             best_pos = pref_pos;

@@ -195,6 +195,13 @@ static void test_prefer(void)
     CHECK_OK(sched_run(&sched_policy_heft, &g, 0, &r));
     CHECK_VALID(&g, &r);
     CHECK(w[0] == 1 && w[1] == 1 && w[2] == 0 && r.makespan == 20);
+    /* A pin wins over a preference. */
+    int32_t pinned[3] = {0, -1, -1};
+    g.pinned = pinned;
+    CHECK_OK(sched_run(&sched_policy_heft, &g, 0, &r));
+    CHECK_VALID(&g, &r);
+    CHECK(w[0] == 0);
+    g.pinned = NULL;
 
     /* Without prefer, HEFT works them out itself: 4 entry tasks, each
      * feeding its own column and its neighbours' of a second step. */
