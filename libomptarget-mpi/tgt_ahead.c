@@ -344,6 +344,13 @@ static void launch_one(ev_exec_info_t *info, const uint64_t *m)
 static ompc_status_t fn_launch(ev_exec_info_t *info)
 {
     uint64_t now = ompc_now_ns();
+    /* The head learns the hop from when the batch got here (this rank's
+     * clock), but only if this rank was idle: a busy one's gate waits for
+     * a core behind the kernels (milliseconds on a crowded node), which
+     * delays nothing that waits for it and would only teach HEFT to shun
+     * transfers.  Asked before the batch makes its own tasks ready. */
+    if (!idle_now())
+        now = 0;
     const uint64_t *m = info->args;
     size_t words = info->args_size / 8;
     if (info->args_size % 8 || words < 1 || m[0] > words)
@@ -361,12 +368,6 @@ static ompc_status_t fn_launch(ev_exec_info_t *info)
         launch_one(info, m + at + 1);
         at += 1 + m[at];
     }
-    /* When it got here (this rank's clock): the head learns the hop, but
-     * only from an idle rank.  A busy one's gate waits for a core behind
-     * the kernels (milliseconds on a crowded node), which delays nothing
-     * that waits for it and would only teach HEFT to shun transfers. */
-    if (!idle_now())
-        now = 0;
     if (info->result_cap >= sizeof(now)) {
         memcpy(info->result, &now, sizeof(now));
         info->result_size = sizeof(now);

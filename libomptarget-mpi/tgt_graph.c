@@ -1081,10 +1081,12 @@ static void schedule_batch(tgt_node_t **v, size_t n, uint64_t batch,
         if (!pol)
             ompc_fatal("scheduling policy %s is not available",
                        ompc_sched_name(cfg->scheduler));
-        int32_t *prefer = NULL;
-        for (size_t i = 0; i < n && !prefer; i++)
-            if (v[i]->pref >= 0)
-                prefer = malloc(n * sizeof(int32_t));
+        bool any_pref = false;
+        for (size_t i = 0; i < n; i++)
+            any_pref |= v[i]->pref >= 0;
+        int32_t *prefer = any_pref ? malloc(n * sizeof(int32_t)) : NULL;
+        if (any_pref && !prefer)
+            ompc_fatal("out of memory scheduling %zu tasks", n);
         for (size_t i = 0; prefer && i < n; i++)
             prefer[i] = v[i]->pref;
         sched_graph_t g = {
