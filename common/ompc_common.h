@@ -102,6 +102,7 @@ typedef struct ompc_config {
     int64_t default_cost_us;
     int64_t graph_window;
     int64_t dispatch_threads;
+    int64_t head_threads;
     int64_t ahead;           /* 0/1 */
     const char *perf_model;  /* "" when unset */
     const char *trace;       /* "" when unset */

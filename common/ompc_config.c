@@ -87,6 +87,11 @@ static const cfg_row_t rows[] = {
         "head threads that move data and launch scheduled tasks (0: one per "
         "worker, at least 2, at most 16)",
         CFG_INT, dispatch_threads, 0, 256),
+    ROW("OMPC_HEAD_THREADS", "0",
+        "OpenMP threads of the head's parallel regions (0: 1 when the head "
+        "shares its CPUs with workers and OMP_NUM_THREADS is unset, else "
+        "the OpenMP default)",
+        CFG_INT, head_threads, 0, 4096),
     ROW("OMPC_AHEAD", "1",
         "1 sends each target task to its worker as soon as the tasks it "
         "depends on have been sent (workers then wait for each other and "

@@ -13,6 +13,10 @@
 #include <stdint.h>
 
 /* ------------------------------------------------- clang-19 ABI (facts) */
+/* From libomp, which every OpenMP program loads; weak so that the library
+ * links on its own. */
+void omp_set_num_threads(int n) __attribute__((weak));
+
 typedef struct tgt_offload_entry {
     void *addr;     /* kernel: host region id; global: host address */
     char *name;
@@ -138,6 +142,7 @@ typedef struct tgt_rt {
     int kernel_threads;      /* executors: threads for parallel regions in
                                 kernels (0: leave libomp's default) */
     int kernel_slots;        /* executors: kernels that may run at once */
+    int head_threads;        /* head: team size set (0: libomp's default) */
     pthread_mutex_t map_mtx; /* the mapping table */
     ompc_tmap_t maps;
     tgt_map_t *shadowed;     /* entries holding attached pointers */

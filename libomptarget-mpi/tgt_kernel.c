@@ -12,7 +12,6 @@
 /* From libomp, which every OpenMP program loads; weak so that the library
  * links on its own. */
 int omp_get_default_device(void) __attribute__((weak));
-void omp_set_num_threads(int n) __attribute__((weak));
 
 /* ---------------------------------------------------------- executors */
 /* args: {u32 kernel index, u32 nargs, u64 args[nargs]}.  The device image's

@@ -437,6 +437,39 @@ static void head_env_defaults(void)
     setenv("LIBOMP_USE_HIDDEN_HELPER_TASK", "0", 0);
 }
 
+static const char *head_threads_str(void)
+{
+    static char buf[32];
+    if (tgt_rt->head_threads == 0)
+        return "OpenMP default";
+    snprintf(buf, sizeof(buf), "%d", tgt_rt->head_threads);
+    return buf;
+}
+
+/* The head's OpenMP team size.  Target tasks record one at a time (the
+ * graph's recording lock), so a second head thread adds no throughput:
+ * it steals target tasks from the thread creating them and the two take
+ * turns on the lock.  Where the head shares its CPUs with workers, that
+ * thread also takes a CPU from their kernels (they split the cores
+ * without counting the head): Task Bench's 80000 empty tasks cost the
+ * head 2.0-2.5 s of CPU with 2 threads on 2 cores and 1.1-1.25 s with 1,
+ * and ran 1.3-1.6 s against 0.7-0.9 s. */
+static void choose_head_threads(void)
+{
+    int64_t n = ompc_config_get()->head_threads;
+    if (n == 0) {
+        const char *env = getenv("OMP_NUM_THREADS");
+        const ev_node_t *node = ev_node(tgt_rt->ev);
+        if ((env && *env) || node->nsame < 2)
+            return;
+        n = 1;
+    }
+    if (!omp_set_num_threads)
+        return;
+    omp_set_num_threads((int)n);
+    tgt_rt->head_threads = (int)n;
+}
+
 void __tgt_register_lib(tgt_bin_desc_t *desc)
 {
     pthread_mutex_lock(&register_mtx);
@@ -492,6 +525,7 @@ void __tgt_register_lib(tgt_bin_desc_t *desc)
         choose_kernel_threads();
     } else {
         head_env_defaults();
+        choose_head_threads();
     }
     tgt_model_share_cores();
     share_globals();
@@ -504,8 +538,9 @@ void __tgt_register_lib(tgt_bin_desc_t *desc)
     ompc_trace_span("runtime", "start-up", t_start, tgt_rt->t_ready_ns, NULL);
     if (tgt_rt->info && tgt_rt->rank == 0)
         fprintf(stderr, "[ompc info] %d rank(s): head rank 0, %d executor(s); "
-                "%d kernel(s), %d declare target variable(s)\n", tgt_rt->size,
-                dm_num_executors(tgt_rt->dm), tgt_rt->nkernels, tgt_rt->nglobals);
+                "%d kernel(s), %d declare target variable(s); head threads: %s\n",
+                tgt_rt->size, dm_num_executors(tgt_rt->dm), tgt_rt->nkernels,
+                tgt_rt->nglobals, head_threads_str());
     if (tgt_rt->info && tgt_rt->rank == 0) {
         print_ranks(ids);
         if (tgt_rt->size == 1 && launched_alone())
