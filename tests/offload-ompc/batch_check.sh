@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
-# batch_check.sh NP PROGRAM: run PROGRAM with OMPC_STATS=1; it must pass,
+# batch_check.sh NP PROGRAM [ARGS...]: run PROGRAM with OMPC_STATS=1; it must pass,
 # the head must have sent its launches in at most half as many messages
 # (the program makes many tasks ready at once), and the workers must have
-# reported completions in fewer messages than completions (short kernels
-# with more ready behind them), and no kernel may have left the executor
+# reported completions in fewer messages than completions (kernels with
+# more launched behind them), and no kernel may have left the executor
 # its policy chose: the stencil writes each buffer every other step, and a
 # kernel sent ahead meets the pin of the one before it (which will be done
 # first), so moving it would undo the placement.
 set -u
 np=$1 prog=$2
-out=$(OMPC_STATS=1 "$MPIEXEC" -n "$np" "$prog" 2>&1)
+shift 2
+out=$(OMPC_STATS=1 "$MPIEXEC" -n "$np" "$prog" "$@" 2>&1)
 rc=$?
 echo "$out" | grep -E '\[ompc stats\]|launch_batch'
 [ "$rc" -eq 0 ] || { echo "$out" | tail -20; echo "batch_check: FAIL: exit $rc"; exit 1; }
