@@ -1303,8 +1303,14 @@ static void node_done(tgt_node_t *n)
      * for room: only those are woken.  Waking them for every node cost the
      * head a context switch per task, and work for them to help with goes
      * to the dispatch threads anyway. */
-    bool wake = n->nwaiters > 0 || G.live_head == n || G.room_waiters > 0;
+    bool was_head = G.live_head == n;
     live_remove(n);
+    /* Held-back recorders wait for nlive to fall to twice the window:
+     * waking them at every node done woke the recording thread once per
+     * task for as long as it was held back. */
+    bool wake = n->nwaiters > 0 || was_head ||
+                (G.room_waiters > 0 &&
+                 (int64_t)G.nlive <= 2 * ompc_config_get()->graph_window);
     size_t woken = 0;
     for (size_t i = 0; i < n->succs.n; i++) {
         tgt_node_t *s = n->succs.v[i];
