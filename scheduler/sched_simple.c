@@ -39,14 +39,22 @@ static int32_t simple_rng_below(uint64_t *state, int32_t bound)
 
 /* Locality: the worker that pulls in the least data (communication from
  * predecessors elsewhere, plus how much later outside inputs arrive there
- * than on the best-placed worker); ties go to the earliest finish, then the
- * lowest worker. */
+ * than on the best-placed worker), among the workers that could start the
+ * task no later than one run of it after the earliest of them could; ties
+ * go to the earliest finish, then the lowest worker.
+ *
+ * Without that bound locality is absorbing: once a task's producers share
+ * a worker, moving away always costs more data, so a tree (every task's
+ * input is its parent's) ran entirely on the worker of its root.  With
+ * it, a task leaves its data only when that worker is backlogged by more
+ * than the transfer plus one run of the task. */
 static int32_t simple_locality_pick(const sched_graph_t *g, const sched_prep_t *prep,
                                     const sched_result_t *r, const double *last,
-                                    int64_t i)
+                                    double *comm, double *start, int64_t i)
 {
     int32_t P = g->nworkers;
     size_t uP = (size_t)g->nworkers;
+    const double *cost = &g->cost[(size_t)i * uP];
     double min_ready = 0.0;
     if (g->ready) {
         min_ready = g->ready[(size_t)i * uP];
@@ -54,21 +62,28 @@ static int32_t simple_locality_pick(const sched_graph_t *g, const sched_prep_t *
             if (g->ready[(size_t)i * uP + (size_t)w] < min_ready)
                 min_ready = g->ready[(size_t)i * uP + (size_t)w];
     }
+    int32_t first = 0;
+    for (int32_t w = 0; w < P; w++) {
+        comm[w] = g->ready ? g->ready[(size_t)i * uP + (size_t)w] - min_ready : 0.0;
+        for (int64_t p = prep->adj.pred_off[i]; p < prep->adj.pred_off[i + 1]; p++) {
+            const sched_edge_t *e = &g->edges[prep->adj.pred_edge[p]];
+            comm[w] += sched_comm(g, e, r->worker[e->from], w);
+        }
+        double s = sched_data_ready(g, &prep->adj, r->worker, r->finish, i, w);
+        start[w] = last[w] > s ? last[w] : s;
+        if (start[w] < start[first])
+            first = w;
+    }
+    double bound = start[first] + cost[first];
     int32_t best = -1;
     double best_comm = 0.0, best_finish = 0.0;
     for (int32_t w = 0; w < P; w++) {
-        double comm = g->ready ? g->ready[(size_t)i * uP + (size_t)w] - min_ready : 0.0;
-        for (int64_t p = prep->adj.pred_off[i]; p < prep->adj.pred_off[i + 1]; p++) {
-            const sched_edge_t *e = &g->edges[prep->adj.pred_edge[p]];
-            comm += sched_comm(g, e, r->worker[e->from], w);
-        }
-        double s = sched_data_ready(g, &prep->adj, r->worker, r->finish, i, w);
-        if (last[w] > s)
-            s = last[w];
-        double f = s + g->cost[(size_t)i * uP + (size_t)w];
-        if (best < 0 || comm < best_comm || (comm == best_comm && f < best_finish)) {
+        if (start[w] > bound)
+            continue;
+        double f = start[w] + cost[w];
+        if (best < 0 || comm[w] < best_comm || (comm[w] == best_comm && f < best_finish)) {
             best = w;
-            best_comm = comm;
+            best_comm = comm[w];
             best_finish = f;
         }
     }
@@ -84,9 +99,10 @@ static ompc_status_t simple_run(const sched_graph_t *g, sched_result_t *r,
         return st;
     int32_t P = g->nworkers;
     size_t uP = (size_t)P;
-    /* When each worker's last task ends; the only scratch, so once it is
-     * allocated nothing can fail and r is written in place. */
-    double *last = calloc(uP, sizeof(double));
+    /* When each worker's last task ends, then locality's per-worker
+     * scratch; the only allocation, so once it is made nothing can fail
+     * and r is written in place. */
+    double *last = calloc(3 * uP, sizeof(double));
     if (!last) {
         sched_prep_free(&prep);
         return OMPC_ERR_NOMEM;
@@ -104,7 +120,7 @@ static ompc_status_t simple_run(const sched_graph_t *g, sched_result_t *r,
         } else if (kind == SIMPLE_RANDOM) {
             w = simple_rng_below(&rng, P);
         } else {
-            w = simple_locality_pick(g, &prep, r, last, i);
+            w = simple_locality_pick(g, &prep, r, last, last + uP, last + 2 * uP, i);
         }
         double s = sched_data_ready(g, &prep.adj, r->worker, r->finish, i, w);
         if (last[w] > s)

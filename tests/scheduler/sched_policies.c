@@ -1,7 +1,8 @@
 /* Every policy on many random graphs (both checkers must accept each
  * schedule), plus the rules particular to each policy: round-robin's
  * turn order, random's determinism for a seed, locality keeping a chain
- * together, HEFT spreading equal independent tasks. */
+ * together but not a tree on one worker, HEFT spreading equal independent
+ * tasks. */
 #include "sched_test.h"
 
 static void test_all_valid(void)
@@ -125,6 +126,34 @@ static void test_locality_chain(void)
     printf("locality: ok\n");
 }
 
+/* A binary tree of 15 equal tasks (cost 10, edges cost 1) on 2 workers:
+ * every task's input is its parent's, so pulling in the least data alone
+ * puts the whole tree on the root's worker (makespan 150).  Locality
+ * leaves the data's worker once that one is backlogged by more than a
+ * transfer and a run, which splits the tree about in half. */
+static void test_locality_tree(void)
+{
+    enum { N = 15, P = 2 };
+    double cost[N * P];
+    sched_edge_t e[N - 1];
+    for (int i = 0; i < N * P; i++)
+        cost[i] = 10;
+    for (int i = 1; i < N; i++)
+        e[i - 1] = (sched_edge_t){(i - 1) / 2, i, 1, 0};
+    sched_graph_t g = {.nworkers = P, .ntasks = N, .cost = cost, .nedges = N - 1, .edges = e};
+    int32_t w[N];
+    double s[N], f[N];
+    sched_result_t r = {w, s, f, 0};
+    CHECK_OK(sched_run(sched_policy_find("locality"), &g, 0, &r));
+    CHECK_VALID(&g, &r);
+    int count[P] = {0};
+    for (int i = 0; i < N; i++)
+        count[w[i]]++;
+    CHECK(count[0] >= 5 && count[1] >= 5);
+    CHECK(r.makespan <= 100);
+    printf("locality tree: ok (%d/%d, makespan %g)\n", count[0], count[1], r.makespan);
+}
+
 static void test_heft_spread(void)
 {
     enum { P = 5, K = 4, N = P * K };
@@ -152,6 +181,7 @@ int main(void)
     test_random_seed();
     test_roundrobin();
     test_locality_chain();
+    test_locality_tree();
     test_heft_spread();
     printf("sched_policies: all ok\n");
     return 0;
