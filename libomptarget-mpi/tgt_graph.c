@@ -96,6 +96,7 @@ typedef struct dep_state {
     bool set;                /* writers is an inoutset group */
     node_list_t set_preds;   /* what the group's members wait for */
     node_list_t readers;
+    size_t prune_at;         /* readers.n that triggers the next prune */
 } dep_state_t;
 
 /* Per buffer: the last node with data ops on it and the users since. */
@@ -216,6 +217,7 @@ static void node_unref(tgt_node_t *n)
     free(n->pulled_tag);
     free(n->abufs);
     free(n);
+    atomic_fetch_sub(&G.stats.in_memory, 1);
 }
 
 /* Drop a list's references (caller holds G.mtx or owns the list). */
@@ -448,6 +450,7 @@ tgt_node_t *tgt_rec_begin(const tgt_ident_t *loc, const tgt_kernel_t *k)
     if (!n)
         ompc_fatal("out of memory recording a target task");
     atomic_init(&n->refs, 1); /* the graph's; dropped when done */
+    atomic_fetch_add(&G.stats.in_memory, 1);
     n->state = N_RECORDING;
     n->loc = loc;
     n->k = k;
@@ -532,6 +535,15 @@ static void dep_record(tgt_node_t *n, const tgt_dep_t *dp)
     switch (dp->type) {
     case TGT_DEP_IN:
         edges_from(&d->writers, n);
+        if (d->readers.n >= d->prune_at) {
+            /* An address only ever read (a parameter block every task
+             * names with depend(in:)) kept every reader, and with it every
+             * node, until the next barrier: memory grew with the run.  A
+             * reader that is done orders nothing; amortised as for
+             * buffer users. */
+            list_prune(&d->readers);
+            d->prune_at = d->readers.n < 32 ? 64 : 2 * d->readers.n;
+        }
         node_ref(n);
         list_push(&d->readers, n);
         break;
@@ -727,6 +739,9 @@ void tgt_rec_commit(tgt_node_t *n, tgt_mapped_t *m, dm_buf_t **wr, size_t nwr,
     G.stats.nodes++;
     if (n->k)
         G.stats.kernels++;
+    uint64_t mem = atomic_load(&G.stats.in_memory);
+    if (mem > G.stats.in_memory_peak)
+        G.stats.in_memory_peak = mem;
     size_t npend = G.pending.n;
     uint64_t nlive = G.nlive;
     if (wait)

@@ -531,6 +531,9 @@ void tgt_stats_print(uint64_t t_shutdown0, uint64_t t_end)
             ompc_sched_name(ompc_config_get()->scheduler),
             (unsigned long long)g->nodes, (unsigned long long)g->kernels,
             (unsigned long long)g->flushes, (unsigned long long)g->held);
+    fprintf(stderr, "[ompc stats] at most %llu task nodes in memory at once (done "
+            "ones stay while a later task may still need ordering after them)\n",
+            (unsigned long long)g->in_memory_peak);
     fprintf(stderr, "[ompc stats] %llu kernels ran away from their placement: another "
             "executor was writing a buffer they write\n", (unsigned long long)g->pin_moves);
     if (g->launch_msgs)
