@@ -31,13 +31,17 @@
  *
  * Inputs of a target task: every output buffer is mapped once (`target
  * enter data`, poisoned so that a buffer nobody wrote fails validation)
- * and its device address taken with omp_get_mapped_ptr.  A task gets the
- * device addresses of its inputs in a record mapped `to` (see
- * tb_task_rec_t), its output's device address by value (is_device_ptr),
- * and names the host addresses in its depend clauses: ompc moves every
- * mapped buffer a depend clause names to the worker that runs the task,
- * read-only when only depend(in:) names it, and a device address means
- * the same on every worker.  The host build passes host addresses.
+ * and its device address taken with omp_get_mapped_ptr; so is the graph
+ * descriptor.  A task gets the graph's, its inputs' (up to TB_ARG_INPUTS)
+ * and its output's device addresses by value (is_device_ptr), and names
+ * the host addresses in its depend clauses: ompc moves every mapped
+ * buffer a depend clause names to the worker that runs the task,
+ * read-only when only depend(in:) names it (the graph: once per worker),
+ * and a device address means the same on every worker.  A task with more
+ * inputs gets the graph and their addresses in a record mapped `to` (see
+ * tb_task_rec_t): a buffer to allocate, copy and free per task, which
+ * cost the head a third of its CPU per task when every task had one.  The
+ * host build passes host addresses.
  *
  * TB_BREAK_DEPS (tb_backend.h) breaks one task on purpose; validation must
  * then fail the run. */
@@ -149,6 +153,8 @@ static void tb_arena_free(tb_arena_t *a)
 typedef struct {
     char **host[TB_FIELDS];
     char **dev[TB_FIELDS];
+    tb_graph_t *ghost;       /* ompc: the graph, mapped once (read-only) */
+    const tb_graph_t *gdev;  /* ... and its device address */
     bool has_break;
     int64_t break_t, break_p;
 } tb_buffers_t;
@@ -157,6 +163,19 @@ static void tb_buffers_init(tb_buffers_t *b, const tb_graph_t *g, int brk)
 {
     size_t w = (size_t)g->max_width, bytes = g->output_bytes_per_task;
     int dev = omp_get_default_device();
+    b->ghost = tb_xmalloc(sizeof(*g), "graph");
+    *b->ghost = *g;
+    b->gdev = b->ghost;
+#if TB_TARGET
+    tb_graph_t *gh = b->ghost;
+#pragma omp target enter data map(to : gh[0:1])
+    b->gdev = omp_get_mapped_ptr(gh, dev);
+    if (!b->gdev) {
+        fprintf(stderr, "omp_get_mapped_ptr: graph %lld is not on device %d\n",
+                (long long)g->graph_index, dev);
+        exit(1);
+    }
+#endif
     for (int f = 0; f < TB_FIELDS; f++) {
         b->host[f] = tb_xmalloc(w * sizeof(char *), "buffer table");
         b->dev[f] = tb_xmalloc(w * sizeof(char *), "buffer table");
@@ -199,7 +218,39 @@ static void tb_buffers_free(tb_buffers_t *b, const tb_graph_t *g)
         free(b->host[f]);
         free(b->dev[f]);
     }
+#if TB_TARGET
+    tb_graph_t *gh = b->ghost;
+#pragma omp target exit data map(delete : gh[0:1])
+#endif
+    free(b->ghost);
 }
+
+#if TB_TARGET
+/* Inputs up to this count go to a target task by value (is_device_ptr):
+ * every pattern of the README table has at most 3.  A task with more gets
+ * them in a record mapped `to` (tb_task_rec_t). */
+#define TB_ARG_INPUTS 4
+
+/* A target task's body on the worker: its own scratch (file comment). */
+#pragma omp declare target
+static void tb_target_body(const tb_graph_t *g, int64_t t, int64_t p, char *out,
+                           const char *const *in, size_t n, int brk)
+{
+    size_t sb = g->scratch_bytes_per_task;
+    char *scratch = NULL;
+    if (sb > 0) {
+        scratch = malloc(sb);
+        if (!scratch) {
+            fprintf(stderr, "out of memory for %zu scratch bytes\n", sb);
+            abort();
+        }
+        tb_prepare_scratch(scratch, sb);
+    }
+    tb_task_body(g, t, p, out, in, n, brk, scratch);
+    free(scratch);
+}
+#pragma omp end declare target
+#endif
 
 /* Create the task of point p at timestep t of graph g. */
 static void tb_create_task(const tb_graph_t *g, const tb_buffers_t *b,
@@ -210,13 +261,8 @@ static void tb_create_task(const tb_graph_t *g, const tb_buffers_t *b,
     if (t > 0)
         n = tb_dependencies(g, t, p, deps, tb_max_dependencies(g));
     int cur = (int)(t % TB_FIELDS), prev = (int)((t + 1) % TB_FIELDS);
-    size_t rec_bytes = sizeof(tb_task_rec_t) + n * sizeof(const char *);
-    tb_task_rec_t *rec = tb_arena_take(arena, rec_bytes);
-    rec->g = *g;
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < n; i++)
         in_host[i] = b->host[prev][deps[i]]; /* named by depend(in:) */
-        rec->in[i] = b->dev[prev][deps[i]];  /* used by the kernel */
-    }
     char *out_host = b->host[cur][p];
     char *out_dev = b->dev[cur][p];
     int brk = 0;
@@ -224,6 +270,31 @@ static void tb_create_task(const tb_graph_t *g, const tb_buffers_t *b,
         brk = tb_break_mode();
 #if TB_TARGET
     (void)thread_scratch;
+    if (n <= TB_ARG_INPUTS) {
+        /* The graph (mapped once, named with depend(in:) so that each
+         * worker gets a copy) and the inputs by device address: nothing
+         * to map per task. */
+        char *in0 = n > 0 ? b->dev[prev][deps[0]] : NULL;
+        char *in1 = n > 1 ? b->dev[prev][deps[1]] : NULL;
+        char *in2 = n > 2 ? b->dev[prev][deps[2]] : NULL;
+        char *in3 = n > 3 ? b->dev[prev][deps[3]] : NULL;
+        const tb_graph_t *gd = b->gdev;
+        const tb_graph_t *gh = b->ghost;
+#pragma omp target nowait firstprivate(t, p, n, brk)                         \
+    is_device_ptr(out_dev, gd, in0, in1, in2, in3)                             \
+    depend(iterator(size_t j = 0 : n), in : *in_host[j])                       \
+    depend(in : *gh) depend(out : *out_host)
+        {
+            const char *in[TB_ARG_INPUTS] = {in0, in1, in2, in3};
+            tb_target_body(gd, t, p, out_dev, in, n, brk);
+        }
+        return;
+    }
+    size_t rec_bytes = sizeof(tb_task_rec_t) + n * sizeof(const char *);
+    tb_task_rec_t *rec = tb_arena_take(arena, rec_bytes);
+    rec->g = *g;
+    for (size_t i = 0; i < n; i++)
+        rec->in[i] = b->dev[prev][deps[i]]; /* used by the kernel */
     char *rec_bytes_p = (char *)rec;
 #pragma omp target nowait firstprivate(t, p, n, brk)                         \
     map(to : rec_bytes_p[0:rec_bytes]) is_device_ptr(out_dev)                  \
@@ -231,22 +302,15 @@ static void tb_create_task(const tb_graph_t *g, const tb_buffers_t *b,
     depend(out : *out_host)
     {
         const tb_task_rec_t *r = (const tb_task_rec_t *)rec_bytes_p;
-        size_t sb = r->g.scratch_bytes_per_task;
-        char *scratch = NULL;
-        if (sb > 0) {
-            scratch = malloc(sb);
-            if (!scratch) {
-                fprintf(stderr, "out of memory for %zu scratch bytes\n", sb);
-                abort();
-            }
-            tb_prepare_scratch(scratch, sb);
-        }
-        tb_task_body(&r->g, t, p, out_dev, r->in, n, brk, scratch);
-        free(scratch);
+        tb_target_body(&r->g, t, p, out_dev, r->in, n, brk);
     }
 #else
     (void)out_dev;
-    (void)rec_bytes;
+    size_t rec_bytes = sizeof(tb_task_rec_t) + n * sizeof(const char *);
+    tb_task_rec_t *rec = tb_arena_take(arena, rec_bytes);
+    rec->g = *g;
+    for (size_t i = 0; i < n; i++)
+        rec->in[i] = b->host[prev][deps[i]];
 #pragma omp task firstprivate(t, p, n, brk, rec, out_host)                   \
     depend(iterator(size_t j = 0 : n), in : *in_host[j])                       \
     depend(out : *out_host)
