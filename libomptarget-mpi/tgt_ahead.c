@@ -583,7 +583,7 @@ static void task_done(aw_task_t *t, ompc_status_t st, uint64_t ns, bool force)
         }
     }
     int k = task_kernel(t);
-    if (A.kns && k >= 0 && st == OMPC_OK) {
+    if (A.kns && A.kgate && k >= 0 && st == OMPC_OK) {
         A.kns[k] = ns ? ns : 1;
         A.kgate[k].runs++;
         if (ns > A.kgate[k].max_ns)
