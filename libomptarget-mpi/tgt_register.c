@@ -452,8 +452,8 @@ static const char *head_threads_str(void)
  * turns on the lock.  Where the head shares its CPUs with workers, that
  * thread also takes a CPU from their kernels (they split the cores
  * without counting the head): Task Bench's 80000 empty tasks cost the
- * head 2.0-2.5 s of CPU with 2 threads on 2 cores and 1.1-1.25 s with 1,
- * and ran 1.3-1.6 s against 0.7-0.9 s. */
+ * head 1.7-2.7 s of CPU with 2 threads on 2 cores and 1.4-1.9 s with 1
+ * (measured in alternation). */
 static void choose_head_threads(void)
 {
     int64_t n = ompc_config_get()->head_threads;

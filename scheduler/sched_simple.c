@@ -122,9 +122,14 @@ static ompc_status_t simple_run(const sched_graph_t *g, sched_result_t *r,
         } else {
             w = simple_locality_pick(g, &prep, r, last, last + uP, last + 2 * uP, i);
         }
-        double s = sched_data_ready(g, &prep.adj, r->worker, r->finish, i, w);
-        if (last[w] > s)
-            s = last[w];
+        double s;
+        if (kind == SIMPLE_LOCALITY && !(g->pinned && g->pinned[i] >= 0)) {
+            s = last[2 * uP + (size_t)w]; /* the pick's start on w */
+        } else {
+            s = sched_data_ready(g, &prep.adj, r->worker, r->finish, i, w);
+            if (last[w] > s)
+                s = last[w];
+        }
         r->worker[i] = w;
         r->start[i] = s;
         r->finish[i] = s + g->cost[(size_t)i * uP + (size_t)w];
