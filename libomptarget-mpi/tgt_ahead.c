@@ -71,14 +71,17 @@ typedef struct aw_wait {
     struct aw_wait *next;
 } aw_wait_t;
 
-/* Per kernel: what decides whether a task of it may run on the gate
- * thread (fn_arrive).  Only a kernel that was short every time, over
- * enough runs, does; one that ever ran long there never does again. */
-typedef struct kgate {
+/* Per kernel, its runs here: the last one's time (0: none) tells how long
+ * the next task should take (dq_due); runs and the longest decide whether
+ * a task may run on the gate thread (fn_arrive): only a kernel that was
+ * short every time, over enough runs, does, and one that ever ran long
+ * there never does again. */
+typedef struct kstat {
+    uint64_t last_ns;
     uint64_t runs;
     uint64_t max_ns;
-    bool banned;
-} kgate_t;
+    bool gate_banned;
+} kstat_t;
 #define GATE_MIN_RUNS 4
 #define GATE_BAN_NS 1000000u
 
@@ -103,8 +106,7 @@ static struct {
     uint64_t dq[D_MAX * D_LEN]; /* completions not sent yet */
     size_t dn;
     uint64_t dt0;            /* when the oldest of them was done */
-    uint64_t *kns;           /* per kernel: its last run's time (0: none) */
-    kgate_t *kgate;          /* per kernel: may it run on the gate? */
+    kstat_t *kstat;          /* per kernel */
 } A = {.mtx = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
 
 static size_t bucket(uint64_t seq) { return (size_t)(seq * 0x9E3779B97F4A7C15u >> 52) % AW_BUCKETS; }
@@ -279,7 +281,8 @@ static void wait_add(aw_wait_t *w)
 }
 
 /* ----------------------------------------------------------- handlers */
-static void task_done(aw_task_t *t, ompc_status_t st, uint64_t ns, bool force);
+static void task_done(aw_task_t *t, ompc_status_t st, uint64_t ns, bool on_gate);
+static void run_task(aw_task_t *t, bool on_gate);
 static bool gate_may_run(const aw_task_t *t);
 static int task_kernel(const aw_task_t *t);
 
@@ -318,7 +321,7 @@ static void launch_one(ev_exec_info_t *info, const uint64_t *m)
         ompc_status_t st = dm_exec_commit(info->ctx, c[2 * i], c[2 * i + 1]);
         if (st != OMPC_OK) {
             free(k);
-            task_done(t, st, 0, true);
+            task_done(t, st, 0, true); /* fn_launch runs on the gate */
             return;
         }
     }
@@ -456,20 +459,7 @@ static ompc_status_t fn_arrive(ev_exec_info_t *info)
             fprintf(stderr, "[ompc info] r%d runs task %llu on its gate: its last input "
                     "arrived, it is short and nothing else runs here\n", tgt_rt->rank,
                     (unsigned long long)t->seq);
-        uint64_t ns = 0;
-        int k = task_kernel(t);
-        ompc_status_t st = tgt_kernel_run(t->kmsg, t->klen, &ns);
-        atomic_fetch_sub(&A.running, 1);
-        if (ns > GATE_BAN_NS) {
-            pthread_mutex_lock(&A.mtx);
-            A.kgate[k].banned = true;
-            uint64_t runs = A.kgate[k].runs;
-            pthread_mutex_unlock(&A.mtx);
-            ompc_info("rank %d: a kernel short in %llu runs took %.3f ms on the gate "
-                      "thread; it runs on kernel threads from now on", tgt_rt->rank,
-                      (unsigned long long)runs, (double)ns * 1e-6);
-        }
-        task_done(t, st, ns, true);
+        run_task(t, true);
         return OMPC_OK;
     }
     return t ? OMPC_OK : OMPC_ERR_INVALID;
@@ -511,15 +501,15 @@ static int task_kernel(const aw_task_t *t)
 static uint64_t task_expect_ns(const aw_task_t *t)
 {
     int k = task_kernel(t);
-    return A.kns && k >= 0 && A.kns[k] ? A.kns[k] : D_MAX_AGE_NS;
+    return A.kstat && k >= 0 && A.kstat[k].last_ns ? A.kstat[k].last_ns : D_MAX_AGE_NS;
 }
 
 /* A.mtx held: whether a task may run on the gate thread (fn_arrive). */
 static bool gate_may_run(const aw_task_t *t)
 {
     int k = task_kernel(t);
-    return A.kgate && k >= 0 && !A.kgate[k].banned && A.kgate[k].runs >= GATE_MIN_RUNS &&
-           A.kgate[k].max_ns < D_SHORT_NS;
+    return A.kstat && k >= 0 && !A.kstat[k].gate_banned &&
+           A.kstat[k].runs >= GATE_MIN_RUNS && A.kstat[k].max_ns < D_SHORT_NS;
 }
 
 /* A.mtx held: move the completions waiting into out (D_MAX * D_LEN words);
@@ -553,10 +543,12 @@ static bool dq_due(uint64_t now)
     return now - A.dt0 + task_expect_ns(A.rq_head) >= D_MAX_AGE_NS;
 }
 
-/* force: send the completions held now (a caller that does not wait on
- * A.cv, which would send them once they are due). */
-static void task_done(aw_task_t *t, ompc_status_t st, uint64_t ns, bool force)
+/* on_gate: called on the gate thread, which does not wait on A.cv (where
+ * held completions are sent once due), so they are sent now; and a kernel
+ * that ran long there may not run there again. */
+static void task_done(aw_task_t *t, ompc_status_t st, uint64_t ns, bool on_gate)
 {
+    bool banned_now = false;
     aw_wait_t *served = NULL;
     uint64_t out[D_MAX * D_LEN];
     size_t nout = 0;
@@ -583,11 +575,15 @@ static void task_done(aw_task_t *t, ompc_status_t st, uint64_t ns, bool force)
         }
     }
     int k = task_kernel(t);
-    if (A.kns && A.kgate && k >= 0 && st == OMPC_OK) {
-        A.kns[k] = ns ? ns : 1;
-        A.kgate[k].runs++;
-        if (ns > A.kgate[k].max_ns)
-            A.kgate[k].max_ns = ns;
+    uint64_t runs = 0;
+    if (A.kstat && k >= 0 && st == OMPC_OK) {
+        kstat_t *ks = &A.kstat[k];
+        ks->last_ns = ns ? ns : 1;
+        runs = ++ks->runs;
+        if (ns > ks->max_ns)
+            ks->max_ns = ns;
+        if (on_gate && ns > GATE_BAN_NS && !ks->gate_banned)
+            banned_now = ks->gate_banned = true;
     }
     if (A.dn == D_MAX)
         nout = dq_take(out);
@@ -599,9 +595,13 @@ static void task_done(aw_task_t *t, ompc_status_t st, uint64_t ns, bool force)
     d[2] = (uint64_t)(int64_t)st;
     d[3] = t->hop_raw;
     d[4] = (uint64_t)(int64_t)t->hop_rank;
-    if (!nout && (force || dq_due(now)))
+    if (!nout && (on_gate || dq_due(now)))
         nout = dq_take(out);
     pthread_mutex_unlock(&A.mtx);
+    if (banned_now)
+        ompc_info("rank %d: a kernel short in %llu runs took %.3f ms on the gate "
+                  "thread; it runs on kernel threads from now on", tgt_rt->rank,
+                  (unsigned long long)runs - 1, (double)ns * 1e-6);
     while (served) {
         aw_wait_t *w = served;
         served = w->next;
@@ -610,6 +610,16 @@ static void task_done(aw_task_t *t, ompc_status_t st, uint64_t ns, bool force)
     dq_send(out, nout);
     free(t->kmsg);
     free(t);
+}
+
+/* Run a ready task counted in A.running (taken under A.mtx by the
+ * caller, so that no other thread starts one past the slots meanwhile). */
+static void run_task(aw_task_t *t, bool on_gate)
+{
+    uint64_t ns = 0;
+    ompc_status_t st = tgt_kernel_run(t->kmsg, t->klen, &ns);
+    atomic_fetch_sub(&A.running, 1);
+    task_done(t, st, ns, on_gate);
 }
 
 static void *engine_main(void *arg)
@@ -642,10 +652,7 @@ static void *engine_main(void *arg)
             atomic_fetch_sub(&A.nready, 1);
             atomic_fetch_add(&A.running, 1);
             pthread_mutex_unlock(&A.mtx);
-            uint64_t ns = 0;
-            ompc_status_t st = tgt_kernel_run(t->kmsg, t->klen, &ns);
-            atomic_fetch_sub(&A.running, 1);
-            task_done(t, st, ns, false);
+            run_task(t, false);
             hot_until = ompc_now_ns() + spin_ns;
             pthread_mutex_lock(&A.mtx);
         } else if (A.stop) {
@@ -685,9 +692,8 @@ void tgt_ahead_start(void)
     if (n < 1)
         n = 1;
     A.thr = calloc((size_t)n, sizeof(pthread_t));
-    A.kns = calloc(tgt_rt->nkernels ? (size_t)tgt_rt->nkernels : 1, sizeof(uint64_t));
-    A.kgate = calloc(tgt_rt->nkernels ? (size_t)tgt_rt->nkernels : 1, sizeof(kgate_t));
-    if (!A.thr || !A.kns || !A.kgate)
+    A.kstat = calloc(tgt_rt->nkernels ? (size_t)tgt_rt->nkernels : 1, sizeof(kstat_t));
+    if (!A.thr || !A.kstat)
         ompc_fatal("out of memory starting kernel threads");
     for (int i = 0; i < n; i++) {
         int rc = pthread_create(&A.thr[i], NULL, engine_main, (void *)(intptr_t)i);
@@ -724,8 +730,6 @@ void tgt_ahead_stop(void)
     free(A.done);
     A.done = NULL;
     A.capdone = A.ndone = 0;
-    free(A.kns);
-    A.kns = NULL;
-    free(A.kgate);
-    A.kgate = NULL;
+    free(A.kstat);
+    A.kstat = NULL;
 }
