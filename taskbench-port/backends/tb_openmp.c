@@ -252,6 +252,20 @@ static void tb_target_body(const tb_graph_t *g, int64_t t, int64_t p, char *out,
 #pragma omp end declare target
 #endif
 
+/* A task's record: the graph and the addresses its kernel reads its n
+ * inputs at (device addresses; the host build's are the host's). */
+static tb_task_rec_t *tb_rec_make(const tb_graph_t *g, const tb_buffers_t *b,
+                                  tb_arena_t *arena, const int64_t *deps, size_t n,
+                                  int prev, size_t *bytes)
+{
+    *bytes = sizeof(tb_task_rec_t) + n * sizeof(const char *);
+    tb_task_rec_t *rec = tb_arena_take(arena, *bytes);
+    rec->g = *g;
+    for (size_t i = 0; i < n; i++)
+        rec->in[i] = b->dev[prev][deps[i]];
+    return rec;
+}
+
 /* Create the task of point p at timestep t of graph g. */
 static void tb_create_task(const tb_graph_t *g, const tb_buffers_t *b,
                            tb_arena_t *arena, int64_t *deps, char **in_host,
@@ -290,12 +304,8 @@ static void tb_create_task(const tb_graph_t *g, const tb_buffers_t *b,
         }
         return;
     }
-    size_t rec_bytes = sizeof(tb_task_rec_t) + n * sizeof(const char *);
-    tb_task_rec_t *rec = tb_arena_take(arena, rec_bytes);
-    rec->g = *g;
-    for (size_t i = 0; i < n; i++)
-        rec->in[i] = b->dev[prev][deps[i]]; /* used by the kernel */
-    char *rec_bytes_p = (char *)rec;
+    size_t rec_bytes;
+    char *rec_bytes_p = (char *)tb_rec_make(g, b, arena, deps, n, prev, &rec_bytes);
 #pragma omp target nowait firstprivate(t, p, n, brk)                         \
     map(to : rec_bytes_p[0:rec_bytes]) is_device_ptr(out_dev)                  \
     depend(iterator(size_t j = 0 : n), in : *in_host[j])                       \
@@ -306,11 +316,8 @@ static void tb_create_task(const tb_graph_t *g, const tb_buffers_t *b,
     }
 #else
     (void)out_dev;
-    size_t rec_bytes = sizeof(tb_task_rec_t) + n * sizeof(const char *);
-    tb_task_rec_t *rec = tb_arena_take(arena, rec_bytes);
-    rec->g = *g;
-    for (size_t i = 0; i < n; i++)
-        rec->in[i] = b->host[prev][deps[i]];
+    size_t rec_bytes;
+    tb_task_rec_t *rec = tb_rec_make(g, b, arena, deps, n, prev, &rec_bytes);
 #pragma omp task firstprivate(t, p, n, brk, rec, out_host)                   \
     depend(iterator(size_t j = 0 : n), in : *in_host[j])                       \
     depend(out : *out_host)
