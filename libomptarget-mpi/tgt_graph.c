@@ -213,9 +213,7 @@ static void node_unref(tgt_node_t *n)
     free(n->bufs);
     free(n->wr);
     free(n->msg);
-    free(n->pulled);
-    free(n->pulled_tag);
-    free(n->abufs);
+    free(n->pulled_tag); /* with pulled and abufs (ahead_launch) */
     free(n);
     atomic_fetch_sub(&G.stats.in_memory, 1);
 }
@@ -1489,18 +1487,44 @@ static bool in_list(dm_buf_t *const *v, size_t n, const dm_buf_t *b)
     return false;
 }
 
+/* A launch's word lists: on the stack up to VEC_INLINE words (a task
+ * with a handful of buffers), so that a launch costs no allocation for
+ * them; malloc and free were the head's largest cost per task after the
+ * lock hand-offs. */
+#define VEC_INLINE 24
+/* Buffers a launch lists on the stack (ahead_launch). */
+#define SCRATCH_BUFS 16
 typedef struct u64_vec {
     uint64_t *v;
     size_t n, cap;
+    uint64_t inl[VEC_INLINE];
 } u64_vec_t;
+
+static void vec_init(u64_vec_t *x)
+{
+    x->v = x->inl;
+    x->n = 0;
+    x->cap = VEC_INLINE;
+}
 
 static void vec_add(u64_vec_t *x, uint64_t a)
 {
     if (x->n == x->cap) {
-        x->cap = x->cap ? 2 * x->cap : 32;
-        x->v = xrealloc(x->v, x->cap * sizeof(uint64_t), "kernel launch");
+        x->cap *= 2;
+        if (x->v == x->inl) {
+            x->v = xrealloc(NULL, x->cap * sizeof(uint64_t), "kernel launch");
+            memcpy(x->v, x->inl, sizeof(x->inl));
+        } else {
+            x->v = xrealloc(x->v, x->cap * sizeof(uint64_t), "kernel launch");
+        }
     }
     x->v[x->n++] = a;
+}
+
+static void vec_free(u64_vec_t *x)
+{
+    if (x->v != x->inl)
+        free(x->v);
 }
 
 /* One pull of a launch message, in wire order (tgt_ahead.c): once task
@@ -1588,7 +1612,9 @@ static void lb_send(int e, lb_item_t *v, size_t k)
                                   tgt_rt->fn_ahead_launch, s->msg, words * 8,
                                   &s->arrived_ns, sizeof(s->arrived_ns), &h);
     for (size_t i = 0; i < k; i++) {
-        dm_commit_claimed(dm, e, v[i].claimed, v[i].nclaimed, st == OMPC_OK ? h : NULL);
+        if (v[i].nclaimed) /* no claim: nothing for a waiter to see */
+            dm_commit_claimed(dm, e, v[i].claimed, v[i].nclaimed,
+                              st == OMPC_OK ? h : NULL);
         free(v[i].claimed);
     }
     if (st != OMPC_OK)
@@ -1664,10 +1690,14 @@ static void ahead_launch(tgt_node_t *n, int e, uint64_t t0)
     int rank = dm_executor_rank(dm, e);
     /* Data only the head holds (from target enter data or update) goes
      * first, the usual way; no task in flight changes it. */
-    dm_buf_t **head = malloc((n->nbufs ? n->nbufs : 1) * sizeof(*head));
-    size_t nhead = 0;
-    if (!head)
+    /* Buffer lists on the stack for the usual handful of buffers. */
+    size_t nb = n->nbufs + n->ninline;
+    dm_buf_t *stack[3 * SCRATCH_BUFS];
+    dm_buf_t **scratch = nb <= SCRATCH_BUFS ? stack : malloc(3 * nb * sizeof(*scratch));
+    if (!scratch)
         ompc_fatal("out of memory launching a kernel");
+    dm_buf_t **head = scratch, **all = scratch + nb, **claimed = scratch + 2 * nb;
+    size_t nhead = 0;
     pthread_mutex_lock(&G.ahead_mtx);
     for (size_t i = 0; i < n->nbufs; i++) {
         ahead_buf_t *a = abuf_get(n->bufs[i], false);
@@ -1687,17 +1717,20 @@ static void ahead_launch(tgt_node_t *n, int e, uint64_t t0)
             TGT_USER_ERROR(n->loc, "moving the region's data to executor %d failed: %s",
                            e, ompc_status_str(st));
     }
-    free(head);
 
-    u64_vec_t after = {0}, pulls = {0}, commits = {0};
-    size_t nb = n->nbufs + n->ninline;
-    dm_buf_t **all = malloc((nb ? nb : 1) * sizeof(*all));
-    dm_buf_t **claimed = malloc((nb ? nb : 1) * sizeof(*claimed));
-    n->pulled = malloc((n->nbufs ? n->nbufs : 1) * sizeof(*n->pulled));
-    n->pulled_tag = malloc((n->nbufs ? n->nbufs : 1) * sizeof(*n->pulled_tag));
-    n->abufs = malloc((n->nbufs ? n->nbufs : 1) * sizeof(*n->abufs));
-    if (!all || !claimed || !n->pulled || !n->pulled_tag || !n->abufs)
+    u64_vec_t after, pulls, commits;
+    vec_init(&after);
+    vec_init(&pulls);
+    vec_init(&commits);
+    /* pulled_tag, pulled and abufs: one block, freed through pulled_tag. */
+    size_t per = n->nbufs ? n->nbufs : 1;
+    char *blk = malloc(per * (sizeof(*n->pulled) + sizeof(*n->pulled_tag) +
+                              sizeof(*n->abufs)));
+    if (!blk)
         ompc_fatal("out of memory launching a kernel");
+    n->pulled_tag = (uint64_t *)blk;
+    n->pulled = (dm_buf_t **)(blk + per * sizeof(*n->pulled_tag));
+    n->abufs = (ahead_buf_t **)(blk + per * (sizeof(*n->pulled_tag) + sizeof(*n->pulled)));
     if (n->nbufs)
         memcpy(all, n->bufs, n->nbufs * sizeof(*all));
     memcpy(all + n->nbufs, n->inl, n->ninline * sizeof(*all));
@@ -1810,10 +1843,19 @@ static void ahead_launch(tgt_node_t *n, int e, uint64_t t0)
     wake_dispatchers(woken);
     node_ref(n); /* on_launch_done's */
     pthread_mutex_unlock(&G.mtx);
-    free(after.v);
-    free(pulls.v);
-    free(commits.v);
-    free(all);
+    vec_free(&after);
+    vec_free(&pulls);
+    vec_free(&commits);
+    /* The batch keeps the claims until its reply. */
+    dm_buf_t **kept = NULL;
+    if (nclaimed) {
+        kept = malloc(nclaimed * sizeof(*kept));
+        if (!kept)
+            ompc_fatal("out of memory launching a kernel");
+        memcpy(kept, claimed, nclaimed * sizeof(*kept));
+    }
+    if (scratch != stack)
+        free(scratch);
 
     if (tgt_rt->info)
         fprintf(stderr, "[ompc info] r0 task %llu (%s) -> executor %d (rank %d)\n",
@@ -1821,7 +1863,7 @@ static void ahead_launch(tgt_node_t *n, int e, uint64_t t0)
     span("transfer", n, "launch", t0, 0);
     /* From here on n may finish on another thread as soon as its batch is
      * sent: only the reference taken above keeps it. */
-    lb_add(n, claimed, nclaimed);
+    lb_add(n, kept, nclaimed);
 }
 
 static void ahead_finish(tgt_node_t *n, uint64_t t0)
@@ -1935,10 +1977,13 @@ static void node_start(tgt_node_t *n)
         return;
     }
     int e = n->exec >= 0 ? n->exec : 0;
+    /* One hold of G.mtx for the pin and the placement (it was three per
+     * task, each a hand-off with the recording thread).  Lock order G.mtx
+     * then dm->mtx; a pin is only tried here, never waited for.  A node
+     * that finishes unpins before it takes G.mtx to retry the blocked
+     * queue, so a node pushed there below cannot miss that retry. */
     pthread_mutex_lock(&G.mtx);
-    uint64_t done_before = G.ndone;
     bool early = n->npred_left > 0;
-    pthread_mutex_unlock(&G.mtx);
     if (n->nwr) {
         /* Kernels that may write one buffer share an executor (they may
          * write different parts of it at the same time). */
@@ -1949,28 +1994,22 @@ static void node_start(tgt_node_t *n)
          * eighth of its placements so).  It waits for a predecessor to be
          * done instead and tries again; once none is left, the pin wins. */
         bool defer = pe >= 0 && pe != e && early;
-        if (pe >= 0 && pe != e && !defer) {
-            pthread_mutex_lock(&G.mtx);
+        if (pe >= 0 && pe != e && !defer)
             G.stats.pin_moves++;
-            pthread_mutex_unlock(&G.mtx);
-        }
         if (pe >= 0)
             e = pe;
         if (defer || !dm_try_pin(tgt_rt->dm, e, n->wr, n->nwr)) {
-            /* Retried when a node finishes; if one finished meanwhile, its
-             * wake-up of the blocked queue came too early for us.  A node
-             * sent ahead of its predecessors waits for them instead. */
-            pthread_mutex_lock(&G.mtx);
+            /* Retried when a node finishes; a node sent ahead of its
+             * predecessors waits for them instead. */
             if (n->npred_left > 0)
                 n->state = N_WAITING;
             else
-                q_push(G.ndone != done_before ? &G.ready : &G.blocked, n);
+                q_push(&G.blocked, n);
             pthread_mutex_unlock(&G.mtx);
             return;
         }
     }
-    pthread_mutex_lock(&G.mtx); /* flushes read where running nodes are */
-    n->exec = e;
+    n->exec = e; /* flushes read where running nodes are */
     pthread_mutex_unlock(&G.mtx);
     if (!n->inlined) {
         inline_writes(n);
