@@ -20,7 +20,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Launch: {seq, lwm, ncommit, nafter, npull, klen}, then ncommit {address,
+/* Batch: {count, mode}, then per launch {words} and the launch; mode:
+ * the head's generation << 1 | whether it wants completions promptly.
+ * Launch: {seq, lwm, ncommit, nafter, npull, klen}, then ncommit {address,
  * span}, nafter {seq}, npull {after, source address, address here, size,
  * source rank} (declare target variables live at different addresses on
  * different ranks), and the
@@ -38,15 +40,23 @@
 #define A_INLINE_MAX (32 * 1024)
 /* Done: {seq, kernel ns, status, hop, hop rank} per task, several tasks per
  * message.  Completions wait to go together while more work launched here
- * is ready or waits for its inputs, so the head hears of each within
- * D_MAX_AGE_NS of it; with nothing more launched here they go at once
- * (the head may be waiting for them).  Each message costs the head a
- * wake-up of its gate and of a dispatch thread: with one message per
- * completion of 0.1 ms tasks, the head took 0.6 of 2 cores' time. */
+ * is ready or waits for its inputs; with nothing more launched here they
+ * go at once (the head may be waiting for them).  Each message costs the
+ * head a wake-up of its gate and of a dispatch thread: with one message
+ * per completion of 0.1 ms tasks, the head took 0.6 of 2 cores' time.
+ * How long they may wait depends on the head: while it may wait for one
+ * (a thread waits for a task, or a task with work on the head waits for
+ * its predecessors) at most D_MAX_AGE_NS and D_MAX of them; while nothing
+ * there waits, D_RELAXED_AGE_NS and D_RELAXED_MAX.  Each launch batch says
+ * which, and the head posts a change to "waiting" at once (fn_prompt).
+ * A kernel's first completion here goes at once: HEFT holds tasks back
+ * until it knows their kernel's cost. */
 #define D_LEN TGT_DONE_WORDS
 #define D_MAX 32
+#define D_RELAXED_MAX 256
 #define D_SHORT_NS 50000u
 #define D_MAX_AGE_NS 500000u
+#define D_RELAXED_AGE_NS 5000000u
 
 typedef struct aw_task {
     uint64_t seq;
@@ -103,11 +113,14 @@ static struct {
     _Atomic int nready;
     _Atomic int running;     /* kernels running now */
     size_t nwaiting;         /* launched tasks waiting for inputs (A.tasks) */
-    uint64_t dq[D_MAX * D_LEN]; /* completions not sent yet */
+    uint64_t dq[D_RELAXED_MAX * D_LEN]; /* completions not sent yet */
     size_t dn;
     uint64_t dt0;            /* when the oldest of them was done */
     kstat_t *kstat;          /* per kernel */
-} A = {.mtx = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+    bool prompt;             /* the head may wait for a completion */
+    uint64_t gen;            /* the head's generation prompt came with */
+} A = {.mtx = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER,
+       .prompt = true};
 
 static size_t bucket(uint64_t seq) { return (size_t)(seq * 0x9E3779B97F4A7C15u >> 52) % AW_BUCKETS; }
 
@@ -362,8 +375,45 @@ static void launch_one(ev_exec_info_t *info, const uint64_t *m)
     }
 }
 
-/* A batch: {count}, then per launch {words} and the launch.  Checked whole
- * before any of it is taken, so a malformed batch is refused whole. */
+static void dq_send(const uint64_t *m, size_t words);
+static size_t dq_take(uint64_t *out);
+
+/* A.mtx held: how many completions may wait, and how long. */
+static size_t dq_max(void) { return A.prompt ? D_MAX : D_RELAXED_MAX; }
+static uint64_t dq_max_age(void) { return A.prompt ? D_MAX_AGE_NS : D_RELAXED_AGE_NS; }
+
+/* The head's wish, from a batch or a post of generation gen: a message of
+ * an older generation came late (another communicator) and is ignored.
+ * Asked for promptness, completions waiting go now (the gate does not
+ * wait on A.cv, where they would go when due). */
+static void set_prompt(uint64_t gen, bool prompt)
+{
+    uint64_t out[D_RELAXED_MAX * D_LEN];
+    size_t nout = 0;
+    pthread_mutex_lock(&A.mtx);
+    if (gen >= A.gen) {
+        A.gen = gen;
+        if (prompt && !A.prompt && tgt_rt->info)
+            fprintf(stderr, "[ompc info] r%d: the head may wait for a task: "
+                    "completions go promptly\n", tgt_rt->rank);
+        A.prompt = prompt;
+        if (prompt && A.dn)
+            nout = dq_take(out);
+    }
+    pthread_mutex_unlock(&A.mtx);
+    dq_send(out, nout);
+}
+
+static ompc_status_t fn_prompt(ev_exec_info_t *info)
+{
+    if (info->args_size != 8)
+        return OMPC_ERR_INVALID;
+    set_prompt(*(const uint64_t *)info->args, true);
+    return OMPC_OK;
+}
+
+/* A batch: {count, mode}, then per launch {words} and the launch.  Checked
+ * whole before any of it is taken, so a malformed batch is refused whole. */
 static ompc_status_t fn_launch(ev_exec_info_t *info)
 {
     uint64_t now = ompc_now_ns();
@@ -376,9 +426,9 @@ static ompc_status_t fn_launch(ev_exec_info_t *info)
         now = 0;
     const uint64_t *m = info->args;
     size_t words = info->args_size / 8;
-    if (info->args_size % 8 || words < 1 || m[0] > words)
+    if (info->args_size % 8 || words < 2 || m[0] > words)
         return OMPC_ERR_INVALID;
-    size_t at = 1;
+    size_t at = 2;
     for (uint64_t i = 0; i < m[0]; i++) {
         if (at >= words || m[at] > words - at - 1 || !launch_valid(m + at + 1, m[at]))
             return OMPC_ERR_INVALID;
@@ -386,7 +436,8 @@ static ompc_status_t fn_launch(ev_exec_info_t *info)
     }
     if (at != words)
         return OMPC_ERR_INVALID;
-    at = 1;
+    set_prompt(m[1] >> 1, m[1] & 1);
+    at = 2;
     for (uint64_t i = 0; i < m[0]; i++) {
         launch_one(info, m + at + 1);
         at += 1 + m[at];
@@ -487,6 +538,9 @@ ompc_status_t tgt_ahead_fn_register(void)
     if (st == OMPC_OK)
         st = ev_fn_register(ev, "tgt.ahead.done", fn_done, EV_FN_INLINE,
                             &tgt_rt->fn_ahead_done);
+    if (st == OMPC_OK)
+        st = ev_fn_register(ev, "tgt.ahead.prompt", fn_prompt, EV_FN_INLINE,
+                            &tgt_rt->fn_ahead_prompt);
     return st;
 }
 
@@ -501,7 +555,7 @@ static int task_kernel(const aw_task_t *t)
 static uint64_t task_expect_ns(const aw_task_t *t)
 {
     int k = task_kernel(t);
-    return A.kstat && k >= 0 && A.kstat[k].last_ns ? A.kstat[k].last_ns : D_MAX_AGE_NS;
+    return A.kstat && k >= 0 && A.kstat[k].last_ns ? A.kstat[k].last_ns : dq_max_age();
 }
 
 /* A.mtx held: whether a task may run on the gate thread (fn_arrive). */
@@ -512,7 +566,7 @@ static bool gate_may_run(const aw_task_t *t)
            A.kstat[k].runs >= GATE_MIN_RUNS && A.kstat[k].max_ns < D_SHORT_NS;
 }
 
-/* A.mtx held: move the completions waiting into out (D_MAX * D_LEN words);
+/* A.mtx held: move the completions waiting into out (D_RELAXED_MAX * D_LEN words);
  * returns how many words. */
 static size_t dq_take(uint64_t *out)
 {
@@ -536,11 +590,11 @@ static bool dq_due(uint64_t now)
 {
     if (!A.dn)
         return false;
-    if (A.dn == D_MAX || now - A.dt0 >= D_MAX_AGE_NS)
+    if (A.dn >= dq_max() || now - A.dt0 >= dq_max_age())
         return true;
     if (!A.rq_head)
         return A.nwaiting == 0;
-    return now - A.dt0 + task_expect_ns(A.rq_head) >= D_MAX_AGE_NS;
+    return now - A.dt0 + task_expect_ns(A.rq_head) >= dq_max_age();
 }
 
 /* on_gate: called on the gate thread, which does not wait on A.cv (where
@@ -550,7 +604,7 @@ static void task_done(aw_task_t *t, ompc_status_t st, uint64_t ns, bool on_gate)
 {
     bool banned_now = false;
     aw_wait_t *served = NULL;
-    uint64_t out[D_MAX * D_LEN];
+    uint64_t out[D_RELAXED_MAX * D_LEN];
     size_t nout = 0;
     uint64_t now = ompc_now_ns();
     pthread_mutex_lock(&A.mtx);
@@ -585,7 +639,7 @@ static void task_done(aw_task_t *t, ompc_status_t st, uint64_t ns, bool on_gate)
         if (on_gate && ns > GATE_BAN_NS && !ks->gate_banned)
             banned_now = ks->gate_banned = true;
     }
-    if (A.dn == D_MAX)
+    if (A.dn == D_RELAXED_MAX)
         nout = dq_take(out);
     if (!A.dn)
         A.dt0 = now;
@@ -595,7 +649,9 @@ static void task_done(aw_task_t *t, ompc_status_t st, uint64_t ns, bool on_gate)
     d[2] = (uint64_t)(int64_t)st;
     d[3] = t->hop_raw;
     d[4] = (uint64_t)(int64_t)t->hop_rank;
-    if (!nout && (on_gate || dq_due(now)))
+    /* A kernel's first run (HEFT waits for its cost) and a failure (the
+     * head ends the job naming it) go at once. */
+    if (!nout && (on_gate || runs == 1 || st != OMPC_OK || dq_due(now)))
         nout = dq_take(out);
     pthread_mutex_unlock(&A.mtx);
     if (banned_now)
@@ -630,7 +686,7 @@ static void *engine_main(void *arg)
     ompc_trace_thread_name(name);
     uint64_t spin_ns = ev_spin_us(tgt_rt->ev) * 1000u;
     uint64_t hot_until = 0;
-    uint64_t out[D_MAX * D_LEN];
+    uint64_t out[D_RELAXED_MAX * D_LEN];
     pthread_mutex_lock(&A.mtx);
     for (;;) {
         aw_task_t *t = A.rq_head;
@@ -674,7 +730,7 @@ static void *engine_main(void *arg)
             /* Completions held while inputs are awaited: they go when
              * due, or when their age is up. */
             hot_until = 0;
-            uint64_t due = A.dt0 + D_MAX_AGE_NS;
+            uint64_t due = A.dt0 + dq_max_age();
             struct timespec ts = {(time_t)(due / 1000000000u), (long)(due % 1000000000u)};
             pthread_cond_clockwait(&A.cv, &A.mtx, CLOCK_MONOTONIC, &ts);
         } else {

@@ -81,6 +81,7 @@ struct tgt_node {
     ompc_status_t kst;
     uint64_t kernel_ns;      /* measured on the executor */
     bool waited;             /* a thread waits on its kernel event */
+    bool hostside;           /* runs head-side ops once its preds are done */
     int nwaiters;            /* threads in wait_node on it */
     dm_buf_t *inl[INLINE_BUFS]; /* buffers whose data came with the launch */
     size_t ninline;
@@ -135,6 +136,13 @@ typedef struct graph {
     pthread_cond_t cv_work;  /* dispatch threads: something to do */
     pthread_cond_t cv_done;  /* waiters: a node they wait for is done */
     int room_waiters;        /* recorders held back (nlive too high) */
+    /* Whether the head needs each completion promptly (need_add): threads
+     * waiting for a node, and live nodes that run on the head once their
+     * predecessors are done.  Launch batches carry need > 0 and need_gen,
+     * and a rise from 0 reaches the workers told otherwise at once. */
+    int need;
+    uint64_t need_gen;
+    bool *relaxed_sent;      /* per rank: its last batch said "not needed" */
     uint64_t seq;
     uint64_t nlive;
     tgt_node_t *live_head, *live_tail;
@@ -314,6 +322,7 @@ static tgt_op_t *op_add(tgt_node_t *n, op_kind_t kind)
 static void flush_keep(tgt_node_t *mine);
 #define flush() flush_keep(NULL)
 static void wait_node(tgt_node_t *n);
+static bool ahead_candidate(const tgt_node_t *n);
 
 /* A node not done that will write host bytes in [b, e), referenced; NULL
  * if none.  G.mtx held. */
@@ -651,6 +660,35 @@ static void buf_record(tgt_node_t *n)
         }
 }
 
+/* G.mtx held: the head's need of prompt completions goes up or down by
+ * d.  Workers hold completions while more work launched there is under
+ * way; how long depends on whether the head may be waiting for one
+ * (tgt_ahead.c).  A rise from none is posted to every worker whose last
+ * batch said "not needed"; the generation orders that post against
+ * batches on other communicators. */
+static void need_add(int d)
+{
+    int old = G.need;
+    G.need += d;
+    OMPC_ASSERT(G.need >= 0);
+    if ((old > 0) == (G.need > 0))
+        return;
+    G.need_gen++;
+    if (G.need == 0 || !G.relaxed_sent)
+        return;
+    for (int r = 1; r < tgt_rt->size; r++) {
+        if (!G.relaxed_sent[r])
+            continue;
+        G.relaxed_sent[r] = false;
+        uint64_t gen = G.need_gen;
+        ompc_status_t st = ev_post(tgt_rt->ev, r, tgt_rt->fn_ahead_prompt, &gen,
+                                   sizeof(gen));
+        if (st != OMPC_OK)
+            ompc_fatal("cannot ask rank %d for prompt completions: %s", r,
+                       ompc_status_str(st));
+    }
+}
+
 static void live_append(tgt_node_t *n)
 {
     n->lprev = G.live_tail;
@@ -661,6 +699,8 @@ static void live_append(tgt_node_t *n)
         G.live_head = n;
     G.live_tail = n;
     G.nlive++;
+    if (n->hostside)
+        need_add(1);
 }
 
 static void live_remove(tgt_node_t *n)
@@ -674,6 +714,8 @@ static void live_remove(tgt_node_t *n)
     else
         G.live_tail = n->lprev;
     G.nlive--;
+    if (n->hostside)
+        need_add(-1);
 }
 
 void tgt_rec_commit(tgt_node_t *n, tgt_mapped_t *m, dm_buf_t **wr, size_t nwr,
@@ -731,6 +773,9 @@ void tgt_rec_commit(tgt_node_t *n, tgt_mapped_t *m, dm_buf_t **wr, size_t nwr,
         G.hw[G.nhw++] = (host_write_t){(uintptr_t)op->host,
                                        (uintptr_t)op->host + op->len, n};
     }
+    /* Ops on the head after its predecessors: their completions hold it
+     * up (and, through it, its successors). */
+    n->hostside = !ahead_candidate(n);
     live_append(n);
     n->state = N_PENDING;
     q_push(&G.pending, n);
@@ -742,8 +787,10 @@ void tgt_rec_commit(tgt_node_t *n, tgt_mapped_t *m, dm_buf_t **wr, size_t nwr,
         G.stats.in_memory_peak = mem;
     size_t npend = G.pending.n;
     uint64_t nlive = G.nlive;
-    if (wait)
+    if (wait) {
         node_ref(n);
+        need_add(1); /* before its launch, which then says so */
+    }
     pthread_mutex_unlock(&G.mtx);
     pthread_mutex_unlock(&rec_mtx);
 
@@ -752,6 +799,7 @@ void tgt_rec_commit(tgt_node_t *n, tgt_mapped_t *m, dm_buf_t **wr, size_t nwr,
         flush_keep(n);
         wait_node(n);
         pthread_mutex_lock(&G.mtx);
+        need_add(-1);
         node_unref(n);
         pthread_mutex_unlock(&G.mtx);
         return;
@@ -836,8 +884,10 @@ static void wait_node(tgt_node_t *n)
 {
     pthread_mutex_lock(&G.mtx);
     n->nwaiters++;
+    need_add(1);
     while (n->state != N_DONE)
         help_once(n);
+    need_add(-1);
     n->nwaiters--;
     pthread_mutex_unlock(&G.mtx);
     lb_flush(); /* launches planned while helping must not wait for us */
@@ -915,9 +965,15 @@ void tgt_graph_host_task(const tgt_dep_t *deps, int nd)
         return;
     }
     if (wait.n) {
+        pthread_mutex_lock(&G.mtx);
+        need_add(1); /* before the launches the flush sends */
+        pthread_mutex_unlock(&G.mtx);
         flush();
         for (size_t j = 0; j < wait.n; j++)
             wait_node(wait.v[j]);
+        pthread_mutex_lock(&G.mtx);
+        need_add(-1);
+        pthread_mutex_unlock(&G.mtx);
     }
     pthread_mutex_lock(&G.mtx);
     list_free(&wait);
@@ -1587,7 +1643,7 @@ static void on_launch_done(void *arg, ompc_status_t st)
 static void lb_send(int e, lb_item_t *v, size_t k)
 {
     dm_ctx_t *dm = tgt_rt->dm;
-    size_t words = 1;
+    size_t words = 2;
     for (size_t i = 0; i < k; i++)
         words += 1 + v[i].n->msg_len / 8;
     lb_sent_t *s = malloc(sizeof(*s) + k * sizeof(tgt_node_t *));
@@ -1599,6 +1655,13 @@ static void lb_send(int e, lb_item_t *v, size_t k)
     s->arrived_ns = 0;
     s->n = k;
     *m++ = k;
+    int rank = dm_executor_rank(dm, e);
+    pthread_mutex_lock(&G.mtx);
+    bool needed = G.need > 0;
+    *m++ = G.need_gen << 1 | needed;
+    if (G.relaxed_sent)
+        G.relaxed_sent[rank] = !needed;
+    pthread_mutex_unlock(&G.mtx);
     for (size_t i = 0; i < k; i++) {
         tgt_node_t *n = v[i].n;
         *m++ = n->msg_len / 8;
@@ -1608,7 +1671,7 @@ static void lb_send(int e, lb_item_t *v, size_t k)
     }
     ev_handle_t *h = NULL;
     s->sent_ns = ompc_now_ns();
-    ompc_status_t st = ev_execute(tgt_rt->ev, dm_executor_rank(dm, e),
+    ompc_status_t st = ev_execute(tgt_rt->ev, rank,
                                   tgt_rt->fn_ahead_launch, s->msg, words * 8,
                                   &s->arrived_ns, sizeof(s->arrived_ns), &h);
     for (size_t i = 0; i < k; i++) {
@@ -2160,6 +2223,9 @@ void tgt_graph_init(void)
         G.nthreads++;
     }
     G.ahead = ompc_config_get()->ahead && tgt_rt->size > 1;
+    G.relaxed_sent = calloc((size_t)tgt_rt->size, sizeof(bool));
+    if (!G.relaxed_sent)
+        ompc_fatal("out of memory starting the task graph");
     G.active = true;
 }
 
@@ -2181,5 +2247,7 @@ void tgt_graph_fini(void)
     free(G.hw);
     G.hw = NULL;
     free(G.busy_until);
+    free(G.relaxed_sent);
+    G.relaxed_sent = NULL;
     G.busy_until = NULL;
 }

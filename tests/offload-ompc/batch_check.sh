@@ -6,7 +6,8 @@
 # more launched behind them), and no kernel may have left the executor
 # its policy chose: the stencil writes each buffer every other step, and a
 # kernel sent ahead meets the pin of the one before it (which will be done
-# first), so moving it would undo the placement.
+# first), so moving it would undo the placement.  With MIN_PER_MSG set, the
+# completions must average at least that many per message.
 set -u
 np=$1 prog=$2
 shift 2
@@ -22,6 +23,9 @@ read -r launches msgs dones dmsgs <<<"$(echo "$line" | sed -E \
   { echo "batch_check: FAIL: $launches launches in $msgs messages"; exit 1; }
 [ "$dones" -eq "$launches" ] && [ "$dmsgs" -lt "$dones" ] ||
   { echo "batch_check: FAIL: $dones completions (of $launches) in $dmsgs messages"; exit 1; }
+per=${MIN_PER_MSG:-1}
+[ "$dones" -ge $((per * dmsgs)) ] ||
+  { echo "batch_check: FAIL: $dones completions in $dmsgs messages, not $per a message"; exit 1; }
 moved=$(echo "$out" | sed -nE 's/.*\[ompc stats\] ([0-9]+) kernels ran away from their placement.*/\1/p')
 [ "$moved" = 0 ] || { echo "batch_check: FAIL: ${moved:-no count of} kernels ran away from their placement"; exit 1; }
 echo "batch_check: ok ($launches launches in $msgs messages, completions in $dmsgs, none moved)"
