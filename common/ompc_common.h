@@ -104,6 +104,7 @@ typedef struct ompc_config {
     int64_t dispatch_threads;
     int64_t head_threads;
     int64_t ahead;           /* 0/1 */
+    int64_t gate_run_us;
     const char *perf_model;  /* "" when unset */
     const char *trace;       /* "" when unset */
     int64_t stats;

@@ -97,6 +97,12 @@ static const cfg_row_t rows[] = {
         "depends on have been sent (workers then wait for each other and "
         "move the data between themselves); 0 sends it once they are done",
         CFG_BOOL, ahead, 0, 1),
+    ROW("OMPC_GATE_RUN_US", "50",
+        "a worker's gate thread runs a task itself, when its last input "
+        "arrives and nothing else runs there, if its kernel took less than "
+        "this in every one of at least 4 runs (0: never); one run over 1 ms "
+        "there bans the kernel from the gate",
+        CFG_INT, gate_run_us, 0, 1000000),
     ROW("OMPC_PERF_MODEL", "",
         "file of learnt kernel costs: loaded at start-up if it exists, "
         "saved at exit (empty: learn from scratch, save nothing)",

@@ -54,7 +54,6 @@
 #define D_LEN TGT_DONE_WORDS
 #define D_MAX 32
 #define D_RELAXED_MAX 256
-#define D_SHORT_NS 50000u
 #define D_MAX_AGE_NS 500000u
 #define D_RELAXED_AGE_NS 5000000u
 
@@ -563,7 +562,8 @@ static bool gate_may_run(const aw_task_t *t)
 {
     int k = task_kernel(t);
     return A.kstat && k >= 0 && !A.kstat[k].gate_banned &&
-           A.kstat[k].runs >= GATE_MIN_RUNS && A.kstat[k].max_ns < D_SHORT_NS;
+           A.kstat[k].runs >= GATE_MIN_RUNS &&
+           A.kstat[k].max_ns < (uint64_t)ompc_config_get()->gate_run_us * 1000u;
 }
 
 /* A.mtx held: move the completions waiting into out (D_RELAXED_MAX * D_LEN words);
