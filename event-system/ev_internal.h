@@ -241,6 +241,7 @@ struct ev_ctx {
     pthread_mutex_t progress_mtx;
     _Atomic int progress_active; /* a thread holds the role right now */
     _Atomic int spinners;        /* waiters polling in their spin phase */
+    _Atomic int chunks;          /* data chunks in flight, sent or received */
     MPI_Request *reqs;
     ev_op_t **req_owner;
     int *req_cookie;
