@@ -385,7 +385,7 @@ static uint64_t dq_max_age(void) { return A.prompt ? D_MAX_AGE_NS : D_RELAXED_AG
  * an older generation came late (another communicator) and is ignored.
  * Asked for promptness, completions waiting go now (the gate does not
  * wait on A.cv, where they would go when due). */
-static void set_prompt(uint64_t gen, bool prompt)
+static void set_prompt(uint64_t gen, bool prompt, const char *how)
 {
     uint64_t out[D_RELAXED_MAX * D_LEN];
     size_t nout = 0;
@@ -393,8 +393,8 @@ static void set_prompt(uint64_t gen, bool prompt)
     if (gen >= A.gen) {
         A.gen = gen;
         if (prompt && !A.prompt && tgt_rt->info)
-            fprintf(stderr, "[ompc info] r%d: the head may wait for a task: "
-                    "completions go promptly\n", tgt_rt->rank);
+            fprintf(stderr, "[ompc info] r%d: the head may wait for a task "
+                    "(%s): completions go promptly\n", tgt_rt->rank, how);
         A.prompt = prompt;
         if (prompt && A.dn)
             nout = dq_take(out);
@@ -407,7 +407,7 @@ static ompc_status_t fn_prompt(ev_exec_info_t *info)
 {
     if (info->args_size != 8)
         return OMPC_ERR_INVALID;
-    set_prompt(*(const uint64_t *)info->args, true);
+    set_prompt(*(const uint64_t *)info->args, true, "it posted so");
     return OMPC_OK;
 }
 
@@ -435,7 +435,7 @@ static ompc_status_t fn_launch(ev_exec_info_t *info)
     }
     if (at != words)
         return OMPC_ERR_INVALID;
-    set_prompt(m[1] >> 1, m[1] & 1);
+    set_prompt(m[1] >> 1, m[1] & 1, "its launch batch says so");
     at = 2;
     for (uint64_t i = 0; i < m[0]; i++) {
         launch_one(info, m + at + 1);

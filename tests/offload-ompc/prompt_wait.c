@@ -3,17 +3,20 @@
  * x must be the round's value and every chain link must have run.
  *
  * Why: workers hold completions while more work is launched on them, up
- * to 5 ms when the head said nothing there waits.  With a small
- * OMPC_GRAPH_WINDOW (the test list sets 4) the chain goes out in batches
- * saying so; the update then makes the head wait for x's writer, and the
- * workers must switch back (OMPC_INFO: "completions go promptly"), told
- * by the next batch or, when none follows, by a post.  The longest update
- * is printed for the curious, not checked (timing). */
+ * to 5 ms when the head said nothing there waits.  With OMPC_GRAPH_WINDOW
+ * at 4 (the test list sets it) a round's 12 kernels go out in batches
+ * saying so, during recording; a pause lets them all leave.  The update
+ * then makes the head wait for x's writer with no launch left to carry
+ * the news, so the head must post it (OMPC_INFO on a worker: "it posted
+ * so ... completions go promptly"), or x's completion could wait out the
+ * chain behind it.  The longest update is printed for the curious, not
+ * checked (timing). */
 #include <omp.h>
 #include <stdio.h>
+#include <unistd.h>
 
 #define ROUNDS 6
-#define CHAIN 12
+#define CHAIN 11 /* + x's writer: 12 kernels, 3 windows of 4 */
 #define SPIN 200000L
 
 static double x;
@@ -36,6 +39,7 @@ int main(void)
         }
 #pragma omp target nowait map(alloc : x) depend(out : x) firstprivate(r)
         x = r + 1;
+        usleep(20000); /* every launch of the round leaves first */
         double t0 = omp_get_wtime();
 #pragma omp target update from(x) depend(in : x)
         double t = omp_get_wtime() - t0;
