@@ -39,7 +39,7 @@ int main(void)
         }
 #pragma omp target nowait map(alloc : x) depend(out : x) firstprivate(r)
         x = r + 1;
-        usleep(20000); /* every launch of the round leaves first */
+        usleep(50000); /* every launch of the round leaves first */
         double t0 = omp_get_wtime();
 #pragma omp target update from(x) depend(in : x)
         double t = omp_get_wtime() - t0;
