@@ -928,8 +928,8 @@ static void *gate_main(void *arg)
         if (atomic_load_explicit(&ctx->chunks, memory_order_relaxed) > 0 &&
             now - last_progress < EV_CHUNK_POLL_NS) {
             /* Data moves between us and a peer (a 64 KiB retrieve took
-             * 150 us instead of 10 with gates napping, on a node that does
-             * not poll); the transfer ends it soon. */
+             * about 130 us instead of 10-20 in some runs with the gate
+             * napping here); the transfer ends it soon. */
             sched_yield();
             continue;
         }
