@@ -268,14 +268,18 @@ static void sync_case(ev_ctx_t *ctx, int rank)
     }
 }
 
-/* A huge transfer is chunked: small events to the same rank complete while
- * it is still in flight instead of queueing behind it. */
-static void no_starvation(ev_ctx_t *ctx, int rank)
+/* Small events to a rank complete while a huge transfer to it is still in
+ * flight instead of queueing behind it, in the gate, in a handler or in the
+ * transport (MPICH lets them pass even one unchunked 256 MiB message).
+ * Events that queued behind it would all finish after it, so a starved
+ * attempt counts 0 (or 1, when both completions land in one progress pass).
+ * A healthy attempt usually counts all 20, but on a crowded machine (CI runs
+ * two jobs on 2 CPUs) the transfer has been seen to beat all but 2-6 of
+ * them: starvation shows in every attempt, a crowded machine rarely in
+ * three running. */
+static int overtaking(ev_ctx_t *ctx, int rank, char *src, ev_addr_t a,
+                      size_t big)
 {
-    size_t big = (size_t)256 << 20;
-    char *src = malloc(big);
-    memset(src, 3, big);
-    ev_addr_t a = remote_alloc(ctx, rank, big);
     ev_handle_t *hb;
     T_OK(ev_submit(ctx, rank, src, a, big, &hb));
     int overtook = 0;
@@ -288,8 +292,25 @@ static void no_starvation(ev_ctx_t *ctx, int rank)
     }
     T_OK(ev_wait(hb));
     ev_handle_release(hb);
-    T_CHECK(overtook >= 5, "only %d of 20 small events finished while a 256 MiB "
-            "submit to rank %d was in flight", overtook, rank);
+    return overtook;
+}
+
+static void no_starvation(ev_ctx_t *ctx, int rank)
+{
+    size_t big = (size_t)256 << 20;
+    char *src = malloc(big);
+    memset(src, 3, big);
+    ev_addr_t a = remote_alloc(ctx, rank, big);
+    int counts[3], tries = 0, best = 0;
+    while (tries < 3 && best < 5) {
+        counts[tries] = overtaking(ctx, rank, src, a, big);
+        if (counts[tries] > best)
+            best = counts[tries];
+        tries++;
+    }
+    T_CHECK(best >= 5, "only %d, %d, %d of 20 small events finished while a "
+            "256 MiB submit to rank %d was in flight", counts[0],
+            tries > 1 ? counts[1] : -1, tries > 2 ? counts[2] : -1, rank);
     T_OK(T_RUN(ev_free(ctx, rank, a, HP)));
     free(src);
 }
