@@ -1135,13 +1135,28 @@ static void node_detect(ev_ctx_t *ctx)
     ctx->node.same = same;
     /* More ranks than CPUs: some rank's threads always wait for a core.
      * (Two ranks on two CPUs poll happily: the event system's own round
-     * trip stays at a few microseconds, where sleeping costs 100+.) */
-    ctx->node.crowded = ctx->node.ncpus < ctx->node.nsame;
+     * trip stays at a few microseconds, where sleeping costs 100+.)  A
+     * rank bound to one core (`--bind-to core`, Open MPI's default for two
+     * ranks) is crowded by its own threads: a polling gate holds the core
+     * while the thread it completed an event for waits to run, and
+     * sched_yield does not hand the core over under EEVDF (Linux 6.6+),
+     * so the waiter ran at the next tick: 2 of 4 bound ev-bench runs took
+     * 4 ms an event, the rest 10 us.  Without polling every event takes
+     * 60-160 us there, and no run is slow. */
+    ctx->node.crowded = ctx->node.ncpus < ctx->node.nsame || ctx->node.ncpus < 2;
     /* Polling pays when a core would otherwise idle; on a crowded node it
      * takes the core from a kernel (or from the very rank whose message we
      * wait for), and the doorbell wakes a sleeper within microseconds. */
     int64_t spin = ctx->cfg->spin_us;
     ctx->spin_us = spin >= 0 ? (uint64_t)spin : ctx->node.crowded ? 0u : 200u;
+    char how[64] = "waiting threads sleep at once";
+    if (ctx->spin_us)
+        snprintf(how, sizeof(how), "waiting threads poll for %llu us",
+                 (unsigned long long)ctx->spin_us);
+    ompc_info("rank %d: %d rank%s on %d CPU%s%s: %s%s", ctx->rank, ctx->node.nsame,
+              ctx->node.nsame == 1 ? "" : "s", ctx->node.ncpus,
+              ctx->node.ncpus == 1 ? "" : "s", ctx->node.crowded ? " (crowded)" : "",
+              how, spin >= 0 ? " (OMPC_SPIN_US)" : "");
 }
 
 const ev_node_t *ev_node(const ev_ctx_t *ctx) { return &ctx->node; }

@@ -55,7 +55,7 @@ typedef struct ev_node {
     int ncpus;        /* CPUs this rank may run on */
     int nsame;        /* ranks sharing them, this one included */
     const int *same;  /* their world ranks, ascending */
-    bool crowded;     /* more sharing ranks than CPUs */
+    bool crowded;     /* more sharing ranks than CPUs, or a single CPU */
 } ev_node_t;
 const ev_node_t *ev_node(const ev_ctx_t *ctx);
 

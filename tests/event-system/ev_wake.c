@@ -7,10 +7,15 @@
  *
  * Then a burst of round trips back to back: with OMPC_SPIN_US=0 (what a
  * crowded node gets) a gate goes back to a full nap right after each
- * message, so every one of them must be rung awake and found. */
+ * message, so every one of them must be rung awake and found.
+ *
+ * With EV_WAKE_BOUND=1 the launcher binds each rank to one core: such a
+ * rank must count as crowded (its polling gate would hold the core while
+ * the thread it finished an event for waits for the next tick). */
 #define _GNU_SOURCE
 #include "ev_test.h"
 
+#include <string.h>
 #include <time.h>
 
 #define ROUNDS 8
@@ -38,15 +43,26 @@ int main(void)
         return 0;
     int n = ev_ctx_size(ctx);
     T_CHECK(n > 1, "ev_wake needs at least 2 ranks");
-    /* ctest starts every rank on this host, unbound: all share its CPUs,
-     * and polling is off exactly when there are more ranks than CPUs. */
     const ev_node_t *node = ev_node(ctx);
     printf("ev_wake: %d ranks share %d CPUs (crowded %d), spin %llu us\n",
            node->nsame, node->ncpus, node->crowded,
            (unsigned long long)ev_spin_us(ctx));
-    T_CHECK(node->nsame == n && node->same[0] == 0 && node->same[n - 1] == n - 1,
-            "every rank of the test shares this rank's CPUs");
-    T_CHECK(node->crowded == (node->ncpus < n), "crowded means more ranks than CPUs");
+    const char *bound = getenv("EV_WAKE_BOUND");
+    if (bound && strcmp(bound, "1") == 0) {
+        /* The launcher bound each rank to one core (--bind-to core): its
+         * own threads crowd it, whoever else shares that core. */
+        T_CHECK(node->ncpus == 1, "--bind-to core left this rank %d CPUs",
+                node->ncpus);
+        T_CHECK(node->crowded, "a rank bound to one core counts as crowded");
+    } else {
+        /* ctest starts every rank on this host, unbound: all share its
+         * CPUs, and polling is off exactly when there are more ranks than
+         * CPUs (or a single CPU). */
+        T_CHECK(node->nsame == n && node->same[0] == 0 && node->same[n - 1] == n - 1,
+                "every rank of the test shares this rank's CPUs");
+        T_CHECK(node->crowded == (node->ncpus < n || node->ncpus < 2),
+                "crowded means more ranks than CPUs, or one CPU");
+    }
     const char *spin_env = getenv("OMPC_SPIN_US");
     if (!spin_env || !*spin_env)
         T_CHECK(ev_spin_us(ctx) == (node->crowded ? 0u : 200u),
