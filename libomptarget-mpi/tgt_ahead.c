@@ -30,7 +30,8 @@
  * task up to it is done everywhere (the head heard so). */
 #define L_HDR 6
 /* Watch: {after, address, consumer's address, size, consumer seq,
- * consumer rank}. */
+ * consumer rank}; a message carries one launch batch's watches of one
+ * peer. */
 #define W_LEN 6
 #define P_LEN 5
 /* Arrive: {consumer seq, address, size, bytes follow (0/1), time served
@@ -118,6 +119,7 @@ static struct {
     kstat_t *kstat;          /* per kernel */
     bool prompt;             /* the head may wait for a completion */
     uint64_t gen;            /* the head's generation prompt came with */
+    _Atomic uint64_t watches, watch_msgs; /* data requests sent, messages */
 } A = {.mtx = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER,
        .prompt = true};
 
@@ -314,9 +316,68 @@ static bool launch_valid(const uint64_t *m, size_t words)
            L_HDR + 2 * nc + na + P_LEN * np + (klen + 7) / 8 == words;
 }
 
+/* The data requests of one launch batch, one message per peer: a batch
+ * of a stencil's tasks asks the same neighbour again and again, and each
+ * message costs that neighbour's gate a wake-up. */
+typedef struct watch_out {
+    int rank;
+    size_t n, cap;       /* in watches */
+    uint64_t *w;
+} watch_out_t;
+
+typedef struct watch_batch {
+    watch_out_t *peer;
+    size_t npeer, cap;
+} watch_batch_t;
+
+static void watch_add(watch_batch_t *b, int rank, const uint64_t *wm)
+{
+    watch_out_t *o = NULL;
+    for (size_t i = 0; i < b->npeer && !o; i++)
+        if (b->peer[i].rank == rank)
+            o = &b->peer[i];
+    if (!o) {
+        if (b->npeer == b->cap) {
+            size_t cap = b->cap ? 2 * b->cap : 4;
+            watch_out_t *p = realloc(b->peer, cap * sizeof(*p));
+            if (!p)
+                ompc_fatal("out of memory launching a kernel");
+            b->peer = p;
+            b->cap = cap;
+        }
+        o = &b->peer[b->npeer++];
+        *o = (watch_out_t){.rank = rank};
+    }
+    if (o->n == o->cap) {
+        size_t cap = o->cap ? 2 * o->cap : 8;
+        uint64_t *w = realloc(o->w, cap * W_LEN * sizeof(*w));
+        if (!w)
+            ompc_fatal("out of memory launching a kernel");
+        o->w = w;
+        o->cap = cap;
+    }
+    memcpy(o->w + o->n * W_LEN, wm, W_LEN * sizeof(*wm));
+    o->n++;
+}
+
+static void watch_send(watch_batch_t *b)
+{
+    for (size_t i = 0; i < b->npeer; i++) {
+        watch_out_t *o = &b->peer[i];
+        send_post(o->rank, tgt_rt->fn_ahead_watch, o->w, o->n * W_LEN * 8,
+                  o->n == 1 ? "a data request" : "data requests");
+        atomic_fetch_add_explicit(&A.watches, o->n, memory_order_relaxed);
+        atomic_fetch_add_explicit(&A.watch_msgs, 1, memory_order_relaxed);
+        free(o->w);
+    }
+    free(b->peer);
+}
+
 /* One launch of a batch.  A launch this rank cannot take is reported as
- * its task's failure, so that the head names the kernel. */
-static void launch_one(ev_exec_info_t *info, const uint64_t *m)
+ * its task's failure, so that the head names the kernel.  Its data
+ * requests go to `wb`, sent once the whole batch is in the tables (an
+ * answer may come back at once and must find its task). */
+static void launch_one(ev_exec_info_t *info, const uint64_t *m, watch_batch_t *wb)
 {
     uint64_t seq = m[0], lwm = m[1], nc = m[2], na = m[3], np = m[4], klen = m[5];
     const uint64_t *c = m + L_HDR, *a = c + 2 * nc, *p = a + na;
@@ -370,7 +431,7 @@ static void launch_one(ev_exec_info_t *info, const uint64_t *m)
         memcpy(wm, q, 4 * 8);
         wm[4] = seq;
         wm[5] = (uint64_t)tgt_rt->rank;
-        send_post((int)q[4], tgt_rt->fn_ahead_watch, wm, sizeof(wm), "a data request");
+        watch_add(wb, (int)q[4], wm);
     }
 }
 
@@ -437,10 +498,12 @@ static ompc_status_t fn_launch(ev_exec_info_t *info)
         return OMPC_ERR_INVALID;
     set_prompt(m[1] >> 1, m[1] & 1, "its launch batch says so");
     at = 2;
+    watch_batch_t wb = {0};
     for (uint64_t i = 0; i < m[0]; i++) {
-        launch_one(info, m + at + 1);
+        launch_one(info, m + at + 1, &wb);
         at += 1 + m[at];
     }
+    watch_send(&wb);
     if (info->result_cap >= sizeof(now)) {
         memcpy(info->result, &now, sizeof(now));
         info->result_size = sizeof(now);
@@ -448,23 +511,27 @@ static ompc_status_t fn_launch(ev_exec_info_t *info)
     return OMPC_OK;
 }
 
+/* Data requests of one launch batch of a peer: W_LEN words each. */
 static ompc_status_t fn_watch(ev_exec_info_t *info)
 {
-    if (info->args_size != W_LEN * 8)
+    if (info->args_size == 0 || info->args_size % (W_LEN * 8))
         return OMPC_ERR_INVALID;
+    size_t n = info->args_size / (W_LEN * 8);
     const uint64_t *m = info->args;
-    aw_wait_t *w = calloc(1, sizeof(*w));
-    if (!w)
-        return OMPC_ERR_NOMEM;
-    *w = (aw_wait_t){.seq = m[0], .addr = m[1], .daddr = m[2], .size = m[3],
-                     .cseq = m[4], .crank = (int)m[5]};
-    pthread_mutex_lock(&A.mtx);
-    bool now = done_has(w->seq);
-    if (!now)
-        wait_add(w);
-    pthread_mutex_unlock(&A.mtx);
-    if (now)
-        serve(w);
+    for (size_t i = 0; i < n; i++, m += W_LEN) {
+        aw_wait_t *w = calloc(1, sizeof(*w));
+        if (!w)
+            return OMPC_ERR_NOMEM;
+        *w = (aw_wait_t){.seq = m[0], .addr = m[1], .daddr = m[2], .size = m[3],
+                         .cseq = m[4], .crank = (int)m[5]};
+        pthread_mutex_lock(&A.mtx);
+        bool now = done_has(w->seq);
+        if (!now)
+            wait_add(w);
+        pthread_mutex_unlock(&A.mtx);
+        if (now)
+            serve(w);
+    }
     return OMPC_OK;
 }
 
@@ -770,6 +837,11 @@ void tgt_ahead_stop(void)
     free(A.thr);
     A.thr = NULL;
     A.nthr = 0;
+    uint64_t nw = atomic_load(&A.watches), nm = atomic_load(&A.watch_msgs);
+    if (ompc_config_get()->stats && nw)
+        fprintf(stderr, "[ompc stats] rank %d: %llu data requests to other workers "
+                "in %llu messages\n", tgt_rt->rank, (unsigned long long)nw,
+                (unsigned long long)nm);
     for (size_t b = 0; b < AW_BUCKETS; b++) {
         while (A.waits[b]) {
             aw_wait_t *w = A.waits[b];
