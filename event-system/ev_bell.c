@@ -11,7 +11,8 @@
  * own threads write (work pushed to the inbox), an abstract AF_UNIX datagram
  * socket that peers on the same host send to, and a UDP socket for peers on
  * other hosts.  A sender rings after posting a message unless it rang the
- * peer within the last OMPC_SPIN_US / 2, or heard from it in that time in a
+ * peer within the last half of the peer's OMPC_SPIN_US (every rank tells
+ * the others its own at start-up), or heard from it in that time in a
  * message marked EV_F_HOT (sent while some thread of the peer polled MPI,
  * with at least 3/4 of its spin window ahead): such a peer still polls and
  * sees the message without help, and a stream of messages costs no system
@@ -41,6 +42,7 @@ typedef struct bell_card {
     uint32_t ip;   /* network order; 0: no UDP bell */
     uint16_t port; /* network order */
     uint16_t pad;
+    uint64_t spin_us; /* how long its threads poll (0: they sleep at once) */
 } bell_card_t;
 
 static int bell_socket(int domain, int type)
@@ -82,7 +84,6 @@ ompc_status_t ev_bell_init(ev_ctx_t *ctx)
     ev_bell_t *b = &ctx->bell;
     int n = ctx->size;
     b->fd_local = b->fd_udp = -1;
-    b->quiet_ns = ctx->spin_us * 500u;
     b->fd_wake = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     b->peers = calloc((size_t)n, sizeof(*b->peers));
     b->heard = calloc((size_t)n, sizeof(*b->heard));
@@ -101,7 +102,7 @@ ompc_status_t ev_bell_init(ev_ctx_t *ctx)
      * that ranks started with different OMPC_DOORBELL values cannot hang. */
     uint64_t job = ((uint64_t)getpid() << 32) ^ ompc_now_ns();
     EV_CHECK_MPI(MPI_Bcast(&job, 1, MPI_UINT64_T, 0, ctx->coll), "MPI_Bcast");
-    bell_card_t me = {0};
+    bell_card_t me = {.spin_us = ctx->spin_us};
     if (gethostname(me.host, sizeof(me.host) - 1) != 0)
         snprintf(me.host, sizeof(me.host), "unknown-%d", ctx->rank);
     EV_CHECK_MPI(MPI_Allgather(&me, (int)sizeof(me), MPI_BYTE, cards,
@@ -146,6 +147,10 @@ ompc_status_t ev_bell_init(ev_ctx_t *ctx)
         ev_bell_peer_t *p = &b->peers[r];
         if (r == ctx->rank)
             continue;
+        /* Whether a peer still polls depends on its own setting: a rank
+         * that sleeps at once (crowded, or the head beside workers) is
+         * rung for every message. */
+        p->quiet_ns = cards[r].spin_us * 500u;
         if (strcmp(cards[r].host, me.host) == 0) {
             if (b->fd_local >= 0) {
                 bell_local_addr(p, job, r);
@@ -196,8 +201,9 @@ void ev_bell_ring(ev_ctx_t *ctx, int peer)
     if (peer < 0 || peer >= ctx->size || b->peers[peer].fd < 0)
         return;
     uint64_t now = ompc_now_ns();
-    if (now - atomic_load_explicit(&b->heard[peer], memory_order_relaxed) < b->quiet_ns ||
-        now - atomic_load_explicit(&b->rung[peer], memory_order_relaxed) < b->quiet_ns)
+    uint64_t quiet = b->peers[peer].quiet_ns;
+    if (now - atomic_load_explicit(&b->heard[peer], memory_order_relaxed) < quiet ||
+        now - atomic_load_explicit(&b->rung[peer], memory_order_relaxed) < quiet)
         return;
     atomic_store_explicit(&b->rung[peer], now, memory_order_relaxed);
     char c = 0;

@@ -1144,6 +1144,14 @@ static void node_detect(ev_ctx_t *ctx)
      * 4 ms an event, the rest 10 us.  Without polling every event takes
      * 60-160 us there, and no run is slow. */
     ctx->node.crowded = ctx->node.ncpus < ctx->node.nsame || ctx->node.ncpus < 2;
+    /* The coordinator (the offloading head) beside ranks that size their
+     * kernel teams to every CPU they share with it: its gate polled for
+     * 200 us after each of its messages and took a core from the kernels'
+     * team.  A sync region with a 0.3 ms two-thread kernel took 1.1-7.7 ms
+     * with the head polling, 0.6-0.9 ms with it asleep (1 head + 1 worker
+     * on 2 CPUs). */
+    bool beside = ctx->rank == ctx->coordinator && ctx->node.nsame > 1;
+    ctx->node.crowded = ctx->node.crowded || beside;
     /* Polling pays when a core would otherwise idle; on a crowded node it
      * takes the core from a kernel (or from the very rank whose message we
      * wait for), and the doorbell wakes a sleeper within microseconds. */
@@ -1155,7 +1163,9 @@ static void node_detect(ev_ctx_t *ctx)
                  (unsigned long long)ctx->spin_us);
     ompc_info("rank %d: %d rank%s on %d CPU%s%s: %s%s", ctx->rank, ctx->node.nsame,
               ctx->node.nsame == 1 ? "" : "s", ctx->node.ncpus,
-              ctx->node.ncpus == 1 ? "" : "s", ctx->node.crowded ? " (crowded)" : "",
+              ctx->node.ncpus == 1 ? "" : "s",
+              beside ? " (crowded: it coordinates beside ranks that compute there)"
+              : ctx->node.crowded ? " (crowded)" : "",
               how, spin >= 0 ? " (OMPC_SPIN_US)" : "");
 }
 
@@ -1163,6 +1173,11 @@ const ev_node_t *ev_node(const ev_ctx_t *ctx) { return &ctx->node; }
 uint64_t ev_spin_us(const ev_ctx_t *ctx) { return ctx->spin_us; }
 
 ompc_status_t ev_ctx_create(ev_ctx_t **ctx_p)
+{
+    return ev_ctx_create_opts(ctx_p, NULL);
+}
+
+ompc_status_t ev_ctx_create_opts(ev_ctx_t **ctx_p, const ev_ctx_opts_t *opts)
 {
     const ompc_config_t *cfg = ompc_config_get();
     int init = 0, provided = 0;
@@ -1210,6 +1225,7 @@ ompc_status_t ev_ctx_create(ev_ctx_t **ctx_p)
     if (!ctx)
         return OMPC_ERR_NOMEM;
     ctx->cfg = cfg;
+    ctx->coordinator = opts ? opts->coordinator : -1;
     ctx->mpi_owned = owned;
     MPI_Comm_rank(MPI_COMM_WORLD, &ctx->rank);
     MPI_Comm_size(MPI_COMM_WORLD, &ctx->size);

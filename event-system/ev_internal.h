@@ -180,6 +180,7 @@ typedef struct ev_fn_entry {
 /* ev_bell.c: how an idle gate thread is woken (see there for why). */
 typedef struct ev_bell_peer {
     int fd;                      /* socket to ring it through; -1: none */
+    uint64_t quiet_ns;           /* ring it if silent (and unrung) this long */
     socklen_t len;
     struct sockaddr_storage addr;
 } ev_bell_peer_t;
@@ -191,7 +192,6 @@ typedef struct ev_bell {
     ev_bell_peer_t *peers;       /* per rank */
     _Atomic uint64_t *heard;     /* per rank: last notification or reply, ns */
     _Atomic uint64_t *rung;      /* per rank: last ring, ns */
-    uint64_t quiet_ns;           /* ring a peer silent (and unrung) this long */
     bool reachable;              /* every peer can ring this rank */
 } ev_bell_t;
 
@@ -206,6 +206,7 @@ struct ev_ctx {
     int ncomms;
     const ompc_config_t *cfg;
     uint64_t spin_us;        /* OMPC_SPIN_US resolved */
+    int coordinator;         /* ev_ctx_opts_t.coordinator */
     ev_node_t node;
     size_t chunk;
     int window;

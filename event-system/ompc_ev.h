@@ -41,6 +41,18 @@ typedef int32_t ev_fn_id_t;
  * thread, then register functions, then call ev_ctx_start. */
 ompc_status_t ev_ctx_create(ev_ctx_t **ctx_p);
 
+/* What the caller knows of the ranks' roles. */
+typedef struct ev_ctx_opts {
+    /* A rank whose threads only coordinate while the others compute on
+     * every CPU they may use (-1: none).  Where it shares its CPUs with
+     * other ranks it counts as crowded (ev_node): its polling would take
+     * a core from their work. */
+    int coordinator;
+} ev_ctx_opts_t;
+
+/* ev_ctx_create with options (NULL: the defaults, no coordinator). */
+ompc_status_t ev_ctx_create_opts(ev_ctx_t **ctx_p, const ev_ctx_opts_t *opts);
+
 /* Collective: after it returns on a rank, every rank has registered all its
  * functions, so events may flow.  Events started before it are refused
  * (OMPC_ERR_INVALID), and so are registrations after it. */
@@ -55,7 +67,8 @@ typedef struct ev_node {
     int ncpus;        /* CPUs this rank may run on */
     int nsame;        /* ranks sharing them, this one included */
     const int *same;  /* their world ranks, ascending */
-    bool crowded;     /* more sharing ranks than CPUs, or a single CPU */
+    bool crowded;     /* more sharing ranks than CPUs, a single CPU, or
+                         the coordinator beside other ranks */
 } ev_node_t;
 const ev_node_t *ev_node(const ev_ctx_t *ctx);
 

@@ -498,7 +498,8 @@ void __tgt_register_lib(tgt_bin_desc_t *desc)
     if (desc->num_images < 1)
         ompc_fatal("the program has no device image; compile with ompcc");
     read_entries(desc);
-    if (ev_ctx_create(&tgt_rt->ev) != OMPC_OK)
+    /* Rank 0 is the head: it records and schedules, the workers compute. */
+    if (ev_ctx_create_opts(&tgt_rt->ev, &(ev_ctx_opts_t){.coordinator = 0}) != OMPC_OK)
         ompc_fatal("cannot start the event system");
     tgt_rt->rank = ev_ctx_rank(tgt_rt->ev);
     tgt_rt->size = ev_ctx_size(tgt_rt->ev);
