@@ -360,14 +360,38 @@ static void watch_add(watch_batch_t *b, int rank, const uint64_t *wm)
     o->n++;
 }
 
+/* A batch's pulls (P_LEN words each) fit in one message; its watches
+ * (W_LEN words each) may not: at most this many go in one. */
+#define W_PER_MSG (EV_EXEC_MAX_ARGS / (W_LEN * 8))
+
+/* W_PER_MSG, or fewer under the test hook OMPC_TEST_WATCHES_PER_MSG (not
+ * a setting): a batch with 1366 requests to one peer needs kernels with
+ * dozens of inputs each, and the hook splits an ordinary stencil's. */
+static size_t watches_per_msg(void)
+{
+    static _Atomic size_t per;
+    size_t v = atomic_load_explicit(&per, memory_order_relaxed);
+    if (!v) {
+        const char *t = getenv("OMPC_TEST_WATCHES_PER_MSG");
+        long n = t ? strtol(t, NULL, 10) : 0;
+        v = n > 0 && (size_t)n < W_PER_MSG ? (size_t)n : W_PER_MSG;
+        atomic_store_explicit(&per, v, memory_order_relaxed);
+    }
+    return v;
+}
+
 static void watch_send(watch_batch_t *b)
 {
+    size_t per = watches_per_msg();
     for (size_t i = 0; i < b->npeer; i++) {
         watch_out_t *o = &b->peer[i];
-        send_post(o->rank, tgt_rt->fn_ahead_watch, o->w, o->n * W_LEN * 8,
-                  o->n == 1 ? "a data request" : "data requests");
+        for (size_t at = 0; at < o->n; at += per) {
+            size_t k = o->n - at < per ? o->n - at : per;
+            send_post(o->rank, tgt_rt->fn_ahead_watch, o->w + at * W_LEN,
+                      k * W_LEN * 8, k == 1 ? "a data request" : "data requests");
+            atomic_fetch_add_explicit(&A.watch_msgs, 1, memory_order_relaxed);
+        }
         atomic_fetch_add_explicit(&A.watches, o->n, memory_order_relaxed);
-        atomic_fetch_add_explicit(&A.watch_msgs, 1, memory_order_relaxed);
         free(o->w);
     }
     free(b->peer);

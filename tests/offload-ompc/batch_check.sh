@@ -9,7 +9,9 @@
 # first), so moving it would undo the placement.  With MIN_PER_MSG set, the
 # completions must average at least that many per message.  With
 # MIN_REQ_PER_MSG set, workers must have asked each other for inputs, one
-# message per peer and launch batch: at least that many requests a message.
+# message per peer and launch batch: at least that many requests a message;
+# with MAX_REQ_PER_MSG set, at most that many (the test hook
+# OMPC_TEST_WATCHES_PER_MSG splits them).
 set -u
 np=$1 prog=$2
 shift 2
@@ -30,12 +32,14 @@ per=${MIN_PER_MSG:-1}
   { echo "batch_check: FAIL: $dones completions in $dmsgs messages, not $per a message"; exit 1; }
 moved=$(echo "$out" | sed -nE 's/.*\[ompc stats\] ([0-9]+) kernels ran away from their placement.*/\1/p')
 [ "$moved" = 0 ] || { echo "batch_check: FAIL: ${moved:-no count of} kernels ran away from their placement"; exit 1; }
-if [ -n "${MIN_REQ_PER_MSG:-}" ]; then
+if [ -n "${MIN_REQ_PER_MSG:-}${MAX_REQ_PER_MSG:-}" ]; then
   reqs=$(echo "$out" | sed -nE 's/.*\[ompc stats\] rank [0-9]+: ([0-9]+) data requests to other workers in ([0-9]+) messages.*/\1 \2/p')
   [ -n "$reqs" ] || { echo "batch_check: FAIL: no worker reported data requests"; exit 1; }
   while read -r nreq nmsg; do
-    [ "$nreq" -ge $((MIN_REQ_PER_MSG * nmsg)) ] ||
+    [ "$nreq" -ge $((${MIN_REQ_PER_MSG:-0} * nmsg)) ] ||
       { echo "batch_check: FAIL: $nreq data requests in $nmsg messages, not $MIN_REQ_PER_MSG a message"; exit 1; }
+    [ -z "${MAX_REQ_PER_MSG:-}" ] || [ "$nreq" -le $((MAX_REQ_PER_MSG * nmsg)) ] ||
+      { echo "batch_check: FAIL: $nreq data requests in $nmsg messages, more than $MAX_REQ_PER_MSG a message"; exit 1; }
   done <<<"$reqs"
 fi
 echo "batch_check: ok ($launches launches in $msgs messages, completions in $dmsgs, none moved)"
