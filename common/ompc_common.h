@@ -5,6 +5,7 @@
 #define OMPC_COMMON_H
 
 #include <stddef.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -64,6 +65,9 @@ void ompc_log_emit(ompc_log_level_t level, const char *file, int line,
  * installs MPI_Abort on MPI_COMM_WORLD), falling back to abort(). */
 typedef void (*ompc_abort_hook_t)(int code);
 void ompc_set_abort_hook(ompc_abort_hook_t hook);
+/* True once a fatal error started to end the job: exit handlers that would
+ * talk to other ranks (MPI is being aborted) must not. */
+bool ompc_aborting(void);
 _Noreturn void ompc_fatal_at(const char *file, int line, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 #define ompc_fatal(...) ompc_fatal_at(__FILE__, __LINE__, __VA_ARGS__)

@@ -67,8 +67,13 @@ void ompc_log_emit(ompc_log_level_t level, const char *file, int line,
 
 void ompc_set_abort_hook(ompc_abort_hook_t hook) { atomic_store(&abort_hook, hook); }
 
+static _Atomic bool aborting;
+
+bool ompc_aborting(void) { return atomic_load(&aborting); }
+
 _Noreturn void ompc_fatal_at(const char *file, int line, const char *fmt, ...)
 {
+    atomic_store(&aborting, true);
     va_list ap;
     va_start(ap, fmt);
     log_vemit("fatal", file, line, fmt, ap);

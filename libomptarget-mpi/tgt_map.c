@@ -316,6 +316,16 @@ static ompc_status_t copy_from(const tgt_args_t *a, tgt_map_t *m, uintptr_t begi
 /* out collects buffers (and, when kargs is true, kernel arguments). */
 static void data_begin_locked(const tgt_args_t *a, tgt_mapped_t *out, bool kargs)
 {
+    /* The last plain kernel argument: its host base and what the kernel
+     * gets for it.  Further sections of the same array (clang passes them
+     * as entries with that base, not as arguments) are reached by the
+     * kernel through that one address, so on the device they must sit at
+     * the same offsets from it as on the host: sections mapped one by one
+     * are separate blocks, and the kernel would read and write beside
+     * them (LLVM's runtime crashes there). */
+    uintptr_t arg_base = 0;
+    uint64_t arg_dev = 0;
+    bool have_arg = false;
     for (int32_t i = 0; i < a->n; i++) {
         int64_t t = a->types[i];
         uintptr_t begin = (uintptr_t)a->begin[i];
@@ -383,6 +393,15 @@ static void data_begin_locked(const tgt_args_t *a, tgt_mapped_t *out, bool kargs
             tgt_mapped_add(out, m->buf);
         if (pm)
             tgt_mapped_add(out, pm->buf);
+        bool plain = !member && !(t & TGT_MAP_PTR_AND_OBJ);
+        if (kargs && plain && !(t & TGT_MAP_TARGET_PARAM) && have_arg && m &&
+            base == arg_base && dev_of(m, begin) != arg_dev + (begin - base))
+            TGT_USER_ERROR(a->loc, "map of [%p, +%zu): a section of the same array "
+                           "as an earlier map of this construct, but the two are "
+                           "separate blocks on the device (mapped one by one), and "
+                           "the kernel reaches both through one address; map one "
+                           "section that covers both first (target enter data)",
+                           (void *)begin, size);
         if (kargs && (t & TGT_MAP_TARGET_PARAM)) {
             /* For a pointer-and-object argument the kernel gets the object
              * through the pointer's value, not the pointer's address. */
@@ -396,6 +415,9 @@ static void data_begin_locked(const tgt_args_t *a, tgt_mapped_t *out, bool kargs
             kargs_push(out, v);
             if (!m)
                 note_device_value(out, v);
+            have_arg = plain && m;
+            arg_base = base;
+            arg_dev = v;
         }
     }
 }

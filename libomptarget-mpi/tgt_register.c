@@ -569,6 +569,10 @@ void __tgt_register_lib(tgt_bin_desc_t *desc)
 void __tgt_unregister_lib(tgt_bin_desc_t *desc)
 {
     (void)desc;
+    /* MPI_Abort of a one-rank job runs the exit handlers, and this one
+     * would post to a dead MPI (MPICH asserts in MPI_Irecv). */
+    if (ompc_aborting())
+        return;
     pthread_mutex_lock(&register_mtx);
     if (--registrations > 0 || !tgt_rt) {
         pthread_mutex_unlock(&register_mtx);

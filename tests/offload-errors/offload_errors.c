@@ -25,6 +25,15 @@ int main(int argc, char **argv)
         /* a device number that does not exist */
 #pragma omp target device(7) map(tofrom: a[0:1])
         a[0] = 1;
+    } else if (strcmp(mode, "sections") == 0) {
+        /* two sections mapped one by one, then reached through one array */
+#pragma omp target enter data map(alloc: a[0:10])
+#pragma omp target enter data map(alloc: a[50:10])
+#pragma omp target map(tofrom: a[0:10], a[50:10])
+        {
+            a[0] = 1;
+            a[50] = 2;
+        }
     } else if (strcmp(mode, "worker-dies") == 0) {
         /* the worker running the kernel is killed */
 #pragma omp target map(tofrom: a[0:1])
@@ -34,7 +43,7 @@ int main(int argc, char **argv)
             a[0] = 1;
         }
     } else {
-        fprintf(stderr, "usage: %s present|overlap|device|worker-dies\n", argv[0]);
+        fprintf(stderr, "usage: %s present|overlap|device|sections|worker-dies\n", argv[0]);
         return 2;
     }
     printf("offload_errors %s: the mistake went unnoticed (a[0]=%d)\n", mode, a[0]);
