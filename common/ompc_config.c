@@ -42,9 +42,10 @@ static const cfg_row_t rows[] = {
         CFG_BYTES, inline_max, 0, (int64_t)1 << 20),
     ROW("OMPC_SPIN_US", "auto",
         "microseconds a thread polls without progress before backing off; "
-        "auto: 200, or 0 on a node with more ranks than CPUs or for a rank "
-        "bound to one CPU (there a polling thread takes the core a kernel, "
-        "another rank or its own rank's next thread needs)",
+        "auto: 200, or 0 on a node with more ranks than CPUs, for a rank "
+        "bound to one CPU, and for the head where it shares its CPUs with "
+        "workers (there a polling thread takes the core a kernel, another "
+        "rank or its own rank's next thread needs)",
         CFG_INT, spin_us, -1, 10000000),
     ROW("OMPC_POLL_MAX_US", "500",
         "longest sleep between polls of an idle gate thread (microseconds)",
