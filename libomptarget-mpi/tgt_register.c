@@ -7,6 +7,7 @@
 
 #include <dlfcn.h>
 #include <hwloc.h>
+#include <mpi.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -409,6 +410,39 @@ static void refuse_srun_without_pmi(void)
                "or start the ranks with mpiexec inside the allocation", n);
 }
 
+/* Another MPI's launcher (Open MPI's mpirun starting a program built with
+ * MPICH, or the reverse) starts N processes that each find no launcher
+ * they know and become jobs of one rank: each would run main as the head.
+ * The launcher's own variables say how many it started. */
+static void refuse_foreign_launcher(void)
+{
+    static const struct {
+        const char *var, *who;
+    } launchers[] = {
+        {"OMPI_COMM_WORLD_SIZE", "Open MPI's mpirun/mpiexec"},
+        {"PMI_SIZE", "a PMI launcher (MPICH's mpiexec, srun --mpi=pmi2)"},
+    };
+    for (size_t i = 0; i < sizeof(launchers) / sizeof(launchers[0]); i++) {
+        const char *v = getenv(launchers[i].var);
+        long long n = v ? atoll(v) : 0;
+        if (n <= 0 || n == tgt_rt->size)
+            continue;
+        char lib[MPI_MAX_LIBRARY_VERSION_STRING];
+        int len = 0;
+        MPI_Get_library_version(lib, &len);
+        char *nl = strchr(lib, '\n');
+        if (nl)
+            *nl = '\0';
+        ompc_fatal("%s started %lld processes (%s=%s), but this program's MPI "
+                   "sees a job of %d rank%s: the program was built against "
+                   "another MPI than the launcher's. Library: \"%s\". Start it "
+                   "with that library's mpiexec (Debian: mpiexec.mpich for "
+                   "MPICH), or rebuild it with the launcher's MPI",
+                   launchers[i].who, n, launchers[i].var, v, tgt_rt->size,
+                   tgt_rt->size == 1 ? "" : "s", lib);
+    }
+}
+
 /* Defaults for the head's libomp, unless the user chose otherwise.  libomp
  * reads its environment at its first construct, after this constructor.
  *
@@ -504,6 +538,7 @@ void __tgt_register_lib(tgt_bin_desc_t *desc)
     tgt_rt->rank = ev_ctx_rank(tgt_rt->ev);
     tgt_rt->size = ev_ctx_size(tgt_rt->ev);
     refuse_srun_without_pmi();
+    refuse_foreign_launcher();
     if (sup_st != OMPC_OK)
         ompc_info("rank %d runs without a supervisor (%s): a signal that kills "
                   "it is reported by the launcher only", tgt_rt->rank,
