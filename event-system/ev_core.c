@@ -1174,6 +1174,18 @@ static void node_detect(ev_ctx_t *ctx)
 const ev_node_t *ev_node(const ev_ctx_t *ctx) { return &ctx->node; }
 uint64_t ev_spin_us(const ev_ctx_t *ctx) { return ctx->spin_us; }
 
+void ev_mpi_library(char *buf, size_t cap)
+{
+    char lib[MPI_MAX_LIBRARY_VERSION_STRING];
+    int len = 0;
+    MPI_Get_library_version(lib, &len);
+    lib[sizeof(lib) - 1] = '\0';
+    char *nl = strchr(lib, '\n');
+    if (nl)
+        *nl = '\0';
+    snprintf(buf, cap, "%s", lib);
+}
+
 ompc_status_t ev_ctx_create(ev_ctx_t **ctx_p)
 {
     return ev_ctx_create_opts(ctx_p, NULL);
@@ -1207,11 +1219,7 @@ ompc_status_t ev_ctx_create_opts(ev_ctx_t **ctx_p, const ev_ctx_opts_t *opts)
     ompc_set_abort_hook(ev_mpi_abort_hook);
     if (provided < MPI_THREAD_MULTIPLE) {
         char lib[MPI_MAX_LIBRARY_VERSION_STRING];
-        int len = 0;
-        MPI_Get_library_version(lib, &len);
-        char *nl = strchr(lib, '\n');
-        if (nl)
-            *nl = '\0';
+        ev_mpi_library(lib, sizeof(lib));
         ompc_fatal("the MPI library provides thread level %d, but ompc needs "
                    "MPI_THREAD_MULTIPLE (%d). Library: \"%s\". Use an MPI built "
                    "with thread-multiple support: Debian's mpich and openmpi "

@@ -41,6 +41,10 @@ typedef int32_t ev_fn_id_t;
  * thread, then register functions, then call ev_ctx_start. */
 ompc_status_t ev_ctx_create(ev_ctx_t **ctx_p);
 
+/* The first line of MPI_Get_library_version, for messages that name the
+ * MPI library (callable before MPI_Init). */
+void ev_mpi_library(char *buf, size_t cap);
+
 /* What the caller knows of the ranks' roles. */
 typedef struct ev_ctx_opts {
     /* A rank whose threads only coordinate while the others compute on

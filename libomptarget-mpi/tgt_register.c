@@ -7,7 +7,6 @@
 
 #include <dlfcn.h>
 #include <hwloc.h>
-#include <mpi.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -427,12 +426,8 @@ static void refuse_foreign_launcher(void)
         long long n = v ? atoll(v) : 0;
         if (n <= 0 || n == tgt_rt->size)
             continue;
-        char lib[MPI_MAX_LIBRARY_VERSION_STRING];
-        int len = 0;
-        MPI_Get_library_version(lib, &len);
-        char *nl = strchr(lib, '\n');
-        if (nl)
-            *nl = '\0';
+        char lib[256];
+        ev_mpi_library(lib, sizeof(lib));
         ompc_fatal("%s started %lld processes (%s=%s), but this program's MPI "
                    "sees a job of %d rank%s: the program was built against "
                    "another MPI than the launcher's. Library: \"%s\". Start it "
