@@ -337,25 +337,12 @@ static void watch_add(watch_batch_t *b, int rank, const uint64_t *wm)
         if (b->peer[i].rank == rank)
             o = &b->peer[i];
     if (!o) {
-        if (b->npeer == b->cap) {
-            size_t cap = b->cap ? 2 * b->cap : 4;
-            watch_out_t *p = realloc(b->peer, cap * sizeof(*p));
-            if (!p)
-                ompc_fatal("out of memory launching a kernel");
-            b->peer = p;
-            b->cap = cap;
-        }
+        b->peer = tgt_grow(b->peer, &b->cap, b->npeer, sizeof(*b->peer),
+                           "launching a kernel");
         o = &b->peer[b->npeer++];
         *o = (watch_out_t){.rank = rank};
     }
-    if (o->n == o->cap) {
-        size_t cap = o->cap ? 2 * o->cap : 8;
-        uint64_t *w = realloc(o->w, cap * W_LEN * sizeof(*w));
-        if (!w)
-            ompc_fatal("out of memory launching a kernel");
-        o->w = w;
-        o->cap = cap;
-    }
+    o->w = tgt_grow(o->w, &o->cap, o->n, W_LEN * sizeof(*o->w), "launching a kernel");
     memcpy(o->w + o->n * W_LEN, wm, W_LEN * sizeof(*wm));
     o->n++;
 }

@@ -125,6 +125,10 @@ typedef struct tgt_map {
 
 typedef enum { TGT_OFFLOAD_DEFAULT, TGT_OFFLOAD_MANDATORY, TGT_OFFLOAD_DISABLED } tgt_offload_t;
 
+/* Make room for one more element in a growing array of n elements (cap
+ * doubles, from 16); out of memory is fatal, naming what. */
+void *tgt_grow(void *arr, size_t *cap, size_t n, size_t elem, const char *what);
+
 typedef struct tgt_rt {
     ev_ctx_t *ev;
     dm_ctx_t *dm;

@@ -98,8 +98,7 @@ void tgt_map_add_global(tgt_global_t *g)
     pthread_mutex_unlock(&tgt_rt->map_mtx);
 }
 
-/* Make room for one more element in a growing array. */
-static void *grow(void *arr, size_t *cap, size_t n, size_t elem, const char *what)
+void *tgt_grow(void *arr, size_t *cap, size_t n, size_t elem, const char *what)
 {
     if (n < *cap)
         return arr;
@@ -116,14 +115,14 @@ void tgt_mapped_add(tgt_mapped_t *m, dm_buf_t *b)
     for (size_t i = 0; i < m->nbufs; i++)
         if (m->bufs[i] == b)
             return;
-    m->bufs = grow(m->bufs, &m->capbufs, m->nbufs, sizeof(*m->bufs),
+    m->bufs = tgt_grow(m->bufs, &m->capbufs, m->nbufs, sizeof(*m->bufs),
                    "collecting kernel buffers");
     m->bufs[m->nbufs++] = b;
 }
 
 static void mapped_add_temp(tgt_mapped_t *m, dm_buf_t *b)
 {
-    m->temps = grow(m->temps, &m->captemps, m->ntemps, sizeof(*m->temps),
+    m->temps = tgt_grow(m->temps, &m->captemps, m->ntemps, sizeof(*m->temps),
                     "firstprivate copies");
     m->temps[m->ntemps++] = b;
 }
@@ -140,7 +139,7 @@ void tgt_mapped_free(tgt_mapped_t *m)
 
 static void kargs_push(tgt_mapped_t *m, uint64_t v)
 {
-    m->kargs = grow(m->kargs, &m->capkargs, m->nkargs, sizeof(*m->kargs),
+    m->kargs = tgt_grow(m->kargs, &m->capkargs, m->nkargs, sizeof(*m->kargs),
                     "building kernel arguments");
     m->kargs[m->nkargs++] = v;
 }
