@@ -529,21 +529,32 @@ static ompc_status_t fn_watch(ev_exec_info_t *info)
         return OMPC_ERR_INVALID;
     size_t n = info->args_size / (W_LEN * 8);
     const uint64_t *m = info->args;
+    /* Watches whose task is done: served in order, unlocked. */
+    aw_wait_t *ready = NULL, **tail = &ready;
+    ompc_status_t st = OMPC_OK;
+    pthread_mutex_lock(&A.mtx);
     for (size_t i = 0; i < n; i++, m += W_LEN) {
         aw_wait_t *w = calloc(1, sizeof(*w));
-        if (!w)
-            return OMPC_ERR_NOMEM;
+        if (!w) {
+            st = OMPC_ERR_NOMEM;
+            break;
+        }
         *w = (aw_wait_t){.seq = m[0], .addr = m[1], .daddr = m[2], .size = m[3],
                          .cseq = m[4], .crank = (int)m[5]};
-        pthread_mutex_lock(&A.mtx);
-        bool now = done_has(w->seq);
-        if (!now)
+        if (done_has(w->seq)) {
+            *tail = w;
+            tail = &w->next;
+        } else {
             wait_add(w);
-        pthread_mutex_unlock(&A.mtx);
-        if (now)
-            serve(w);
+        }
     }
-    return OMPC_OK;
+    pthread_mutex_unlock(&A.mtx);
+    while (ready) {
+        aw_wait_t *w = ready;
+        ready = w->next;
+        serve(w);
+    }
+    return st;
 }
 
 static ompc_status_t fn_arrive(ev_exec_info_t *info)
