@@ -1143,17 +1143,15 @@ static void node_detect(ev_ctx_t *ctx)
      * so the waiter ran at the next tick: in 5 of 10 bound runs of a loop
      * of 64 KiB retrieves every event took 4 ms, in the rest 10 us.
      * Without polling every event takes 60-160 us there, and no run is
-     * slow. */
-    ctx->node.crowded = ctx->node.ncpus < ctx->node.nsame || ctx->node.ncpus < 2;
-    /* The coordinator (the offloading head) beside ranks that size their
-     * kernel teams to every CPU they share with it: its gate polled for
-     * 200 us after each of its messages and took a core from the kernels'
-     * team, and the team waits for the thread that lost it.  A sync region
-     * with a 0.15 ms two-thread kernel took 4.0 ms on average with the
-     * head polling (0.9-9.9 ms over 8 runs), 0.65 ms with it asleep (1 head
-     * + 1 worker on 2 CPUs). */
+     * slow.  The coordinator (the offloading head) beside ranks that size
+     * their kernel teams to every CPU they share with it is crowded too:
+     * its gate polled for 200 us after each of its messages and took a
+     * core from the kernels' team, and the team waits for the thread that
+     * lost it.  A sync region with a 0.15 ms two-thread kernel took 4.0 ms
+     * on average with the head polling (0.9-9.9 ms over 8 runs), 0.65 ms
+     * with it asleep (1 head + 1 worker on 2 CPUs). */
     bool beside = ctx->rank == ctx->coordinator && ctx->node.nsame > 1;
-    ctx->node.crowded = ctx->node.crowded || beside;
+    ctx->node.crowded = ctx->node.ncpus < ctx->node.nsame || ctx->node.ncpus < 2 || beside;
     /* Polling pays when a core would otherwise idle; on a crowded node it
      * takes the core from a kernel (or from the very rank whose message we
      * wait for), and the doorbell wakes a sleeper within microseconds. */
