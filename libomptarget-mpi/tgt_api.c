@@ -271,7 +271,6 @@ typedef struct kmp_depend_info kmp_depend_info_t;
 void __kmpc_omp_wait_deps(void *loc, int gtid, int ndeps, kmp_depend_info_t *deps,
                           int nnoalias, kmp_depend_info_t *noalias)
     __attribute__((weak));
-int __kmpc_global_thread_num(void *loc) __attribute__((weak));
 
 /* omp_depend_t is a pointer to libomp's dependence record. */
 static void wait_depobjs(int n, void **depobjs)

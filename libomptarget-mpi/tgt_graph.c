@@ -131,7 +131,9 @@ typedef struct queue {
 } queue_t;
 
 typedef struct graph {
-    bool active;
+    /* Set once started; cleared under mtx at program end, when libomp's
+     * worker threads may still report the end of their last barrier. */
+    _Atomic bool active;
     pthread_mutex_t mtx;     /* everything below but the sched_ fields */
     pthread_cond_t cv_work;  /* dispatch threads: something to do */
     pthread_cond_t cv_done;  /* waiters: a node they wait for is done */
@@ -913,8 +915,9 @@ void tgt_graph_sync_all(void)
         lb_flush();
         pthread_mutex_lock(&G.mtx);
     }
-    /* Quiescent: forget finished nodes kept only for ordering. */
-    if (!G.live_head) {
+    /* Quiescent: forget finished nodes kept only for ordering (unless the
+     * graph was torn down meanwhile). */
+    if (!G.live_head && G.active) {
         ompc_tmap_drain(&G.deps, dep_state_free, NULL);
         ompc_tmap_drain(&G.bstate, buf_state_free, NULL);
         for (size_t j = 0; j < G.nhw; j++)
@@ -2240,14 +2243,19 @@ void tgt_graph_fini(void)
     pthread_mutex_unlock(&G.mtx);
     for (int i = 0; i < G.nthreads; i++)
         pthread_join(G.threads[i], NULL);
+    pthread_mutex_lock(&G.mtx);
     G.active = false;
     free(G.threads);
     G.threads = NULL;
     G.nthreads = 0;
+    for (size_t j = 0; j < G.nhw; j++)
+        node_unref(G.hw[j].n);
+    G.nhw = G.caphw = 0;
     free(G.hw);
     G.hw = NULL;
     free(G.busy_until);
     free(G.relaxed_sent);
     G.relaxed_sent = NULL;
     G.busy_until = NULL;
+    pthread_mutex_unlock(&G.mtx);
 }

@@ -52,6 +52,17 @@ void tgt_graph_sync_all(void);           /* barrier, taskwait, taskgroup, APIs *
  * depends on runs first. */
 void tgt_graph_host_task(const tgt_dep_t *deps, int n);
 
+/* Task reductions joined by deferred target tasks (tgt_taskred.c), driven
+ * by the OMPT taskgroup callbacks of the thread that opens the group. */
+void tgt_taskred_group_begin(void);
+void tgt_taskred_group_wait_end(void); /* flushes and folds the group's copies */
+void tgt_taskred_group_end(void);
+bool tgt_taskred_interposed(void);
+/* A kernel launch of a target task that joined task reductions: maps the
+ * task's own copies in place of the variables (a's pointer arrays are
+ * copied into space, 2 * a->n entries).  False (a untouched) otherwise. */
+bool tgt_taskred_redirect(tgt_args_t *a, void **space);
+
 /* Launch ahead (tgt_ahead.c): executors that wait for each other. */
 ompc_status_t tgt_ahead_fn_register(void); /* every rank, before start */
 void tgt_ahead_start(void);                /* executors, after start */

@@ -16,6 +16,7 @@
 /* From libomp, which every OpenMP program loads; weak so that the library
  * links on its own. */
 void omp_set_num_threads(int n) __attribute__((weak));
+int __kmpc_global_thread_num(void *loc) __attribute__((weak));
 
 typedef struct tgt_offload_entry {
     void *addr;     /* kernel: host region id; global: host address */
@@ -257,6 +258,10 @@ extern _Thread_local bool tgt_in_kernel;
 /* The current task is a deferred (nowait) target task: libomp does not
  * wait for it, so neither does the construct it runs. */
 bool tgt_ompt_in_deferred_target_task(void);
+/* The main program imports this symbol from a shared library. */
+bool tgt_exe_imports(const char *name);
+/* The current task if it is a target task (deferred or not), else NULL. */
+void *tgt_ompt_current_target_task(void);
 
 #define TGT_USER_ERROR(loc, ...)                                              \
     do {                                                                      \

@@ -185,6 +185,8 @@ static void launch_record(tgt_ident_t *loc, const tgt_kernel_t *k,
 {
     tgt_args_t a = {(int32_t)ka->num_args, ka->arg_base_ptrs, ka->arg_ptrs,
                     ka->arg_sizes, ka->arg_types, ka->arg_mappers, loc};
+    void *red_space[a.n > 0 ? 2 * a.n : 1];
+    tgt_taskred_redirect(&a, red_space);
     uint64_t t0 = ompc_trace_on() ? ompc_now_ns() : 0;
     tgt_node_t *n = tgt_rec_begin(loc, k);
     tgt_mapped_t m = {0};

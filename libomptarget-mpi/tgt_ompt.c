@@ -6,6 +6,8 @@
 #include "tgt_graph.h"
 
 #include <omp-tools.h>
+#include <dlfcn.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -159,9 +161,14 @@ static void on_sync_region(ompt_sync_region_t kind, ompt_scope_endpoint_t endpoi
                            ompt_data_t *parallel, ompt_data_t *task,
                            const void *codeptr)
 {
-    (void)kind;
     (void)task;
     (void)codeptr;
+    if (kind == ompt_sync_region_taskgroup) {
+        if (endpoint == ompt_scope_begin)
+            tgt_taskred_group_begin();
+        else
+            tgt_taskred_group_end();
+    }
 #ifdef TGT_TSAN
     /* What a thread did before a barrier happens before what every thread
      * of its team does after it.  The team's parallel data is the sync
@@ -180,6 +187,20 @@ static void on_sync_region(ompt_sync_region_t kind, ompt_scope_endpoint_t endpoi
     TSAN_ACQUIRE(team);
     TSAN_ACQUIRE(&tsan_task_done);
 #endif
+}
+
+/* A taskgroup's wait ends after its last task completed and before libomp
+ * folds its task reductions: target tasks that joined one contribute now. */
+static void on_sync_region_wait(ompt_sync_region_t kind, ompt_scope_endpoint_t endpoint,
+                                ompt_data_t *parallel, ompt_data_t *task,
+                                const void *codeptr)
+{
+    (void)parallel;
+    (void)task;
+    (void)codeptr;
+    if (kind == ompt_sync_region_taskgroup && endpoint == ompt_scope_end &&
+        !in_kernel())
+        tgt_taskred_group_wait_end();
 }
 
 static void on_parallel_begin(ompt_data_t *task, const ompt_frame_t *frame,
@@ -225,6 +246,16 @@ static void on_implicit_task(ompt_scope_endpoint_t endpoint, ompt_data_t *parall
 #ifdef TGT_TSAN
     TSAN_RELEASE(&tsan_task_done);
 #endif
+}
+
+void *tgt_ompt_current_target_task(void)
+{
+    int flags = 0;
+    ompt_data_t *task = NULL;
+    if (!get_task_info || get_task_info(0, &flags, &task, NULL, NULL, NULL) != 2 ||
+        !(flags & ompt_task_target))
+        return NULL;
+    return task;
 }
 
 bool tgt_ompt_in_deferred_target_task(void)
@@ -283,6 +314,7 @@ static int tool_initialize(ompt_function_lookup_t lookup, int initial_device,
     set_callback(ompt_callback_dependences, (ompt_callback_t)on_dependences);
     set_callback(ompt_callback_task_schedule, (ompt_callback_t)on_task_schedule);
     set_callback(ompt_callback_sync_region, (ompt_callback_t)on_sync_region);
+    set_callback(ompt_callback_sync_region_wait, (ompt_callback_t)on_sync_region_wait);
     set_callback(ompt_callback_parallel_begin, (ompt_callback_t)on_parallel_begin);
     set_callback(ompt_callback_implicit_task, (ompt_callback_t)on_implicit_task);
 #ifdef TGT_TSAN
@@ -292,6 +324,30 @@ static int tool_initialize(ompt_function_lookup_t lookup, int initial_device,
 }
 
 static void tool_finalize(ompt_data_t *tool_data) { (void)tool_data; }
+
+/* libomp finds a tool by calling ompt_start_tool, which it defines itself
+ * (weak) and binds to its own copy; that copy looks for the next definition
+ * after libomp.  ompcc links this library ahead of libomp (so that its
+ * stand-ins for libomp's entry points win), where that search misses it.
+ * OMP_TOOL_LIBRARIES, which libomp reads at its first construct, names it
+ * instead; a tool the user named still loads after it. */
+__attribute__((constructor)) static void ompt_make_discoverable(void)
+{
+    Dl_info self;
+    if (!dladdr((void *)ompt_make_discoverable, &self) || !self.dli_fname)
+        return;
+    const char *user = getenv("OMP_TOOL_LIBRARIES");
+    if (user && strstr(user, self.dli_fname))
+        return;
+    size_t len = strlen(self.dli_fname) + (user ? strlen(user) + 1 : 0) + 1;
+    char *v = malloc(len);
+    if (!v)
+        return;
+    snprintf(v, len, "%s%s%s", self.dli_fname, user && *user ? ":" : "",
+             user ? user : "");
+    setenv("OMP_TOOL_LIBRARIES", v, 1);
+    free(v);
+}
 
 ompt_start_tool_result_t *ompt_start_tool(unsigned int omp_version,
                                           const char *runtime_version)

@@ -7,6 +7,7 @@
 
 #include <dlfcn.h>
 #include <hwloc.h>
+#include <link.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -438,6 +439,79 @@ static void refuse_foreign_launcher(void)
     }
 }
 
+/* Whether the main program imports `name` from a shared library: its
+ * undefined dynamic symbols are those below the GNU hash table's first
+ * hashed symbol (or, with a SysV table, among all of them). */
+struct exe_import_query {
+    const char *name;
+    bool found;
+};
+
+static int exe_import_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    (void)size;
+    struct exe_import_query *q = arg;
+    const ElfW(Dyn) *dyn = NULL;
+    for (int i = 0; i < info->dlpi_phnum; i++)
+        if (info->dlpi_phdr[i].p_type == PT_DYNAMIC)
+            dyn = (const ElfW(Dyn) *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
+    if (!dyn)
+        return 1;
+    uintptr_t symtab = 0, strtab = 0, gnu_hash = 0, sysv_hash = 0;
+    for (; dyn->d_tag != DT_NULL; dyn++) {
+        /* glibc relocates these in place for most objects, not for all. */
+        uintptr_t v = dyn->d_un.d_ptr;
+        if (v && v < info->dlpi_addr)
+            v += info->dlpi_addr;
+        if (dyn->d_tag == DT_SYMTAB)
+            symtab = v;
+        else if (dyn->d_tag == DT_STRTAB)
+            strtab = v;
+        else if (dyn->d_tag == DT_GNU_HASH)
+            gnu_hash = v;
+        else if (dyn->d_tag == DT_HASH)
+            sysv_hash = v;
+    }
+    uint32_t nsyms = 0;
+    if (gnu_hash)
+        nsyms = ((const uint32_t *)gnu_hash)[1]; /* symoffset */
+    else if (sysv_hash)
+        nsyms = ((const uint32_t *)sysv_hash)[1]; /* nchain */
+    if (!symtab || !strtab)
+        return 1;
+    const ElfW(Sym) *sym = (const ElfW(Sym) *)symtab;
+    for (uint32_t i = 1; i < nsyms; i++)
+        if (sym[i].st_shndx == SHN_UNDEF &&
+            strcmp((const char *)strtab + sym[i].st_name, q->name) == 0) {
+            q->found = true;
+            break;
+        }
+    return 1; /* the main program comes first; stop there */
+}
+
+bool tgt_exe_imports(const char *name)
+{
+    struct exe_import_query q = {name, false};
+    dl_iterate_phdr(exe_import_cb, &q);
+    return q.found;
+}
+
+/* A program linked with libomp ahead of this library (not by ompcc,
+ * ompc++ or the CMake package) calls libomp's task-reduction entry points
+ * directly, and target tasks that join a task reduction then lose their
+ * contributions (tgt_taskred.c). */
+static void warn_link_order(void)
+{
+    if (tgt_taskred_interposed() ||
+        !tgt_exe_imports("__kmpc_task_reduction_get_th_data"))
+        return;
+    ompc_warn("this program uses task reductions but was not linked by ompcc "
+              "or ompc++: libomp comes before ompc's libomptarget among its "
+              "libraries, so a target task's in_reduction contribution can be "
+              "lost. Link with ompcc/ompc++ or the CMake package, or put "
+              "-Wl,--no-as-needed -lomptarget ahead of -fopenmp's libraries");
+}
+
 /* Defaults for the head's libomp, unless the user chose otherwise.  libomp
  * reads its environment at its first construct, after this constructor.
  *
@@ -551,6 +625,8 @@ void __tgt_register_lib(tgt_bin_desc_t *desc)
     ompc_trace_init(tgt_rt->rank, trace && *trace);
     ompc_trace_thread_name("main");
     tgt_rt->executor = tgt_rt->size == 1 || tgt_rt->rank != 0;
+    if (tgt_rt->rank == 0)
+        warn_link_order();
     if (tgt_rt->executor) {
         load_image(desc);
         choose_kernel_threads();
