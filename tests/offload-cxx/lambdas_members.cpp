@@ -10,9 +10,9 @@
  * `from`; an array of objects with operators in a std::vector mapped
  * through .data().
  *
- * Lambdas that capture by reference, capture a pointer, or capture `this`,
- * defined on the host and called on the device, are refused by ompc (see
- * lambda_capture_ref.cpp in ../offload-errors).
+ * Lambdas made on the host that capture by reference, capture a pointer,
+ * or capture `this`, called on the device, are refused by ompc (see
+ * ../offload-errors/lambda_capture.cpp); LLVM's runtime runs them.
  *
  * Why: closures and objects are copied to the device as bytes; a runtime
  * that lost the closure copy, or did not bring an object mapped `tofrom`
