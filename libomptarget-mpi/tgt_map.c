@@ -345,6 +345,20 @@ static void data_begin_locked(const tgt_args_t *a, tgt_mapped_t *out, bool kargs
             continue;
         }
         if (t & TGT_MAP_LITERAL) {
+            /* clang's entry for what a lambda's closure refers to (a
+             * variable captured by reference, a pointer or `this`): LLVM's
+             * runtime writes the device address into the closure's device
+             * copy.  Ours does not yet, and the kernel would reach host
+             * memory through the closure: wrong values on the head, a crash
+             * on a worker. */
+            if (kargs && (t & TGT_MAP_PTR_AND_OBJ))
+                TGT_USER_ERROR(a->loc, "a lambda called in this target region was "
+                               "made on the host and captures a variable by "
+                               "reference, a pointer or 'this' (host address "
+                               "%p, argument %d); ompc cannot give the lambda's "
+                               "device copy the device addresses yet: capture "
+                               "by value, or make the lambda inside the region",
+                               a->begin[i], i);
             if (out && kargs && (t & TGT_MAP_TARGET_PARAM)) {
                 kargs_push(out, (uint64_t)begin);
                 note_device_value(out, (uint64_t)begin);

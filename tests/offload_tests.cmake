@@ -27,6 +27,25 @@ function(ompc_offload_program)
   add_custom_target(build_${P_NAME} ALL DEPENDS ${out})
 endfunction()
 
+# ompc_offload_cxx_program(NAME name SOURCES files... [WRAPPER ompcc|ompc++]
+#                          [FLAGS ...] [DEPENDS headers...]): build a C++ (or
+# C and C++) program with one command line of our ompc++ (or ompcc, which
+# links like clang++ when it sees C++ sources) into bin/NAME.
+set(OMPC_OMPCXX ${CMAKE_RUNTIME_OUTPUT_DIRECTORY}/ompc++)
+function(ompc_offload_cxx_program)
+  cmake_parse_arguments(P "" "NAME;WRAPPER" "SOURCES;FLAGS;DEPENDS" ${ARGN})
+  if(NOT P_WRAPPER)
+    set(P_WRAPPER ompc++)
+  endif()
+  set(wrapper ${CMAKE_RUNTIME_OUTPUT_DIRECTORY}/${P_WRAPPER})
+  set(out ${CMAKE_RUNTIME_OUTPUT_DIRECTORY}/${P_NAME})
+  add_custom_command(OUTPUT ${out}
+    COMMAND ${wrapper} ${OMPC_OFFLOAD_CFLAGS} ${P_FLAGS} -o ${out} ${P_SOURCES}
+    DEPENDS ${P_SOURCES} ${P_DEPENDS} omptarget ${wrapper}
+    COMMENT "${P_WRAPPER} ${P_NAME}" VERBATIM)
+  add_custom_target(build_${P_NAME} ALL DEPENDS ${out})
+endfunction()
+
 # ompc_offload_test(NAME name NP n... [ENV ...]) runs bin/NAME under mpiexec.
 function(ompc_offload_test)
   cmake_parse_arguments(T "" "NAME" "NP;ENV;ARGS" ${ARGN})
