@@ -188,10 +188,13 @@ static void launch_record(tgt_ident_t *loc, const tgt_kernel_t *k,
     uint64_t t0 = ompc_trace_on() ? ompc_now_ns() : 0;
     tgt_node_t *n = tgt_rec_begin(loc, k);
     tgt_mapped_t m = {0};
-    tgt_data_begin(&a, &m);
-    /* A kernel may touch any declare target variable. */
+    /* A kernel may touch any declare target variable, and through a link
+     * variable's pointer the data it is attached to (tgt_data_begin adds
+     * what the kernel's buffers point to), even when the region does not
+     * name the variable (a declare target function uses it). */
     for (int g = 0; g < tgt_rt->nglobals; g++)
         tgt_mapped_add(&m, tgt_rt->globals[g].buf);
+    tgt_data_begin(&a, &m);
     /* Mapped data its depend list names travels with it too: a kernel may
      * reach it through device pointers passed by value (the OMPC model:
      * dependences say which data a task uses). */
