@@ -75,6 +75,13 @@ ompc_status_t tgt_kernel_run(const void *args, size_t args_size, uint64_t *ns_p)
     /* LLVM 19's host plugin passes ~0 as dyn_ptr (no launch environment). */
     vals[0] = ~(uint64_t)0;
     memcpy(vals + 1, (const char *)args + sizeof(hdr), (size_t)n * sizeof(uint64_t));
+    /* A function pointer passed by value holds the head's address of the
+     * function: the kernel calls this executor's device function. */
+    for (uint32_t i = 1; tgt_rt->nindirect > 0 && i <= n; i++) {
+        void *fn = tgt_indirect_find(vals[i]);
+        if (fn)
+            vals[i] = (uint64_t)(uintptr_t)fn;
+    }
     for (uint32_t i = 0; i <= n; i++) {
         types[i] = &ffi_type_uint64;
         ptrs[i] = &vals[i];
