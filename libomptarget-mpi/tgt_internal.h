@@ -26,6 +26,27 @@ typedef struct tgt_offload_entry {
     int32_t data;
 } tgt_offload_entry_t;
 
+/* Entry flags (LLVM 19's OpenMPOffloadingDeclareTargetFlags and the
+ * OMPIRBuilder's entry kinds).  0 is a kernel (size 0) or a `declare
+ * target to/enter` variable (size > 0).  CTOR/DTOR kernels were dropped
+ * before LLVM 19 (device constructors run from the image's init_array) and
+ * INDIRECT_VTABLE came after it: neither is handled, both are refused. */
+#define TGT_ENTRY_LINK 0x01            /* size 8: the variable's pointer */
+#define TGT_ENTRY_CTOR 0x02
+#define TGT_ENTRY_DTOR 0x04
+#define TGT_ENTRY_INDIRECT 0x08        /* addr: host function; the device
+                                          symbol holds the device function */
+#define TGT_ENTRY_REGISTER_REQUIRES 0x10 /* data: the TU's requires flags */
+#define TGT_ENTRY_INDIRECT_VTABLE 0x20
+
+/* Requires flags (OpenMPOffloadingRequiresDirFlags), in a REGISTER_REQUIRES
+ * entry's data and in __tgt_register_requires' argument. */
+#define TGT_REQ_NONE 0x001
+#define TGT_REQ_REVERSE_OFFLOAD 0x002
+#define TGT_REQ_UNIFIED_ADDRESS 0x004
+#define TGT_REQ_UNIFIED_SHARED_MEMORY 0x008
+#define TGT_REQ_DYNAMIC_ALLOCATORS 0x010
+
 typedef struct tgt_device_image {
     void *image_start;
     void *image_end;
@@ -99,6 +120,16 @@ typedef struct tgt_global {
     dm_buf_t *buf;           /* head */
 } tgt_global_t;
 
+/* A `declare target ... indirect` function.  Executors translate the
+ * head's address of it to their own device function: in kernel arguments,
+ * and (workers) through a jump placed at the head's address. */
+typedef struct tgt_indirect {
+    uint64_t head_addr;      /* rank 0's host address of the function */
+    void *host_addr;         /* this process's host address */
+    const char *name;        /* the entry's name (a device symbol) */
+    void *dev_fn;            /* executors: the device function */
+} tgt_indirect_t;
+
 /* Saved host value of a pointer inside mapped data whose device copy was
  * attached to a device address: restored whenever the host copy is
  * refreshed from the device. */
@@ -141,6 +172,8 @@ typedef struct tgt_rt {
     int nkernels;
     tgt_global_t *globals;
     int nglobals;
+    tgt_indirect_t *indirect; /* executors: sorted by head_addr */
+    int nindirect;
     void *image;             /* dlopen handle (executors) */
     ev_fn_id_t fn_kernel;
     ev_fn_id_t fn_ahead_launch, fn_ahead_watch, fn_ahead_arrive, fn_ahead_done,
@@ -165,6 +198,9 @@ bool tgt_ready(void);
 /* "file:line" (or "unknown location") of an ident, into buf. */
 const char *tgt_loc(const void *ident, char *buf, size_t cap);
 const tgt_kernel_t *tgt_kernel_find(const void *host_id);
+/* Executors: the device function for the head's address of an indirect
+ * function, or NULL when v is no such address. */
+void *tgt_indirect_find(uint64_t v);
 
 /* tgt_supervise.c.  The rank and world size a launcher (Hydra, srun, Open
  * MPI, PMIx) put in the environment, size -1 when it gave none; false

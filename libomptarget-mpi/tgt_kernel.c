@@ -75,6 +75,13 @@ ompc_status_t tgt_kernel_run(const void *args, size_t args_size, uint64_t *ns_p)
     /* LLVM 19's host plugin passes ~0 as dyn_ptr (no launch environment). */
     vals[0] = ~(uint64_t)0;
     memcpy(vals + 1, (const char *)args + sizeof(hdr), (size_t)n * sizeof(uint64_t));
+    /* A function pointer passed by value holds the head's address of the
+     * function: the kernel calls this executor's device function. */
+    for (uint32_t i = 1; tgt_rt->nindirect > 0 && i <= n; i++) {
+        void *fn = tgt_indirect_find(vals[i]);
+        if (fn)
+            vals[i] = (uint64_t)(uintptr_t)fn;
+    }
     for (uint32_t i = 0; i <= n; i++) {
         types[i] = &ffi_type_uint64;
         ptrs[i] = &vals[i];
@@ -190,10 +197,13 @@ static void launch_record(tgt_ident_t *loc, const tgt_kernel_t *k,
     uint64_t t0 = ompc_trace_on() ? ompc_now_ns() : 0;
     tgt_node_t *n = tgt_rec_begin(loc, k);
     tgt_mapped_t m = {0};
-    tgt_data_begin(&a, &m);
-    /* A kernel may touch any declare target variable. */
+    /* A kernel may touch any declare target variable, and through a link
+     * variable's pointer the data it is attached to (tgt_data_begin adds
+     * what the kernel's buffers point to), even when the region does not
+     * name the variable (a declare target function uses it). */
     for (int g = 0; g < tgt_rt->nglobals; g++)
         tgt_mapped_add(&m, tgt_rt->globals[g].buf);
+    tgt_data_begin(&a, &m);
     /* Mapped data its depend list names travels with it too: a kernel may
      * reach it through device pointers passed by value (the OMPC model:
      * dependences say which data a task uses). */

@@ -1,5 +1,6 @@
-# ompc_offload_program(NAME name SOURCE file.c): build file.c with our ompcc
-# (a real OpenMP offloading program, as a user would) into bin/NAME.
+# ompc_offload_program(NAME name SOURCE file.c [FLAGS ...]): build file.c
+# with our ompcc (a real OpenMP offloading program, as a user would) into
+# bin/NAME; FLAGS come after the default flags.
 set(OMPC_OMPCC ${CMAKE_RUNTIME_OUTPUT_DIRECTORY}/ompcc)
 set(OMPC_OFFLOAD_CFLAGS -O1 -g -Wall -Wextra -Werror)
 # Sanitizer builds check the runtime (libomptarget and below), which is
@@ -18,10 +19,10 @@ if(OMPC_ENABLE_ASAN OR OMPC_ENABLE_TSAN)
 endif()
 
 function(ompc_offload_program)
-  cmake_parse_arguments(P "" "NAME;SOURCE" "" ${ARGN})
+  cmake_parse_arguments(P "" "NAME;SOURCE" "FLAGS" ${ARGN})
   set(out ${CMAKE_RUNTIME_OUTPUT_DIRECTORY}/${P_NAME})
   add_custom_command(OUTPUT ${out}
-    COMMAND ${OMPC_OMPCC} ${OMPC_OFFLOAD_CFLAGS} -o ${out} ${P_SOURCE}
+    COMMAND ${OMPC_OMPCC} ${OMPC_OFFLOAD_CFLAGS} ${P_FLAGS} -o ${out} ${P_SOURCE}
     DEPENDS ${P_SOURCE} omptarget ${OMPC_OMPCC}
     COMMENT "ompcc ${P_NAME}" VERBATIM)
   add_custom_target(build_${P_NAME} ALL DEPENDS ${out})
