@@ -165,6 +165,11 @@ bool tgt_ready(void);
 const char *tgt_loc(const void *ident, char *buf, size_t cap);
 const tgt_kernel_t *tgt_kernel_find(const void *host_id);
 
+/* tgt_mpi_guard.c.  Rank 0 at start-up: warns when the program imports
+ * MPI_Init (or a variant) but our refusal of it is not the definition the
+ * process resolves (the program was linked without ompcc's flags). */
+void tgt_mpi_guard_check(void);
+
 /* tgt_supervise.c.  The rank and world size a launcher (Hydra, srun, Open
  * MPI, PMIx) put in the environment, size -1 when it gave none; false
  * when no launcher started this process. */

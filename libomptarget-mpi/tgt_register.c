@@ -564,6 +564,7 @@ void __tgt_register_lib(tgt_bin_desc_t *desc)
     if (tgt_rt->rank == 0) {
         tgt_model_init();
         tgt_graph_init();
+        tgt_mpi_guard_check();
     }
     tgt_rt->t_ready_ns = ompc_now_ns();
     ompc_trace_span("runtime", "start-up", t_start, tgt_rt->t_ready_ns, NULL);

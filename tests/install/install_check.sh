@@ -127,4 +127,22 @@ rpath_is "$tmp/ex/pipeline" "$p/lib"
 readelf -V "$tmp/ex/pipeline" | grep -q "OMPC_1.0" ||
   fail "the example does not record the OMPC_1.0 symbol version"
 check_run "find_package build" "$tmp/ex/pipeline"
+
+# A program linked through ompc::offload that calls MPI_Init is refused by
+# name (ompc::offload puts libomptarget ahead of the MPI library).
+mkdir "$tmp/mpi"
+printf '%s\n' '#include <mpi.h>' 'int main(int c, char **v) { MPI_Init(&c, &v);' \
+  '#pragma omp target' '{ }' 'return 0; }' > "$tmp/mpi/m.c"
+printf '%s\n' 'cmake_minimum_required(VERSION 3.25)' 'find_package(ompc REQUIRED)' \
+  'project(m LANGUAGES C)' 'find_package(MPI REQUIRED COMPONENTS C)' \
+  'ompc_add_executable(m m.c)' 'target_link_libraries(m PRIVATE MPI::MPI_C)' \
+  > "$tmp/mpi/CMakeLists.txt"
+"$cmake" -S "$tmp/mpi" -B "$tmp/mpi/b" -DCMAKE_PREFIX_PATH="$p" \
+  -DMPI_C_COMPILER="$(command -v mpicc.mpich || echo mpicc)" > "$tmp/mpi.log" 2>&1 &&
+  "$cmake" --build "$tmp/mpi/b" >> "$tmp/mpi.log" 2>&1 ||
+  { cat "$tmp/mpi.log"; fail "building the MPI_Init program with ompc::offload"; }
+out=$(timeout 60 "$mpiexec" -n 3 "$tmp/mpi/b/m" 2>&1) && fail "the MPI_Init program exited 0"
+grep -q "the program calls MPI_Init itself; ompc owns MPI" <<< "$out" ||
+  { echo "$out"; fail "ompc::offload: MPI_Init was not refused by name"; }
+echo "ok: ompc::offload program calling MPI_Init refused by name"
 echo "PASSED: installed, moved, used through ompcc and find_package(ompc)"
