@@ -440,6 +440,9 @@ static void refuse_foreign_launcher(void)
 
 /* Defaults for the head's libomp, unless the user chose otherwise.  libomp
  * reads its environment at its first construct, after this constructor.
+ * They hold on one rank too, where the head also runs the kernels: there
+ * the runtime's own threads (gate, handlers) need CPU beside the kernels'
+ * teams, and a spinning team or 8 idle-spinning helpers take it from them.
  *
  * Wait policy: the head's OpenMP threads only record and wait, and by
  * default libomp keeps idle threads spinning (for 200 ms after each barrier
@@ -551,11 +554,12 @@ void __tgt_register_lib(tgt_bin_desc_t *desc)
     ompc_trace_init(tgt_rt->rank, trace && *trace);
     ompc_trace_thread_name("main");
     tgt_rt->executor = tgt_rt->size == 1 || tgt_rt->rank != 0;
+    if (tgt_rt->rank == 0)
+        head_env_defaults();
     if (tgt_rt->executor) {
         load_image(desc);
         choose_kernel_threads();
     } else {
-        head_env_defaults();
         choose_head_threads();
     }
     tgt_model_share_cores();
