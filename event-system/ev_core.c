@@ -1203,7 +1203,9 @@ ompc_status_t ev_ctx_create_opts(ev_ctx_t **ctx_p, const ev_ctx_opts_t *opts)
         const char *test_level = getenv("OMPC_TEST_THREAD_LEVEL");
         int required = test_level && strcmp(test_level, "single") == 0
                            ? MPI_THREAD_SINGLE : MPI_THREAD_MULTIPLE;
-        if (MPI_Init_thread(NULL, NULL, required, &provided) != MPI_SUCCESS) {
+        /* PMPI_: libomptarget defines MPI_Init_thread to refuse the
+         * program's own call (ompc owns MPI), and would catch ours. */
+        if (PMPI_Init_thread(NULL, NULL, required, &provided) != MPI_SUCCESS) {
             ompc_error("MPI_Init_thread failed");
             return OMPC_ERR_MPI;
         }
@@ -1224,9 +1226,7 @@ ompc_status_t ev_ctx_create_opts(ev_ctx_t **ctx_p, const ev_ctx_opts_t *opts)
                    "packages are; MPICH built from source needs configure "
                    "--enable-threads=multiple (its default); Open MPI has it "
                    "since 3.0. Load that MPI (module load / LD_LIBRARY_PATH) "
-                   "and rebuild with it. If the application initialises MPI "
-                   "itself, it must call MPI_Init_thread with "
-                   "MPI_THREAD_MULTIPLE.",
+                   "and rebuild with it.",
                    provided, MPI_THREAD_MULTIPLE, lib);
     }
     ev_ctx_t *ctx = calloc(1, sizeof(*ctx));
@@ -1405,5 +1405,5 @@ void ev_ctx_destroy(ev_ctx_t *ctx)
     free((int *)ctx->node.same);
     free(ctx);
     if (fin)
-        MPI_Finalize();
+        PMPI_Finalize(); /* PMPI_: as PMPI_Init_thread above */
 }

@@ -57,7 +57,6 @@ void tgt_graph_host_task(const tgt_dep_t *deps, int n);
 void tgt_taskred_group_begin(void);
 void tgt_taskred_group_wait_end(void); /* flushes and folds the group's copies */
 void tgt_taskred_group_end(void);
-bool tgt_taskred_interposed(void);
 /* A kernel launch of a target task that joined task reductions: maps the
  * task's own copies in place of the variables (a's pointer arrays are
  * copied into space, 2 * a->n entries).  False (a untouched) otherwise. */

@@ -202,6 +202,11 @@ const tgt_kernel_t *tgt_kernel_find(const void *host_id);
  * function, or NULL when v is no such address. */
 void *tgt_indirect_find(uint64_t v);
 
+/* tgt_mpi_guard.c.  Rank 0 at start-up: warns when the program imports
+ * MPI_Init (or a variant) but our refusal of it is not the definition the
+ * process resolves (the program was linked without ompcc's flags). */
+void tgt_mpi_guard_check(void);
+
 /* tgt_supervise.c.  The rank and world size a launcher (Hydra, srun, Open
  * MPI, PMIx) put in the environment, size -1 when it gave none; false
  * when no launcher started this process. */
@@ -296,6 +301,9 @@ extern _Thread_local bool tgt_in_kernel;
 bool tgt_ompt_in_deferred_target_task(void);
 /* The main program imports this symbol from a shared library. */
 bool tgt_exe_imports(const char *name);
+/* The process resolves this symbol to this library's definition (ompcc's
+ * link order is in effect). */
+bool tgt_symbol_is_ours(const char *name);
 /* The current task if it is a target task (deferred or not), else NULL. */
 void *tgt_ompt_current_target_task(void);
 

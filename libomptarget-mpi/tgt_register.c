@@ -11,7 +11,6 @@
 #include <fcntl.h>
 #include <link.h>
 #include <hwloc.h>
-#include <link.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -885,13 +884,21 @@ bool tgt_exe_imports(const char *name)
     return q.found;
 }
 
+bool tgt_symbol_is_ours(const char *name)
+{
+    Dl_info found, self;
+    void *f = dlsym(RTLD_DEFAULT, name);
+    return f && dladdr(f, &found) && dladdr((void *)tgt_exe_imports, &self) &&
+           found.dli_fbase == self.dli_fbase;
+}
+
 /* A program linked with libomp ahead of this library (not by ompcc,
  * ompc++ or the CMake package) calls libomp's task-reduction entry points
  * directly, and target tasks that join a task reduction then lose their
  * contributions (tgt_taskred.c). */
 static void warn_link_order(void)
 {
-    if (tgt_taskred_interposed() ||
+    if (tgt_symbol_is_ours("__kmpc_task_reduction_get_th_data") ||
         !tgt_exe_imports("__kmpc_task_reduction_get_th_data"))
         return;
     ompc_warn("this program uses task reductions but was not linked by ompcc "
@@ -903,6 +910,9 @@ static void warn_link_order(void)
 
 /* Defaults for the head's libomp, unless the user chose otherwise.  libomp
  * reads its environment at its first construct, after this constructor.
+ * They hold on one rank too, where the head also runs the kernels: there
+ * the runtime's own threads (gate, handlers) need CPU beside the kernels'
+ * teams, and a spinning team or 8 idle-spinning helpers take it from them.
  *
  * Wait policy: the head's OpenMP threads only record and wait, and by
  * default libomp keeps idle threads spinning (for 200 ms after each barrier
@@ -1015,13 +1025,14 @@ void __tgt_register_lib(tgt_bin_desc_t *desc)
     ompc_trace_init(tgt_rt->rank, trace && *trace);
     ompc_trace_thread_name("main");
     tgt_rt->executor = tgt_rt->size == 1 || tgt_rt->rank != 0;
-    if (tgt_rt->rank == 0)
+    if (tgt_rt->rank == 0) {
         warn_link_order();
+        head_env_defaults();
+    }
     if (tgt_rt->executor) {
         load_image(desc);
         choose_kernel_threads();
     } else {
-        head_env_defaults();
         choose_head_threads();
     }
     tgt_model_share_cores();
@@ -1031,6 +1042,7 @@ void __tgt_register_lib(tgt_bin_desc_t *desc)
     if (tgt_rt->rank == 0) {
         tgt_model_init();
         tgt_graph_init();
+        tgt_mpi_guard_check();
     }
     tgt_rt->t_ready_ns = ompc_now_ns();
     ompc_trace_span("runtime", "start-up", t_start, tgt_rt->t_ready_ns, NULL);

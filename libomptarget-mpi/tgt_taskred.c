@@ -331,14 +331,3 @@ void tgt_taskred_group_wait_end(void)
     }
     free(g);
 }
-
-/* Whether ompcc's link order is in effect: the program's calls reach this
- * library's reduction entry points.  (Taking their address here would go
- * through the same lookup, so the libraries are compared instead.) */
-bool tgt_taskred_interposed(void)
-{
-    Dl_info found, self;
-    void *f = dlsym(RTLD_DEFAULT, "__kmpc_task_reduction_get_th_data");
-    return f && dladdr(f, &found) && dladdr((void *)group_add, &self) &&
-           found.dli_fbase == self.dli_fbase;
-}

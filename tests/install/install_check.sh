@@ -139,9 +139,9 @@ loaded_from() {  # loaded_from LDD_LINE: the file it resolves to, normalised
 # moved one (never the build tree's, never the vanished tmp1).
 for f in "$p"/bin/* "$p"/lib/*.so*; do
   head -c 4 "$f" | grep -q ELF || continue
-  # The benchmark's baseline: LLVM's stock libomptarget, through
-  # LD_LIBRARY_PATH set by ompc-tgt-bench.
-  [ "$(basename "$f")" = tgt-bench-stock ] && continue
+  # The benchmarks' baselines: LLVM's stock libomptarget, through
+  # LD_LIBRARY_PATH set by ompc-tgt-bench and ompc-chain-bench.
+  case "$(basename "$f")" in tgt-bench-stock|chain-bench-stock) continue ;; esac
   line=$(ldd "$f" | grep 'libomptarget\.so' || true)
   [ -z "$line" ] && continue
   [ "$(loaded_from "$line")" = "$p/lib/libomptarget.so.19.1" ] ||
@@ -244,4 +244,21 @@ if "$cmake" -S "$tmp/nocxx" -B "$tmp/nocxx/build" -DCMAKE_PREFIX_PATH="$p" \
 fi
 says "$tmp/nocxx.log" "mixed_main.cpp is CXX but the project does not enable CXX" ||
   { cat "$tmp/nocxx.log"; fail "no message about the C++ source"; }
+# A program linked through ompc::offload that calls MPI_Init is refused by
+# name (ompc::offload puts libomptarget ahead of the MPI library).
+mkdir "$tmp/mpi"
+printf '%s\n' '#include <mpi.h>' 'int main(int c, char **v) { MPI_Init(&c, &v);' \
+  '#pragma omp target' '{ }' 'return 0; }' > "$tmp/mpi/m.c"
+printf '%s\n' 'cmake_minimum_required(VERSION 3.25)' 'find_package(ompc REQUIRED)' \
+  'project(m LANGUAGES C)' 'find_package(MPI REQUIRED COMPONENTS C)' \
+  'ompc_add_executable(m m.c)' 'target_link_libraries(m PRIVATE MPI::MPI_C)' \
+  > "$tmp/mpi/CMakeLists.txt"
+"$cmake" -S "$tmp/mpi" -B "$tmp/mpi/b" -DCMAKE_PREFIX_PATH="$p" \
+  -DMPI_C_COMPILER="$(command -v mpicc.mpich || echo mpicc)" > "$tmp/mpi.log" 2>&1 &&
+  "$cmake" --build "$tmp/mpi/b" >> "$tmp/mpi.log" 2>&1 ||
+  { cat "$tmp/mpi.log"; fail "building the MPI_Init program with ompc::offload"; }
+out=$(timeout 60 "$mpiexec" -n 3 "$tmp/mpi/b/m" 2>&1) && fail "the MPI_Init program exited 0"
+grep -q "the program calls MPI_Init itself; ompc owns MPI" <<< "$out" ||
+  { echo "$out"; fail "ompc::offload: MPI_Init was not refused by name"; }
+echo "ok: ompc::offload program calling MPI_Init refused by name"
 echo "PASSED: installed, moved, used through ompcc, ompc++ and find_package(ompc)"
