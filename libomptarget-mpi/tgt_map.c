@@ -436,8 +436,11 @@ static void data_begin_locked(const tgt_args_t *a, tgt_mapped_t *out, bool kargs
 }
 
 /* A kernel reaches data through pointers attached inside the data it maps
- * (a struct's pointer member mapped by an earlier construct): those objects
- * travel with it too, transitively. */
+ * (a struct's pointer member mapped by an earlier construct, a link
+ * variable's reference pointer): those objects travel with it too,
+ * transitively.  Only objects still mapped where the pointer was attached
+ * count: an unmapped one's buffer is freed when its construct's node runs,
+ * and a kernel holding it would start on freed memory. */
 static void add_attached_locked(tgt_mapped_t *out)
 {
     if (!tgt_rt->shadowed)
@@ -447,9 +450,10 @@ static void add_attached_locked(tgt_mapped_t *out)
         for (tgt_map_t *m = tgt_rt->shadowed; m; m = m->snext)
             if (m->buf == out->bufs[i])
                 for (tgt_shadow_t *s = m->shadows; s; s = s->next) {
-                    dm_buf_t *b = dm_buf_find(tgt_rt->dm, s->obj_dev, 0, NULL);
-                    if (b)
-                        tgt_mapped_add(out, b);
+                    uintptr_t obj = (uintptr_t)s->host_value + (s->obj_dev - s->dev_value);
+                    tgt_map_t *om = map_of(ompc_tmap_floor(&tgt_rt->maps, obj));
+                    if (om && obj < om->hst_end && dev_of(om, obj) == s->obj_dev)
+                        tgt_mapped_add(out, om->buf);
                 }
 }
 
