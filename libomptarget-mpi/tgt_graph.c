@@ -929,6 +929,25 @@ void tgt_graph_sync_all(void)
     pthread_mutex_unlock(&G.mtx);
 }
 
+/* Runs the nodes in `wait` (referenced; the list is freed). */
+static void wait_nodes(node_list_t *wait)
+{
+    if (wait->n) {
+        pthread_mutex_lock(&G.mtx);
+        need_add(1); /* before the launches the flush sends */
+        pthread_mutex_unlock(&G.mtx);
+        flush();
+        for (size_t j = 0; j < wait->n; j++)
+            wait_node(wait->v[j]);
+        pthread_mutex_lock(&G.mtx);
+        need_add(-1);
+        pthread_mutex_unlock(&G.mtx);
+    }
+    pthread_mutex_lock(&G.mtx);
+    list_free(wait);
+    pthread_mutex_unlock(&G.mtx);
+}
+
 void tgt_graph_host_task(const tgt_dep_t *deps, int nd)
 {
     if (!G.active || nd <= 0)
@@ -967,20 +986,26 @@ void tgt_graph_host_task(const tgt_dep_t *deps, int nd)
         tgt_graph_sync_all();
         return;
     }
-    if (wait.n) {
-        pthread_mutex_lock(&G.mtx);
-        need_add(1); /* before the launches the flush sends */
-        pthread_mutex_unlock(&G.mtx);
-        flush();
-        for (size_t j = 0; j < wait.n; j++)
-            wait_node(wait.v[j]);
-        pthread_mutex_lock(&G.mtx);
-        need_add(-1);
-        pthread_mutex_unlock(&G.mtx);
-    }
+    wait_nodes(&wait);
+}
+
+void tgt_graph_target_task(const tgt_dep_t *deps, int nd)
+{
+    if (!G.active || nd <= 0)
+        return;
+    node_list_t wait = {0};
     pthread_mutex_lock(&G.mtx);
-    list_free(&wait);
+    for (int i = 0; i < nd; i++) {
+        uintptr_t b = deps[i].addr, e = b + 1;
+        for (size_t j = 0; j < G.nhw; j++)
+            if ((deps[i].type == TGT_DEP_ALL || (G.hw[j].begin < e && b < G.hw[j].end)) &&
+                G.hw[j].n->state != N_DONE) {
+                node_ref(G.hw[j].n);
+                list_push(&wait, G.hw[j].n);
+            }
+    }
     pthread_mutex_unlock(&G.mtx);
+    wait_nodes(&wait);
 }
 
 /* ------------------------------------------------------- launch ahead */

@@ -51,6 +51,11 @@ void tgt_graph_sync_all(void);           /* barrier, taskwait, taskgroup, APIs *
 /* A host task with these dependences is about to run: the target work it
  * depends on runs first. */
 void tgt_graph_host_task(const tgt_dep_t *deps, int n);
+/* A target task with these dependences is about to run: recorded nodes
+ * that will still write host bytes its depend list names run first, since
+ * its body may run on the host (`if(false)`, the host device) and read
+ * them; offloaded, its own copies to the device would wait for them too. */
+void tgt_graph_target_task(const tgt_dep_t *deps, int n);
 
 /* Task reductions joined by deferred target tasks (tgt_taskred.c), driven
  * by the OMPT taskgroup callbacks of the thread that opens the group. */

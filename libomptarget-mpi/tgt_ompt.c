@@ -147,8 +147,12 @@ static void on_task_schedule(ompt_data_t *prior, ompt_task_status_t status,
         if (d->magic == TGT_DEPS_MAGIC) {
             /* A host task that depends on target work: that work runs
              * first (libomp saw it complete when it was recorded). */
-            if (!d->target && !in_kernel() && tgt_graph_active())
-                tgt_graph_host_task(d->deps, d->n);
+            if (!in_kernel() && tgt_graph_active()) {
+                if (d->target)
+                    tgt_graph_target_task(d->deps, d->n);
+                else
+                    tgt_graph_host_task(d->deps, d->n);
+            }
             for (int i = 0; i < d->n; i++)
                 TSAN_ACQUIRE(d->deps[i].addr);
         }
