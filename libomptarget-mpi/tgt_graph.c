@@ -76,6 +76,7 @@ struct tgt_node {
     int64_t sched_idx;
     int32_t pref;            /* HEFT: worker from the whole flush's shape, or -1 */
     int exec;
+    int placed_on;           /* executor whose G.placed counts it, or -1 */
     double est_finish;       /* seconds on the graph clock */
     ev_handle_t *h;
     ompc_status_t kst;
@@ -154,6 +155,7 @@ typedef struct graph {
     host_write_t *hw;
     size_t nhw, caphw;
     double *busy_until;      /* per executor, graph clock */
+    int64_t *placed;         /* per executor: kernels placed there, not done */
     uint64_t t0_ns;          /* graph clock origin */
     bool stop;
     pthread_t *threads;
@@ -462,6 +464,7 @@ tgt_node_t *tgt_rec_begin(const tgt_ident_t *loc, const tgt_kernel_t *k)
     n->loc = loc;
     n->k = k;
     n->exec = -1;
+    n->placed_on = -1;
     pthread_mutex_lock(&rec_mtx);
     rec = n;
     return n;
@@ -1036,6 +1039,32 @@ static void push_finished(tgt_node_t *n)
 }
 
 /* ----------------------------------------------------------- scheduling */
+/* busy_until is an estimate, made when the work was placed.  An executor
+ * whose placed kernels are all done is idle now whatever the estimate
+ * said: a kernel that ran faster than its learnt mean (a first run, with
+ * its thread start-up, weighs on the mean for MODEL_WINDOW runs) left it
+ * in the future, and the next flush saw the executor that holds the data
+ * as busy and moved the data to an idle one, every synchronous kernel a
+ * flush of its own (G.mtx held for both). */
+static void placed_add(tgt_node_t *n, int w)
+{
+    n->placed_on = w;
+    G.placed[w]++;
+}
+
+static void placed_drop(tgt_node_t *n)
+{
+    int w = n->placed_on;
+    if (w < 0)
+        return;
+    n->placed_on = -1;
+    if (--G.placed[w] == 0) {
+        double now = graph_now();
+        if (G.busy_until[w] > now)
+            G.busy_until[w] = now;
+    }
+}
+
 /* Bytes of buffers pred may write that succ uses. */
 static double shared_bytes(const tgt_node_t *pred, const tgt_node_t *succ)
 {
@@ -1200,8 +1229,11 @@ static void schedule_batch(tgt_node_t **v, size_t n, uint64_t batch,
         }
         t->exec = w;
         t->est_finish = now + (t->k ? finish[i] : 0);
-        if (t->k && w >= 0 && t->est_finish > G.busy_until[w])
-            G.busy_until[w] = t->est_finish;
+        if (t->k && w >= 0) {
+            if (t->est_finish > G.busy_until[w])
+                G.busy_until[w] = t->est_finish;
+            placed_add(t, w);
+        }
         t->state = N_WAITING;
         if (make_ready(t)) {
             /* One wake-up per ready node: waking every dispatch thread
@@ -1374,6 +1406,7 @@ static void node_done(tgt_node_t *n)
      * to the dispatch threads anyway. */
     bool was_head = G.live_head == n;
     live_remove(n);
+    placed_drop(n);
     /* Held-back recorders wait for nlive to fall to twice the window:
      * waking them at every node done woke the recording thread once per
      * task for as long as it was held back. */
@@ -2072,6 +2105,10 @@ static void node_start(tgt_node_t *n)
             return;
         }
     }
+    if (n->placed_on != e) {
+        placed_drop(n);
+        placed_add(n, e);
+    }
     n->exec = e; /* flushes read where running nodes are */
     pthread_mutex_unlock(&G.mtx);
     if (!n->inlined) {
@@ -2207,8 +2244,9 @@ void tgt_graph_init(void)
     int ne = dm_num_executors(tgt_rt->dm);
     G.t0_ns = ompc_now_ns();
     G.busy_until = calloc((size_t)ne, sizeof(double));
+    G.placed = calloc((size_t)ne, sizeof(int64_t));
     G.stats.tasks_per_exec = calloc((size_t)ne, sizeof(uint64_t));
-    if (!G.busy_until || !G.stats.tasks_per_exec)
+    if (!G.busy_until || !G.placed || !G.stats.tasks_per_exec)
         ompc_fatal("out of memory starting the task graph");
     int nt = (int)ompc_config_get()->dispatch_threads;
     if (nt <= 0)
@@ -2247,6 +2285,8 @@ void tgt_graph_fini(void)
     free(G.hw);
     G.hw = NULL;
     free(G.busy_until);
+    free(G.placed);
+    G.placed = NULL;
     free(G.relaxed_sent);
     G.relaxed_sent = NULL;
     G.busy_until = NULL;
