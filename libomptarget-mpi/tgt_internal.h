@@ -233,6 +233,11 @@ void tgt_mapper_components_free(tgt_mapper_components_t *c);
 ompc_status_t tgt_kernel_fn_register(void);
 /* Run a kernel launch message on this thread; *ns_p: its run time. */
 ompc_status_t tgt_kernel_run(const void *args, size_t args_size, uint64_t *ns_p);
+/* Executors sharing a node's cores lend idle ones to each other's kernels
+ * (tgt_kernel.c): open the node's page before ev_ctx_start (key: the pid
+ * and rank of the node's lowest rank), remove its name after. */
+void tgt_cores_open(int cores, int64_t key_pid, int key_rank);
+void tgt_cores_started(void);
 /* The kernel a launch message (tgt_kernel_run's args) names, or -1 if it
  * names none. */
 int tgt_kernel_msg_index(const void *args, size_t args_size);
