@@ -1155,10 +1155,8 @@ static void node_detect(ev_ctx_t *ctx)
      * as they share their CPUs with any rank: each sizes its kernel teams to
      * its share of the set and takes the shares no running kernel uses, so a
      * team may span every CPU, and a polling gate or handler of any rank
-     * there takes a core from it.  With 1 head + 1 worker on 2 CPUs the
-     * worker's gate, polling for 200 us after each message, halved STREAM's
-     * triad in most runs (its two-thread team waited for the thread that
-     * lost its core). */
+     * there takes a core from it, and the team waits for the thread that
+     * lost it. */
     bool shared = ctx->coordinator >= 0 && ctx->rank != ctx->coordinator &&
                   ctx->node.nsame > 1;
     ctx->node.crowded = ctx->node.ncpus < ctx->node.nsame || ctx->node.ncpus < 2 ||

@@ -21,9 +21,8 @@ int omp_get_default_device(void) __attribute__((weak));
 /* Executors that share a node's cores get a share each (tgt_register.c,
  * choose_kernel_threads), so that their kernels running at once do not
  * crowd each other.  But the scheduler keeps a loop of synchronous kernels
- * on the one worker that holds their data, and the other shares then idle
- * (1 head + 2 workers on 2 cores ran STREAM's triad on one core, half of
- * what stock LLVM's host plugin gets).  So the executors of a node count,
+ * on the one worker that holds their data, and the other shares would
+ * idle meanwhile.  So the executors of a node count,
  * in a page they all map, the threads their running kernels use, and a
  * kernel's team takes every core no running kernel uses, never fewer than
  * its share.  A kernel that starts while another holds borrowed cores
