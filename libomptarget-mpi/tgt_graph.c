@@ -20,7 +20,10 @@ typedef struct tgt_op {
     dm_buf_t *buf;
     size_t off, len;
     void *host;              /* READ: destination; HOST_STORE: the slot */
-    void *data;              /* WRITE: owned snapshot; HOST_STORE: value */
+    void *data;              /* WRITE: owned snapshot; HOST_STORE: value;
+                              * READ: the bytes, once they came back with
+                              * the kernel's reply (NULL: dm_read them) */
+    bool back;               /* READ: asked for in the kernel's reply */
 } tgt_op_t;
 
 /* At most this many copies travel inside one kernel launch. */
@@ -81,6 +84,9 @@ struct tgt_node {
     ev_handle_t *h;
     ompc_status_t kst;
     uint64_t kernel_ns;      /* measured on the executor */
+    uint64_t *reply;         /* direct launch with read-backs: {kernel ns,
+                              * the bytes, each padded to 8}; else NULL */
+    size_t reply_len;
     bool waited;             /* a thread waits on its kernel event */
     bool hostside;           /* runs head-side ops once its preds are done */
     int nwaiters;            /* threads in wait_node on it */
@@ -223,6 +229,7 @@ static void node_unref(tgt_node_t *n)
     free(n->bufs);
     free(n->wr);
     free(n->msg);
+    free(n->reply);
     free(n->pulled_tag); /* with pulled and abufs (ahead_launch) */
     free(n);
     atomic_fetch_sub(&G.stats.in_memory, 1);
@@ -434,7 +441,10 @@ static void run_ops(tgt_node_t *n, size_t from, size_t to)
             op->data = NULL;
             break;
         case OP_READ:
-            st = dm_read(tgt_rt->dm, op->buf, op->off, op->host, op->len);
+            if (op->data)
+                memcpy(op->host, op->data, op->len);
+            else
+                st = dm_read(tgt_rt->dm, op->buf, op->off, op->host, op->len);
             break;
         case OP_HOST_STORE:
             *(void **)op->host = op->data;
@@ -1027,12 +1037,14 @@ static void wake_dispatchers(size_t woken)
 }
 
 /* G.mtx held: a node whose kernel is over goes to be finished; a thread
- * waiting on its kernel event takes it itself (it may have seen the event
- * complete before this ran, and sleeps on cv_done then). */
+ * waiting for it takes it itself (it may have seen its kernel event
+ * complete before this ran, and sleeps on cv_done then; or it waits for a
+ * node launched ahead, whose completion the gate thread brings here):
+ * one wake-up, not a dispatch thread's and then the waiter's. */
 static void push_finished(tgt_node_t *n)
 {
     work_push(&G.finished, n);
-    if (n->waited)
+    if (n->waited || n->nwaiters > 0)
         pthread_cond_broadcast(&G.cv_done);
     else
         pthread_cond_signal(&G.cv_work);
@@ -1536,6 +1548,65 @@ static void inline_writes(tgt_node_t *n)
         op->data = NULL;
         op->host = NULL;
         n->inl[n->ninline++] = op->buf;
+    }
+    free(n->msg);
+    n->msg = msg;
+    n->msg_len = len;
+}
+
+/* Small copies back to the host after a directly launched kernel (a
+ * reduction's result, a scalar mapped from) come with the kernel's reply
+ * instead of as retrieves of their own: one round trip per region fewer.
+ * Only buffers of the kernel qualify, which are valid on its executor
+ * while it runs and which no other node writes before this one is done.
+ * Appended to the launch: an empty block of inline copies when there was
+ * none, then {u64 count} and per copy {u64 address there, u64 length}. */
+#define READ_BACK_MAX 4096
+#define READ_BACK_TOTAL_MAX (32 * 1024)
+
+static void read_backs(tgt_node_t *n, int e)
+{
+    size_t total = 0, count = 0;
+    for (size_t i = n->npre; i < n->nops; i++) {
+        tgt_op_t *op = &n->ops[i];
+        op->back = false;
+        if (op->kind != OP_READ || op->len > READ_BACK_MAX ||
+            total + (op->len + 7) / 8 * 8 > READ_BACK_TOTAL_MAX)
+            continue;
+        bool mine = false;
+        for (size_t j = 0; j < n->nbufs && !mine; j++)
+            mine = n->bufs[j] == op->buf;
+        if (!mine)
+            continue;
+        op->back = true;
+        total += (op->len + 7) / 8 * 8;
+        count++;
+    }
+    if (!count)
+        return;
+    size_t len = n->msg_len + (n->ninline ? 0 : 8) + 8 + 16 * count;
+    char *msg = malloc(len);
+    n->reply_len = 8 + total;
+    n->reply = malloc(n->reply_len);
+    if (!msg || !n->reply)
+        ompc_fatal("out of memory launching a kernel");
+    memcpy(msg, n->msg, n->msg_len);
+    char *p = msg + n->msg_len;
+    uint64_t c64 = 0;
+    if (!n->ninline) {
+        memcpy(p, &c64, 8);
+        p += 8;
+    }
+    c64 = count;
+    memcpy(p, &c64, 8);
+    p += 8;
+    for (size_t i = n->npre; i < n->nops; i++) {
+        tgt_op_t *op = &n->ops[i];
+        if (!op->back)
+            continue;
+        uint64_t hdr[2] = {dm_buf_addr_on(op->buf, e) + op->off, op->len};
+        memcpy(p, hdr, sizeof(hdr));
+        p += sizeof(hdr);
     }
     free(n->msg);
     n->msg = msg;
@@ -2144,12 +2215,14 @@ static void node_start(tgt_node_t *n)
         fprintf(stderr, "[ompc info] r0 task %llu (%s) -> executor %d (rank %d)\n",
                 (unsigned long long)n->seq, n->k->name, e,
                 dm_executor_rank(tgt_rt->dm, e));
+    read_backs(n, e);
     pthread_mutex_lock(&G.mtx);
     n->state = N_RUNNING;
     pthread_mutex_unlock(&G.mtx);
     ev_handle_t *h = NULL;
     st = ev_execute(tgt_rt->ev, dm_executor_rank(tgt_rt->dm, e), tgt_rt->fn_kernel,
-                    n->msg, n->msg_len, &n->kernel_ns, sizeof(n->kernel_ns), &h);
+                    n->msg, n->msg_len, n->reply ? (void *)n->reply : &n->kernel_ns,
+                    n->reply ? n->reply_len : sizeof(n->kernel_ns), &h);
     free(n->msg);
     n->msg = NULL;
     if (st != OMPC_OK)
@@ -2172,8 +2245,23 @@ static void node_finish(tgt_node_t *n)
     ev_handle_t *h = n->h;
     n->h = NULL;
     pthread_mutex_unlock(&G.mtx);
-    bool measured = ev_handle_result_size(h) == sizeof(uint64_t);
+    size_t got = ev_handle_result_size(h);
     ev_handle_release(h);
+    bool measured = got == (n->reply ? n->reply_len : sizeof(uint64_t));
+    if (n->reply && measured) {
+        n->kernel_ns = n->reply[0];
+        const char *p = (const char *)(n->reply + 1);
+        size_t bytes = 0;
+        for (size_t i = n->npre; i < n->nops; i++) {
+            tgt_op_t *op = &n->ops[i];
+            if (op->kind != OP_READ || !op->back)
+                continue;
+            op->data = (void *)p;
+            p += (op->len + 7) / 8 * 8;
+            bytes += op->len;
+        }
+        dm_count_read(tgt_rt->dm, bytes);
+    }
     if (n->kst != OMPC_OK)
         TGT_USER_ERROR(n->loc, "kernel %s failed on executor %d: %s", n->k->name,
                        n->exec, ompc_status_str(n->kst));

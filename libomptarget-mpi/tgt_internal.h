@@ -231,8 +231,12 @@ void tgt_mapper_components_free(tgt_mapper_components_t *c);
 
 /* tgt_kernel.c */
 ompc_status_t tgt_kernel_fn_register(void);
-/* Run a kernel launch message on this thread; *ns_p: its run time. */
-ompc_status_t tgt_kernel_run(const void *args, size_t args_size, uint64_t *ns_p);
+/* Run a kernel launch message on this thread; *ns_p: its run time.
+ * *back_p, *nback_p: the {address, length} pairs of the copies its reply
+ * must bring back (none: NULL, 0); a caller that passes NULL for them
+ * refuses a message that asks for any. */
+ompc_status_t tgt_kernel_run(const void *args, size_t args_size, uint64_t *ns_p,
+                             const char **back_p, uint64_t *nback_p);
 /* Executors sharing a node's cores lend idle ones to each other's kernels
  * (tgt_kernel.c): open the node's page before ev_ctx_start (key: the pid
  * and rank of the node's lowest rank), remove its name after. */
