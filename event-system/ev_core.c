@@ -1152,11 +1152,11 @@ static void node_detect(ev_ctx_t *ctx)
      * with it asleep (1 head + 1 worker on 2 CPUs). */
     bool beside = ctx->rank == ctx->coordinator && ctx->node.nsame > 1;
     /* The computing ranks of such a job are crowded by the same rule as soon
-     * as they share their CPUs with any rank: each sizes its kernel teams to
-     * its share of the set and takes the shares no running kernel uses, so a
-     * team may span every CPU, and a polling gate or handler of any rank
-     * there takes a core from it, and the team waits for the thread that
-     * lost it. */
+     * as they share their CPUs with any rank: a lone worker's share is the
+     * whole set, and a `teams` kernel's team spans the set whatever the
+     * share (libomp sizes it from the CPUs, not from nthreads-var), so a
+     * polling gate or handler of any rank there takes a core from a team,
+     * and the team waits for the thread that lost it. */
     bool shared = ctx->coordinator >= 0 && ctx->rank != ctx->coordinator &&
                   ctx->node.nsame > 1;
     ctx->node.crowded = ctx->node.ncpus < ctx->node.nsame || ctx->node.ncpus < 2 ||

@@ -237,11 +237,6 @@ ompc_status_t tgt_kernel_fn_register(void);
  * refuses a message that asks for any. */
 ompc_status_t tgt_kernel_run(const void *args, size_t args_size, uint64_t *ns_p,
                              const char **back_p, uint64_t *nback_p);
-/* Executors sharing a node's cores lend idle ones to each other's kernels
- * (tgt_kernel.c): open the node's page before ev_ctx_start (key: the pid
- * and rank of the node's lowest rank), remove its name after. */
-void tgt_cores_open(int cores, int64_t key_pid, int key_rank);
-void tgt_cores_started(void);
 /* The kernel a launch message (tgt_kernel_run's args) names, or -1 if it
  * names none. */
 int tgt_kernel_msg_index(const void *args, size_t args_size);

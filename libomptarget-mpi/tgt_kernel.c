@@ -3,93 +3,15 @@
 #include "tgt_graph.h"
 #include "ompc_trace.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <ffi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <time.h>
-#include <unistd.h>
 
 /* From libomp, which every OpenMP program loads; weak so that the library
  * links on its own. */
 int omp_get_default_device(void) __attribute__((weak));
-
-/* ------------------------------------------------ cores of a shared node */
-/* Executors that share a node's cores get a share each (tgt_register.c,
- * choose_kernel_threads), so that their kernels running at once do not
- * crowd each other.  But the scheduler keeps a loop of synchronous kernels
- * on the one worker that holds their data, and the other shares would
- * idle meanwhile.  So the executors of a node count,
- * in a page they all map, the threads their running kernels use, and a
- * kernel's team takes every core no running kernel uses, never fewer than
- * its share.  A kernel that starts while another holds borrowed cores
- * still gets its share: the node is oversubscribed until the borrower
- * ends, not the newcomer held back. */
-typedef struct node_cores {
-    _Atomic int64_t busy;    /* threads of kernels running on the node */
-} node_cores_t;
-
-static struct {
-    node_cores_t *page;      /* NULL: no borrowing, kernel_threads it is */
-    int64_t cores;
-    char name[64];
-} C;
-
-void tgt_cores_open(int cores, int64_t key_pid, int key_rank)
-{
-    snprintf(C.name, sizeof(C.name), "/ompc-cores-%lld-%d", (long long)key_pid,
-             key_rank);
-    int fd = shm_open(C.name, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-    if (fd < 0 || ftruncate(fd, (off_t)sizeof(node_cores_t)) != 0) {
-        /* Only speed is lost: each kernel keeps its share. */
-        ompc_info("rank %d: kernels keep their share of the node's cores (%s: %s)",
-                  tgt_rt->rank, C.name, strerror(errno));
-        if (fd >= 0)
-            close(fd);
-        return;
-    }
-    void *p = mmap(NULL, sizeof(node_cores_t), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    close(fd);
-    if (p == MAP_FAILED) {
-        ompc_info("rank %d: kernels keep their share of the node's cores (mmap: %s)",
-                  tgt_rt->rank, strerror(errno));
-        return;
-    }
-    C.page = p;
-    C.cores = cores;
-}
-
-/* Every executor of the node mapped the page (a barrier passed since). */
-void tgt_cores_started(void)
-{
-    if (C.page && shm_unlink(C.name) != 0 && errno != ENOENT)
-        ompc_info("rank %d: cannot remove %s: %s", tgt_rt->rank, C.name,
-                  strerror(errno));
-}
-
-/* Threads for the kernel about to run (0: libomp's choice). */
-static int64_t cores_claim(void)
-{
-    int64_t share = tgt_rt->kernel_threads;
-    if (!C.page)
-        return share;
-    int64_t busy = atomic_load(&C.page->busy), take;
-    do {
-        take = C.cores - busy;
-        if (take < share)
-            take = share;
-    } while (!atomic_compare_exchange_weak(&C.page->busy, &busy, busy + take));
-    return take;
-}
-
-static void cores_release(int64_t took)
-{
-    if (C.page)
-        atomic_fetch_sub(&C.page->busy, took);
-}
 
 /* ---------------------------------------------------------- executors */
 /* args: {u32 kernel index, u32 nargs, u64 args[nargs]}.  The device image's
@@ -183,9 +105,8 @@ ompc_status_t tgt_kernel_run(const void *args, size_t args_size, uint64_t *ns_p,
                     k->name, n);
         /* The handler thread's own ICV: parallel regions in the kernel use
          * this executor's cores. */
-        int64_t took = cores_claim();
-        if (took > 0 && omp_set_num_threads)
-            omp_set_num_threads((int)took);
+        if (tgt_rt->kernel_threads > 0 && omp_set_num_threads)
+            omp_set_num_threads(tgt_rt->kernel_threads);
         static _Thread_local bool named;
         if (!named && ompc_trace_on()) {
             ompc_trace_thread_name("handler");
@@ -196,7 +117,6 @@ ompc_status_t tgt_kernel_run(const void *args, size_t args_size, uint64_t *ns_p,
         ffi_call(&cif, FFI_FN(k->fn), NULL, ptrs);
         tgt_in_kernel = false;
         uint64_t t1 = ompc_now_ns();
-        cores_release(took);
         ompc_trace_span("kernel", k->name, t0, t1, NULL);
         /* The head learns kernel costs from this (HEFT). */
         *ns_p = t1 - t0;

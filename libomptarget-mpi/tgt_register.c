@@ -126,7 +126,7 @@ static void load_image(const tgt_bin_desc_t *desc)
  * the same set split them, the head does not count), unless the user set
  * OMP_NUM_THREADS.  At most that many kernels run at once, so that tasks
  * without parallel regions do not crowd out each other either. */
-static void choose_kernel_threads(int64_t node_key_pid)
+static void choose_kernel_threads(void)
 {
     int cores = 0;
     hwloc_topology_t topo;
@@ -151,11 +151,8 @@ static void choose_kernel_threads(int64_t node_key_pid)
     int64_t handlers = ompc_config_get()->num_handlers;
     tgt_rt->kernel_slots = handlers < slots ? (int)handlers : slots;
     const char *env = getenv("OMP_NUM_THREADS");
-    if (!(env && *env) && share > 0) {
+    if (!(env && *env) && share > 0)
         tgt_rt->kernel_threads = share; /* else libomp honours it */
-        if (sharing > 1)
-            tgt_cores_open(cores, node_key_pid, node->same[0]);
-    }
 }
 
 /* Every rank learns each executor's address of each global. */
@@ -577,8 +574,7 @@ void __tgt_register_lib(tgt_bin_desc_t *desc)
     if (tgt_rt->executor) {
         executor_env_defaults();
         load_image(desc);
-        /* The node's lowest rank names the page its executors share. */
-        choose_kernel_threads(ids[ev_node(tgt_rt->ev)->same[0]].pid);
+        choose_kernel_threads();
     } else {
         head_env_defaults();
         choose_head_threads();
@@ -586,8 +582,6 @@ void __tgt_register_lib(tgt_bin_desc_t *desc)
     tgt_model_share_cores();
     share_globals();
     ev_ctx_start(tgt_rt->ev);
-    if (tgt_rt->executor)
-        tgt_cores_started();
     if (tgt_rt->rank == 0) {
         tgt_model_init();
         tgt_graph_init();

@@ -1,8 +1,7 @@
 /* Kernels get the executor's cores for their parallel regions: the team
- * size inside a target region must be argv[1] (when OMP_NUM_THREADS is
- * unset, the machine's cores: executors on one host split them, and a
- * kernel borrows the shares no running kernel uses, so this one, alone,
- * gets them all; or OMP_NUM_THREADS). */
+ * size inside a target region must be argv[1] (the executor's share of the
+ * machine's cores when OMP_NUM_THREADS is unset: executors on one host split
+ * them; or OMP_NUM_THREADS). */
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
