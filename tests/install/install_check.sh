@@ -78,9 +78,9 @@ loaded_from() {  # loaded_from LDD_LINE: the file it resolves to, normalised
 # moved one (never the build tree's, never the vanished tmp1).
 for f in "$p"/bin/* "$p"/lib/*.so*; do
   head -c 4 "$f" | grep -q ELF || continue
-  # The benchmark's baseline: LLVM's stock libomptarget, through
-  # LD_LIBRARY_PATH set by ompc-tgt-bench.
-  [ "$(basename "$f")" = tgt-bench-stock ] && continue
+  # The benchmarks' baselines: LLVM's stock libomptarget, through
+  # LD_LIBRARY_PATH set by ompc-tgt-bench and ompc-stream-bench.
+  case "$(basename "$f")" in tgt-bench-stock|stream-bench-stock) continue ;; esac
   line=$(ldd "$f" | grep 'libomptarget\.so' || true)
   [ -z "$line" ] && continue
   [ "$(loaded_from "$line")" = "$p/lib/libomptarget.so.19.1" ] ||
