@@ -792,6 +792,13 @@ void dm_count_forward(dm_ctx_t *dm, size_t bytes)
     pthread_mutex_unlock(&dm->mtx);
 }
 
+void dm_count_read(dm_ctx_t *dm, size_t bytes)
+{
+    pthread_mutex_lock(&dm->mtx);
+    dm->stats.bytes_dev_to_host += bytes;
+    pthread_mutex_unlock(&dm->mtx);
+}
+
 size_t dm_bytes_valid_on(dm_ctx_t *dm, int exec, dm_buf_t *const *bufs, size_t n)
 {
     size_t bytes = 0;

@@ -134,6 +134,8 @@ int dm_source_for(dm_ctx_t *dm, dm_buf_t *buf, int exec, bool *head_only,
                   uint64_t *tag_p);
 /* A forward between executors planned elsewhere, for the statistics. */
 void dm_count_forward(dm_ctx_t *dm, size_t bytes);
+/* Bytes brought to the host another way (with a kernel's reply). */
+void dm_count_read(dm_ctx_t *dm, size_t bytes);
 
 typedef struct dm_stats {
     uint64_t bytes_host_to_dev;

@@ -1151,7 +1151,16 @@ static void node_detect(ev_ctx_t *ctx)
      * on average with the head polling (0.9-9.9 ms over 8 runs), 0.65 ms
      * with it asleep (1 head + 1 worker on 2 CPUs). */
     bool beside = ctx->rank == ctx->coordinator && ctx->node.nsame > 1;
-    ctx->node.crowded = ctx->node.ncpus < ctx->node.nsame || ctx->node.ncpus < 2 || beside;
+    /* The computing ranks of such a job are crowded by the same rule as soon
+     * as they share their CPUs with any rank: a lone worker's share is the
+     * whole set, and a `teams` kernel's team spans the set whatever the
+     * share (libomp sizes it from the CPUs, not from nthreads-var), so a
+     * polling gate or handler of any rank there takes a core from a team,
+     * and the team waits for the thread that lost it. */
+    bool shared = ctx->coordinator >= 0 && ctx->rank != ctx->coordinator &&
+                  ctx->node.nsame > 1;
+    ctx->node.crowded = ctx->node.ncpus < ctx->node.nsame || ctx->node.ncpus < 2 ||
+                        beside || shared;
     /* Polling pays when a core would otherwise idle; on a crowded node it
      * takes the core from a kernel (or from the very rank whose message we
      * wait for), and the doorbell wakes a sleeper within microseconds. */
@@ -1165,6 +1174,7 @@ static void node_detect(ev_ctx_t *ctx)
               ctx->node.nsame == 1 ? "" : "s", ctx->node.ncpus,
               ctx->node.ncpus == 1 ? "" : "s",
               beside ? " (crowded: it coordinates beside ranks that compute there)"
+              : shared ? " (crowded: kernel teams may take every CPU it shares)"
               : ctx->node.crowded ? " (crowded)" : "",
               how, spin >= 0 ? " (OMPC_SPIN_US)" : "");
 }

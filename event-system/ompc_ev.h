@@ -50,7 +50,7 @@ typedef struct ev_ctx_opts {
     /* A rank whose threads only coordinate while the others compute on
      * every CPU they may use (-1: none).  Where it shares its CPUs with
      * other ranks it counts as crowded (ev_node): its polling would take
-     * a core from their work. */
+     * a core from their work; so do the others where they share theirs. */
     int coordinator;
 } ev_ctx_opts_t;
 
@@ -72,7 +72,7 @@ typedef struct ev_node {
     int nsame;        /* ranks sharing them, this one included */
     const int *same;  /* their world ranks, ascending */
     bool crowded;     /* more sharing ranks than CPUs, a single CPU, or
-                         the coordinator beside other ranks */
+                         a job with a coordinator and other ranks here */
 } ev_node_t;
 const ev_node_t *ev_node(const ev_ctx_t *ctx);
 

@@ -762,7 +762,7 @@ static void task_done(aw_task_t *t, ompc_status_t st, uint64_t ns, bool on_gate)
 static void run_task(aw_task_t *t, bool on_gate)
 {
     uint64_t ns = 0;
-    ompc_status_t st = tgt_kernel_run(t->kmsg, t->klen, &ns);
+    ompc_status_t st = tgt_kernel_run(t->kmsg, t->klen, &ns, NULL, NULL);
     atomic_fetch_sub(&A.running, 1);
     task_done(t, st, ns, on_gate);
 }

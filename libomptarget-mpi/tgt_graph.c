@@ -20,7 +20,10 @@ typedef struct tgt_op {
     dm_buf_t *buf;
     size_t off, len;
     void *host;              /* READ: destination; HOST_STORE: the slot */
-    void *data;              /* WRITE: owned snapshot; HOST_STORE: value */
+    void *data;              /* WRITE: owned snapshot; HOST_STORE: value;
+                              * READ: the bytes, once they came back with
+                              * the kernel's reply (NULL: dm_read them) */
+    bool back;               /* READ: asked for in the kernel's reply */
 } tgt_op_t;
 
 /* At most this many copies travel inside one kernel launch. */
@@ -76,10 +79,14 @@ struct tgt_node {
     int64_t sched_idx;
     int32_t pref;            /* HEFT: worker from the whole flush's shape, or -1 */
     int exec;
+    int placed_on;           /* executor whose G.placed counts it, or -1 */
     double est_finish;       /* seconds on the graph clock */
     ev_handle_t *h;
     ompc_status_t kst;
     uint64_t kernel_ns;      /* measured on the executor */
+    uint64_t *reply;         /* direct launch with read-backs: {kernel ns,
+                              * the bytes, each padded to 8}; else NULL */
+    size_t reply_len;
     bool waited;             /* a thread waits on its kernel event */
     bool hostside;           /* runs head-side ops once its preds are done */
     int nwaiters;            /* threads in wait_node on it */
@@ -156,6 +163,7 @@ typedef struct graph {
     host_write_t *hw;
     size_t nhw, caphw;
     double *busy_until;      /* per executor, graph clock */
+    int64_t *placed;         /* per executor: kernels placed there, not done */
     uint64_t t0_ns;          /* graph clock origin */
     bool stop;
     pthread_t *threads;
@@ -223,6 +231,7 @@ static void node_unref(tgt_node_t *n)
     free(n->bufs);
     free(n->wr);
     free(n->msg);
+    free(n->reply);
     free(n->pulled_tag); /* with pulled and abufs (ahead_launch) */
     free(n);
     atomic_fetch_sub(&G.stats.in_memory, 1);
@@ -434,7 +443,10 @@ static void run_ops(tgt_node_t *n, size_t from, size_t to)
             op->data = NULL;
             break;
         case OP_READ:
-            st = dm_read(tgt_rt->dm, op->buf, op->off, op->host, op->len);
+            if (op->data)
+                memcpy(op->host, op->data, op->len);
+            else
+                st = dm_read(tgt_rt->dm, op->buf, op->off, op->host, op->len);
             break;
         case OP_HOST_STORE:
             *(void **)op->host = op->data;
@@ -464,6 +476,7 @@ tgt_node_t *tgt_rec_begin(const tgt_ident_t *loc, const tgt_kernel_t *k)
     n->loc = loc;
     n->k = k;
     n->exec = -1;
+    n->placed_on = -1;
     pthread_mutex_lock(&rec_mtx);
     rec = n;
     return n;
@@ -1052,18 +1065,46 @@ static void wake_dispatchers(size_t woken)
 }
 
 /* G.mtx held: a node whose kernel is over goes to be finished; a thread
- * waiting on its kernel event takes it itself (it may have seen the event
- * complete before this ran, and sleeps on cv_done then). */
+ * waiting for it takes it itself (it may have seen its kernel event
+ * complete before this ran, and sleeps on cv_done then; or it waits for a
+ * node launched ahead, whose completion the gate thread brings here):
+ * one wake-up, not a dispatch thread's and then the waiter's. */
 static void push_finished(tgt_node_t *n)
 {
     work_push(&G.finished, n);
-    if (n->waited)
+    if (n->waited || n->nwaiters > 0)
         pthread_cond_broadcast(&G.cv_done);
     else
         pthread_cond_signal(&G.cv_work);
 }
 
 /* ----------------------------------------------------------- scheduling */
+/* busy_until is an estimate, made when the work was placed.  An executor
+ * whose placed kernels are all done is idle now whatever the estimate
+ * said: a kernel that ran faster than its learnt mean (a first run, with
+ * its thread start-up, weighs on the mean for MODEL_WINDOW runs) left it
+ * in the future, and the next flush saw the executor that holds the data
+ * as busy and moved the data to an idle one, every synchronous kernel a
+ * flush of its own (G.mtx held for both). */
+static void placed_add(tgt_node_t *n, int w)
+{
+    n->placed_on = w;
+    G.placed[w]++;
+}
+
+static void placed_drop(tgt_node_t *n)
+{
+    int w = n->placed_on;
+    if (w < 0)
+        return;
+    n->placed_on = -1;
+    if (--G.placed[w] == 0) {
+        double now = graph_now();
+        if (G.busy_until[w] > now)
+            G.busy_until[w] = now;
+    }
+}
+
 /* Bytes of buffers pred may write that succ uses. */
 static double shared_bytes(const tgt_node_t *pred, const tgt_node_t *succ)
 {
@@ -1228,8 +1269,11 @@ static void schedule_batch(tgt_node_t **v, size_t n, uint64_t batch,
         }
         t->exec = w;
         t->est_finish = now + (t->k ? finish[i] : 0);
-        if (t->k && w >= 0 && t->est_finish > G.busy_until[w])
-            G.busy_until[w] = t->est_finish;
+        if (t->k && w >= 0) {
+            if (t->est_finish > G.busy_until[w])
+                G.busy_until[w] = t->est_finish;
+            placed_add(t, w);
+        }
         t->state = N_WAITING;
         if (make_ready(t)) {
             /* One wake-up per ready node: waking every dispatch thread
@@ -1402,6 +1446,7 @@ static void node_done(tgt_node_t *n)
      * to the dispatch threads anyway. */
     bool was_head = G.live_head == n;
     live_remove(n);
+    placed_drop(n);
     /* Held-back recorders wait for nlive to fall to twice the window:
      * waking them at every node done woke the recording thread once per
      * task for as long as it was held back. */
@@ -1531,6 +1576,65 @@ static void inline_writes(tgt_node_t *n)
         op->data = NULL;
         op->host = NULL;
         n->inl[n->ninline++] = op->buf;
+    }
+    free(n->msg);
+    n->msg = msg;
+    n->msg_len = len;
+}
+
+/* Small copies back to the host after a directly launched kernel (a
+ * reduction's result, a scalar mapped from) come with the kernel's reply
+ * instead of as retrieves of their own: one round trip per region fewer.
+ * Only buffers of the kernel qualify, which are valid on its executor
+ * while it runs and which no other node writes before this one is done.
+ * Appended to the launch: an empty block of inline copies when there was
+ * none, then {u64 count} and per copy {u64 address there, u64 length}. */
+#define READ_BACK_MAX 4096
+#define READ_BACK_TOTAL_MAX (32 * 1024)
+
+static void read_backs(tgt_node_t *n, int e)
+{
+    size_t total = 0, count = 0;
+    for (size_t i = n->npre; i < n->nops; i++) {
+        tgt_op_t *op = &n->ops[i];
+        op->back = false;
+        if (op->kind != OP_READ || op->len > READ_BACK_MAX ||
+            total + (op->len + 7) / 8 * 8 > READ_BACK_TOTAL_MAX)
+            continue;
+        bool mine = false;
+        for (size_t j = 0; j < n->nbufs && !mine; j++)
+            mine = n->bufs[j] == op->buf;
+        if (!mine)
+            continue;
+        op->back = true;
+        total += (op->len + 7) / 8 * 8;
+        count++;
+    }
+    if (!count)
+        return;
+    size_t len = n->msg_len + (n->ninline ? 0 : 8) + 8 + 16 * count;
+    char *msg = malloc(len);
+    n->reply_len = 8 + total;
+    n->reply = malloc(n->reply_len);
+    if (!msg || !n->reply)
+        ompc_fatal("out of memory launching a kernel");
+    memcpy(msg, n->msg, n->msg_len);
+    char *p = msg + n->msg_len;
+    uint64_t c64 = 0;
+    if (!n->ninline) {
+        memcpy(p, &c64, 8);
+        p += 8;
+    }
+    c64 = count;
+    memcpy(p, &c64, 8);
+    p += 8;
+    for (size_t i = n->npre; i < n->nops; i++) {
+        tgt_op_t *op = &n->ops[i];
+        if (!op->back)
+            continue;
+        uint64_t hdr[2] = {dm_buf_addr_on(op->buf, e) + op->off, op->len};
+        memcpy(p, hdr, sizeof(hdr));
+        p += sizeof(hdr);
     }
     free(n->msg);
     n->msg = msg;
@@ -2100,6 +2204,10 @@ static void node_start(tgt_node_t *n)
             return;
         }
     }
+    if (n->placed_on != e) {
+        placed_drop(n);
+        placed_add(n, e);
+    }
     n->exec = e; /* flushes read where running nodes are */
     pthread_mutex_unlock(&G.mtx);
     if (!n->inlined) {
@@ -2135,12 +2243,14 @@ static void node_start(tgt_node_t *n)
         fprintf(stderr, "[ompc info] r0 task %llu (%s) -> executor %d (rank %d)\n",
                 (unsigned long long)n->seq, n->k->name, e,
                 dm_executor_rank(tgt_rt->dm, e));
+    read_backs(n, e);
     pthread_mutex_lock(&G.mtx);
     n->state = N_RUNNING;
     pthread_mutex_unlock(&G.mtx);
     ev_handle_t *h = NULL;
     st = ev_execute(tgt_rt->ev, dm_executor_rank(tgt_rt->dm, e), tgt_rt->fn_kernel,
-                    n->msg, n->msg_len, &n->kernel_ns, sizeof(n->kernel_ns), &h);
+                    n->msg, n->msg_len, n->reply ? (void *)n->reply : &n->kernel_ns,
+                    n->reply ? n->reply_len : sizeof(n->kernel_ns), &h);
     free(n->msg);
     n->msg = NULL;
     if (st != OMPC_OK)
@@ -2163,8 +2273,23 @@ static void node_finish(tgt_node_t *n)
     ev_handle_t *h = n->h;
     n->h = NULL;
     pthread_mutex_unlock(&G.mtx);
-    bool measured = ev_handle_result_size(h) == sizeof(uint64_t);
+    size_t got = ev_handle_result_size(h);
     ev_handle_release(h);
+    bool measured = got == (n->reply ? n->reply_len : sizeof(uint64_t));
+    if (n->reply && measured) {
+        n->kernel_ns = n->reply[0];
+        const char *p = (const char *)(n->reply + 1);
+        size_t bytes = 0;
+        for (size_t i = n->npre; i < n->nops; i++) {
+            tgt_op_t *op = &n->ops[i];
+            if (op->kind != OP_READ || !op->back)
+                continue;
+            op->data = (void *)p;
+            p += (op->len + 7) / 8 * 8;
+            bytes += op->len;
+        }
+        dm_count_read(tgt_rt->dm, bytes);
+    }
     if (n->kst != OMPC_OK)
         TGT_USER_ERROR(n->loc, "kernel %s failed on executor %d: %s", n->k->name,
                        n->exec, ompc_status_str(n->kst));
@@ -2235,8 +2360,9 @@ void tgt_graph_init(void)
     int ne = dm_num_executors(tgt_rt->dm);
     G.t0_ns = ompc_now_ns();
     G.busy_until = calloc((size_t)ne, sizeof(double));
+    G.placed = calloc((size_t)ne, sizeof(int64_t));
     G.stats.tasks_per_exec = calloc((size_t)ne, sizeof(uint64_t));
-    if (!G.busy_until || !G.stats.tasks_per_exec)
+    if (!G.busy_until || !G.placed || !G.stats.tasks_per_exec)
         ompc_fatal("out of memory starting the task graph");
     int nt = (int)ompc_config_get()->dispatch_threads;
     if (nt <= 0)
@@ -2279,6 +2405,8 @@ void tgt_graph_fini(void)
     free(G.hw);
     G.hw = NULL;
     free(G.busy_until);
+    free(G.placed);
+    G.placed = NULL;
     free(G.relaxed_sent);
     G.relaxed_sent = NULL;
     G.busy_until = NULL;

@@ -273,8 +273,12 @@ void tgt_mapper_components_free(tgt_mapper_components_t *c);
 
 /* tgt_kernel.c */
 ompc_status_t tgt_kernel_fn_register(void);
-/* Run a kernel launch message on this thread; *ns_p: its run time. */
-ompc_status_t tgt_kernel_run(const void *args, size_t args_size, uint64_t *ns_p);
+/* Run a kernel launch message on this thread; *ns_p: its run time.
+ * *back_p, *nback_p: the {address, length} pairs of the copies its reply
+ * must bring back (none: NULL, 0); a caller that passes NULL for them
+ * refuses a message that asks for any. */
+ompc_status_t tgt_kernel_run(const void *args, size_t args_size, uint64_t *ns_p,
+                             const char **back_p, uint64_t *nback_p);
 /* The kernel a launch message (tgt_kernel_run's args) names, or -1 if it
  * names none. */
 int tgt_kernel_msg_index(const void *args, size_t args_size);

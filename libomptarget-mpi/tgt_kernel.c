@@ -26,8 +26,13 @@ int tgt_kernel_msg_index(const void *args, size_t args_size)
     return idx < (uint32_t)tgt_rt->nkernels ? (int)idx : -1;
 }
 
-ompc_status_t tgt_kernel_run(const void *args, size_t args_size, uint64_t *ns_p)
+ompc_status_t tgt_kernel_run(const void *args, size_t args_size, uint64_t *ns_p,
+                             const char **back_p, uint64_t *nback_p)
 {
+    if (back_p) {
+        *back_p = NULL;
+        *nback_p = 0;
+    }
     uint32_t hdr[2];
     *ns_p = 0;
     int idx = tgt_kernel_msg_index(args, args_size);
@@ -59,8 +64,19 @@ ompc_status_t tgt_kernel_run(const void *args, size_t args_size, uint64_t *ns_p)
             memcpy((void *)(uintptr_t)h2[0], p + 16, h2[1]);
             p += 16 + padded;
         }
-        if (p != end)
-            return OMPC_ERR_INVALID;
+        /* Then, for a direct launch, the copies its reply brings back
+         * (tgt_graph.c, read_backs): {u64 count}, {u64 address, u64
+         * length} each. */
+        if (p != end) {
+            if (!back_p || end - p < 8)
+                return OMPC_ERR_INVALID;
+            memcpy(&count, p, 8);
+            p += 8;
+            if (count > (uint64_t)(end - p) / 16 || (uint64_t)(end - p) != 16 * count)
+                return OMPC_ERR_INVALID;
+            *back_p = p;
+            *nback_p = count;
+        }
     }
     const tgt_kernel_t *k = &tgt_rt->kernels[idx];
     uint64_t *vals = calloc((size_t)n + 1, sizeof(uint64_t));
@@ -118,15 +134,34 @@ ompc_status_t tgt_kernel_run(const void *args, size_t args_size, uint64_t *ns_p)
     return st;
 }
 
+/* Result: {kernel ns}, then the bytes of each read-back padded to 8. */
 static ompc_status_t tgt_fn_kernel(ev_exec_info_t *info)
 {
-    uint64_t ns;
-    ompc_status_t st = tgt_kernel_run(info->args, info->args_size, &ns);
-    if (st == OMPC_OK && info->result_cap >= sizeof(ns)) {
-        memcpy(info->result, &ns, sizeof(ns));
-        info->result_size = sizeof(ns);
+    uint64_t ns, nback;
+    const char *back;
+    ompc_status_t st = tgt_kernel_run(info->args, info->args_size, &ns, &back, &nback);
+    if (st != OMPC_OK)
+        return st;
+    size_t need = sizeof(ns);
+    for (uint64_t i = 0; i < nback; i++) {
+        uint64_t h2[2];
+        memcpy(h2, back + 16 * i, sizeof(h2));
+        need += (h2[1] + 7) / 8 * 8;
     }
-    return st;
+    if (info->result_cap < need)
+        return nback ? OMPC_ERR_INVALID : OMPC_OK;
+    char *r = info->result;
+    memcpy(r, &ns, sizeof(ns));
+    r += sizeof(ns);
+    for (uint64_t i = 0; i < nback; i++) {
+        uint64_t h2[2];
+        memcpy(h2, back + 16 * i, sizeof(h2));
+        memcpy(r, (const void *)(uintptr_t)h2[0], h2[1]);
+        memset(r + h2[1], 0, (h2[1] + 7) / 8 * 8 - h2[1]);
+        r += (h2[1] + 7) / 8 * 8;
+    }
+    info->result_size = need;
+    return OMPC_OK;
 }
 
 ompc_status_t tgt_kernel_fn_register(void)

@@ -927,16 +927,36 @@ static void warn_link_order(void)
  * them against 8 us without (Task Bench stencil, 800 empty tasks).
  * Without them a target task is an ordinary task, recorded by the
  * encountering thread (serial code) or by whichever team thread takes it. */
-static void head_env_defaults(void)
+static bool wait_policy_chosen(void)
 {
     static const char *const chosen[] = {"OMP_WAIT_POLICY", "KMP_BLOCKTIME",
                                          "KMP_LIBRARY"};
     bool wait_chosen = false;
     for (size_t i = 0; i < sizeof(chosen) / sizeof(chosen[0]); i++)
         wait_chosen = wait_chosen || getenv(chosen[i]);
-    if (!wait_chosen)
+    return wait_chosen;
+}
+
+static void head_env_defaults(void)
+{
+    if (!wait_policy_chosen())
         setenv("OMP_WAIT_POLICY", "passive", 0);
     setenv("LIBOMP_USE_HIDDEN_HELPER_TASK", "0", 0);
+}
+
+/* Executors on a crowded node (ev_node: CPUs shared with other ranks of
+ * the job) wait passively too.  Each thread that runs kernels (kernel and
+ * handler threads) is a libomp root with a team of its own, whose threads
+ * spin after every parallel region: kernels that ran on different roots
+ * left teams spinning on the CPUs the next kernel's team needed, and that
+ * team waited for the thread that lost its core. */
+static void executor_env_defaults(void)
+{
+    if (!ev_node(tgt_rt->ev)->crowded || tgt_rt->size < 2 || wait_policy_chosen())
+        return;
+    setenv("OMP_WAIT_POLICY", "passive", 0);
+    ompc_info("rank %d: kernel teams wait passively between parallel regions "
+              "(crowded node)", tgt_rt->rank);
 }
 
 static const char *head_threads_str(void)
@@ -1030,6 +1050,7 @@ void __tgt_register_lib(tgt_bin_desc_t *desc)
         head_env_defaults();
     }
     if (tgt_rt->executor) {
+        executor_env_defaults();
         load_image(desc);
         choose_kernel_threads();
     } else {
