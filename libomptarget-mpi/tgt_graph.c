@@ -330,6 +330,11 @@ static tgt_op_t *op_add(tgt_node_t *n, op_kind_t kind)
     return op;
 }
 
+/* Set on a thread that takes queued work after the node it runs (dispatch
+ * threads, helping waiters): it need not wake another for the first.  A
+ * waiter that stops helping hands what is left over (stop_helping). */
+static _Thread_local bool takes_more;
+
 static void flush_keep(tgt_node_t *mine);
 #define flush() flush_keep(NULL)
 static void wait_node(tgt_node_t *n);
@@ -877,10 +882,18 @@ static void help_once(tgt_node_t *mine)
         lb_flush();
     } else if ((t = work_pop(&G.finished))) {
         pthread_mutex_unlock(&G.mtx);
+        takes_more = !tgt_rt->executor;
         node_finish(t);
-    } else if ((t = work_pop(&G.ready))) {
+        takes_more = false;
+    } else if (!tgt_rt->executor && (t = work_pop(&G.ready))) {
+        /* Where the head runs the kernels itself (one rank), a waiter does
+         * not start them: it may be inside the program's own parallel
+         * region, which a kernel's teams must not nest in.  Dispatch
+         * threads run them. */
         pthread_mutex_unlock(&G.mtx);
+        takes_more = true;
         node_start(t);
+        takes_more = false;
     } else if (mine && mine->state == N_RUNNING && mine->h && !mine->waited) {
         ev_handle_t *h = mine->h;
         ev_handle_retain(h);
@@ -895,6 +908,14 @@ static void help_once(tgt_node_t *mine)
     pthread_mutex_lock(&G.mtx);
 }
 
+/* G.mtx held: a waiter leaves; work queued while it helped, which it may
+ * have woken nobody for, goes to the dispatch threads. */
+static void stop_helping(void)
+{
+    if (atomic_load_explicit(&G.nwork, memory_order_relaxed))
+        pthread_cond_broadcast(&G.cv_work);
+}
+
 static void wait_node(tgt_node_t *n)
 {
     pthread_mutex_lock(&G.mtx);
@@ -902,6 +923,7 @@ static void wait_node(tgt_node_t *n)
     need_add(1);
     while (n->state != N_DONE)
         help_once(n);
+    stop_helping();
     need_add(-1);
     n->nwaiters--;
     pthread_mutex_unlock(&G.mtx);
@@ -922,6 +944,7 @@ void tgt_graph_sync_all(void)
     pthread_mutex_lock(&G.mtx);
     while (G.live_head && G.live_head->seq <= target)
         help_once(NULL);
+    stop_helping();
     if (LB.n) {
         /* Planned while helping, for nodes after the target. */
         pthread_mutex_unlock(&G.mtx);
@@ -1058,6 +1081,8 @@ static bool make_ready(tgt_node_t *n)
 /* G.mtx held: one wake-up per node queued, all threads for several. */
 static void wake_dispatchers(size_t woken)
 {
+    if (takes_more && woken > 0)
+        woken--;
     if (woken == 1)
         pthread_cond_signal(&G.cv_work);
     else if (woken > 1)
@@ -1278,7 +1303,7 @@ static void schedule_batch(tgt_node_t **v, size_t n, uint64_t batch,
         if (make_ready(t)) {
             /* One wake-up per ready node: waking every dispatch thread
              * costs more than the work on a busy node. */
-            if (t != mine)
+            if (t != mine || tgt_rt->executor) /* help_once: waiters there start none */
                 pthread_cond_signal(&G.cv_work);
         }
     }
@@ -1379,7 +1404,8 @@ static void shape_prefs(tgt_node_t **v, size_t n, uint64_t batch)
 
 /* Schedule and dispatch everything recorded so far; does not wait. */
 /* mine: a node the calling thread will run itself (it waits for it), so
- * no dispatch thread is woken for it. */
+ * no dispatch thread is woken for it (unless the head runs the kernels
+ * itself, see help_once). */
 static void flush_keep(tgt_node_t *mine)
 {
     pthread_mutex_lock(&G.sched_mtx);
@@ -2243,10 +2269,23 @@ static void node_start(tgt_node_t *n)
         fprintf(stderr, "[ompc info] r0 task %llu (%s) -> executor %d (rank %d)\n",
                 (unsigned long long)n->seq, n->k->name, e,
                 dm_executor_rank(tgt_rt->dm, e));
-    read_backs(n, e);
     pthread_mutex_lock(&G.mtx);
     n->state = N_RUNNING;
     pthread_mutex_unlock(&G.mtx);
+    if (dm_executor_rank(tgt_rt->dm, e) == tgt_rt->rank) {
+        /* This rank executes (a one-rank job): the kernel runs here, on this
+         * dispatch thread, not through an event to itself (a hand-off to
+         * the gate and a handler thread and back per kernel). */
+        uint64_t ns = 0;
+        ompc_status_t kst = tgt_kernel_run(n->msg, n->msg_len, &ns, NULL, NULL);
+        free(n->msg);
+        n->msg = NULL;
+        n->kernel_ns = ns;
+        n->kst = kst;
+        node_finish(n);
+        return;
+    }
+    read_backs(n, e);
     ev_handle_t *h = NULL;
     st = ev_execute(tgt_rt->ev, dm_executor_rank(tgt_rt->dm, e), tgt_rt->fn_kernel,
                     n->msg, n->msg_len, n->reply ? (void *)n->reply : &n->kernel_ns,
@@ -2273,9 +2312,12 @@ static void node_finish(tgt_node_t *n)
     ev_handle_t *h = n->h;
     n->h = NULL;
     pthread_mutex_unlock(&G.mtx);
-    size_t got = ev_handle_result_size(h);
-    ev_handle_release(h);
-    bool measured = got == (n->reply ? n->reply_len : sizeof(uint64_t));
+    bool measured = true; /* run here, without an event */
+    if (h) {
+        size_t got = ev_handle_result_size(h);
+        ev_handle_release(h);
+        measured = got == (n->reply ? n->reply_len : sizeof(uint64_t));
+    }
     if (n->reply && measured) {
         n->kernel_ns = n->reply[0];
         const char *p = (const char *)(n->reply + 1);
@@ -2314,8 +2356,11 @@ static void *dispatch_main(void *arg)
     snprintf(name, sizeof(name), "dispatch %d", (int)(intptr_t)arg);
     ompc_log_set_thread_name(name);
     ompc_trace_thread_name(name);
-    uint64_t spin_ns = ev_spin_us(tgt_rt->ev) * 1000u;
+    /* Where the head runs the kernels itself (one rank), their teams take
+     * every CPU and a thread spinning for work took one from them. */
+    uint64_t spin_ns = tgt_rt->executor ? 0 : ev_spin_us(tgt_rt->ev) * 1000u;
     uint64_t hot_until = 0;
+    takes_more = true;
     pthread_mutex_lock(&G.mtx);
     for (;;) {
         tgt_node_t *n;

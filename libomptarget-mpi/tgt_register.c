@@ -910,14 +910,14 @@ static void warn_link_order(void)
 
 /* Defaults for the head's libomp, unless the user chose otherwise.  libomp
  * reads its environment at its first construct, after this constructor.
- * They hold on one rank too, where the head also runs the kernels: there
- * the runtime's own threads (gate, handlers) need CPU beside the kernels'
- * teams, and a spinning team or 8 idle-spinning helpers take it from them.
  *
  * Wait policy: the head's OpenMP threads only record and wait, and by
  * default libomp keeps idle threads spinning (for 200 ms after each barrier
  * or task wait); on a node shared with workers that spinning takes the
- * cores the kernels run on.  So they wait passively.
+ * cores the kernels run on.  So they wait passively, except on one rank,
+ * where the head runs the kernels itself: a kernel's team then had to be
+ * woken for every kernel, as an executor's team on a node of its own does
+ * not (docs/performance.md, the chain of nowait kernels).
  *
  * Hidden helper threads: libomp hands every `target nowait` task to a team
  * of 8 helper threads so that a blocking device call cannot hold up the
@@ -939,7 +939,7 @@ static bool wait_policy_chosen(void)
 
 static void head_env_defaults(void)
 {
-    if (!wait_policy_chosen())
+    if (!tgt_rt->executor && !wait_policy_chosen())
         setenv("OMP_WAIT_POLICY", "passive", 0);
     setenv("LIBOMP_USE_HIDDEN_HELPER_TASK", "0", 0);
 }

@@ -1,6 +1,6 @@
-/* The head's libomp defaults (no hidden helper threads, passive waiting)
- * hold on every rank count, one rank included, where the head also runs
- * the kernels; and a chain of nowait kernels linked by depend(inout:)
+/* The head's libomp defaults: no hidden helper threads on every rank
+ * count, passive waiting where the head does not also run the kernels (not
+ * on one rank); and a chain of nowait kernels linked by depend(inout:)
  * still runs in order under them.  Prints the settings main sees, then
  * PASS (exit 0) or FAIL. */
 #include <stdio.h>
