@@ -786,6 +786,19 @@ static void print_ranks(const rank_id_t *all)
 /* `srun -n 3 ./app` without a PMI plugin (SLURM's default MpiDefault=none)
  * starts three singleton MPI jobs: each would run main on its own, every
  * region on itself, and exit 0, looking like success three times over. */
+/* Every target task's depend list reaches the runtime through its OMPT
+ * tool only (the task body calls it with none); with the tool switched
+ * off, dependences and task reductions would be ignored without a word. */
+static void refuse_tool_disabled(void)
+{
+    const char *t = getenv("OMP_TOOL");
+    if (t && strcasecmp(t, "disabled") == 0)
+        ompc_fatal_user("OMP_TOOL=disabled switches off the OpenMP tool interface, "
+                        "through which ompc learns every target task's "
+                        "dependences: unset OMP_TOOL (a tool of your own can "
+                        "still load through OMP_TOOL_LIBRARIES, after ompc's)");
+}
+
 static void refuse_srun_without_pmi(void)
 {
     const char *n = getenv("SLURM_STEP_NUM_TASKS");
@@ -1027,6 +1040,7 @@ void __tgt_register_lib(tgt_bin_desc_t *desc)
     tgt_rt->size = ev_ctx_size(tgt_rt->ev);
     refuse_srun_without_pmi();
     refuse_foreign_launcher();
+    refuse_tool_disabled();
     if (sup_st != OMPC_OK)
         ompc_info("rank %d runs without a supervisor (%s): a signal that kills "
                   "it is reported by the launcher only", tgt_rt->rank,

@@ -116,9 +116,11 @@ static void *real_fn(const char *name)
 
 static void group_add(void *tg, int num, const void *data, bool new_iface)
 {
+    /* Outside a taskgroup OMPT reported (OMPT disabled) or nested too deep
+     * to follow: left to libomp alone, and a target task that joins it
+     * is refused in get_th_data. */
     if (tg_depth < 1 || tg_depth > TG_DEPTH)
-        ompc_fatal("a task reduction began outside a taskgroup ompc saw begin "
-                   "(or more than %d taskgroups are nested)", TG_DEPTH);
+        return;
     tg_stack[tg_depth - 1] = tg;
     red_group_t *g = malloc(sizeof(*g) + (size_t)num * sizeof(red_item_t));
     if (!g)
@@ -229,8 +231,8 @@ void *__kmpc_task_reduction_get_th_data(int gtid, void *tg, void *data)
     pthread_mutex_unlock(&mtx);
     if (!it)
         ompc_fatal("a target task joins a task reduction (in_reduction) whose "
-                   "item at %p ompc did not see begin; build the program with "
-                   "ompcc or ompc++, which link ompc ahead of libomp", data);
+                   "item at %p ompc did not see begin (OMP_TOOL disabled, or "
+                   "more than %d taskgroups nested)", data, TG_DEPTH);
     if (redirect.task != task) {
         redirect.task = task;
         redirect.n = 0;
