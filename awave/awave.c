@@ -79,6 +79,11 @@ static int aw_parse_num(const char *opt, const char *s, double lo, double *v_p) 
     fprintf(stderr, "awave: error: %s expects a number >= %g, got '%s'\n", opt, lo, s);
     return -1;
   }
+  /* strtod takes "inf" and "nan"; neither means anything to a run. */
+  if (!isfinite(v)) {
+    fprintf(stderr, "awave: error: %s expects a finite number, got '%s'\n", opt, s);
+    return -1;
+  }
   *v_p = v;
   return 0;
 }
@@ -118,6 +123,12 @@ static int aw_opts_parse(int argc, char **argv, struct aw_opts *o) {
         fprintf(stderr, "awave: error: %s expects an integer, got '%s'\n", name, optarg);
         return -1;
       }
+      if (v > (ch == 'n' ? AW_MAX_THREADS : AW_MAX_INT)) {
+        fprintf(stderr, "awave: error: %s %s exceeds the limit of %lld%s\n", name, optarg,
+                (long long)(ch == 'n' ? AW_MAX_THREADS : AW_MAX_INT),
+                ch == 'n' ? " threads per shot" : "");
+        return -1;
+      }
       *(ch == 'x' ? &o->nx : ch == 'z' ? &o->nz : ch == 's' ? &o->shots : ch == 'b' ? &o->nb
         : ch == 'k' ? &o->snap : ch == 'r' ? &o->smooth : ch == 'n' ? &o->threads
         : &o->mute_top) = (int64_t)v;
@@ -125,8 +136,10 @@ static int aw_opts_parse(int argc, char **argv, struct aw_opts *o) {
     case 'd': case 'c': case 'f': case 'T': case 't':
       if (aw_parse_num(name, optarg, 0, &v))
         return -1;
-      if (v <= 0) {
-        fprintf(stderr, "awave: error: %s must be positive, got '%s'\n", name, optarg);
+      /* Checked as a float: 1e-50 or 1e50 would become 0 or infinity. */
+      if (!((float)v > 0.0f) || !isfinite((float)v)) {
+        fprintf(stderr, "awave: error: %s must be a positive number within float range, got "
+                "'%s'\n", name, optarg);
         return -1;
       }
       *(ch == 'd' ? &o->dx : ch == 'c' ? &o->vconst : ch == 'f' ? &o->f0 : ch == 'T' ? &o->tmax
@@ -293,6 +306,17 @@ static int aw_store_plan(const struct aw_opts *o, struct aw_conf *c) {
   return -1;
 }
 
+/* The default time step, rounded down to a multiple of 10 us, or to two
+ * significant digits below 0.1 ms (a fast model or a fine grid), so that
+ * it never rounds to zero. */
+static float aw_round_dt(float dt) {
+  float scale = 1e5f;
+  if (dt < 1e-4f)
+    scale = powf(10.0f, 1.0f - floorf(log10f(dt)));
+  float r = floorf(dt * scale) / scale;
+  return r > 0.0f && r <= dt ? r : dt;
+}
+
 /* Time step, CFL check, source-wavefield plan. */
 static int aw_conf_init(const struct aw_opts *o, const struct aw_model *m, float vmin,
                         float vmax, struct aw_conf *c) {
@@ -310,7 +334,19 @@ static int aw_conf_init(const struct aw_opts *o, const struct aw_model *m, float
   for (int64_t ix = 1; ix < m->nx; ix++)
     c->v_surface = fmaxf(c->v_surface, m->v[ix * m->nz + c->rz]);
   float limit_dt = (float)AW_CFL_LIMIT * c->dx / vmax;
-  c->dt = o->dt > 0 ? o->dt : floorf(0.8f * limit_dt * 1e5f) / 1e5f;
+  if (!(limit_dt > 0.0f) || !isfinite(limit_dt)) {
+    fprintf(stderr, "awave: error: the stability limit 0.5547 dx/vmax = 0.5547*%g/%g is not a "
+            "positive float; use a --dx and velocities of sensible magnitude\n", (double)c->dx,
+            (double)vmax);
+    return -1;
+  }
+  c->dt = o->dt > 0 ? o->dt : aw_round_dt(0.8f * limit_dt);
+  if (!(c->dt > 0.0f)) {
+    fprintf(stderr, "awave: error: the time step 0.8 x 0.5547 dx/vmax = %g s is zero in float "
+            "(--dx %g, vmax %g m/s); use a larger --dx\n", 0.8 * (double)limit_dt, (double)c->dx,
+            (double)vmax);
+    return -1;
+  }
   float courant = vmax * c->dt / c->dx;
   if (courant > (float)AW_CFL_LIMIT) {
     fprintf(stderr, "awave: error: unstable parameters: vmax*dt/dx = %g*%g/%g = %.4f exceeds the "
@@ -324,7 +360,40 @@ static int aw_conf_init(const struct aw_opts *o, const struct aw_model *m, float
     fprintf(stderr, "awave: warning: %.1f points per shortest wavelength (vmin %g m/s, fmax "
             "2.5*f0 = %g Hz, dx %g m): expect numerical dispersion; reduce --dx or --f0\n",
             (double)ppw, (double)vmin, 2.5 * (double)c->f0, (double)c->dx);
-  c->nt = (int64_t)ceilf(o->tmax / c->dt);
+  double ntd = ceil((double)o->tmax / (double)c->dt);
+  if (!(ntd <= (double)AW_MAX_STEPS)) {
+    fprintf(stderr, "awave: error: --tmax %g s at dt %g s means %.3g time steps per shot, more "
+            "than the limit of %lld; lower --tmax, or raise --dx (dt follows dx/vmax)%s\n",
+            (double)o->tmax, (double)c->dt, ntd, (long long)AW_MAX_STEPS,
+            o->dt > 0 ? " or --dt" : "");
+    return -1;
+  }
+  c->nt = (int64_t)ntd;
+  /* The Ricker wavelet peaks at 1.2 / f0: a recording that ends before
+   * the peak, or a peak frequency the time step cannot sample (2.5 f0
+   * above the Nyquist frequency 1 / (2 dt)), images nothing. */
+  if (1.2 / (double)c->f0 >= (double)o->tmax) {
+    fprintf(stderr, "awave: error: --f0 %g Hz puts the source peak at 1.2/f0 = %g s, not before "
+            "--tmax %g s; raise --f0 or --tmax\n", (double)c->f0, 1.2 / (double)c->f0,
+            (double)o->tmax);
+    return -1;
+  }
+  if (2.5 * (double)c->f0 * (double)c->dt > 0.5) {
+    fprintf(stderr, "awave: error: --f0 %g Hz: its band (2.5 f0 = %g Hz) is above the Nyquist "
+            "frequency 1/(2 dt) = %g Hz of dt %g s; lower --f0\n", (double)c->f0,
+            2.5 * (double)c->f0, 0.5 / (double)c->dt, (double)c->dt);
+    return -1;
+  }
+  if (c->mute_top >= c->nz) {
+    fprintf(stderr, "awave: error: --mute-top %lld zeroes the whole image (nz = %lld)\n",
+            (long long)c->mute_top, (long long)c->nz);
+    return -1;
+  }
+  if (o->snap > c->nt) {
+    fprintf(stderr, "awave: error: --snap %lld is more than the %lld time steps\n",
+            (long long)o->snap, (long long)c->nt);
+    return -1;
+  }
   if (o->shots < 1 || o->shots > m->nx) {
     fprintf(stderr, "awave: error: --shots must be between 1 and nx = %lld\n", (long long)m->nx);
     return -1;
@@ -486,6 +555,44 @@ out:
   return rc;
 }
 
+static double aw_phys_bytes(void) {
+  long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
+  return pages > 0 && size > 0 ? (double)pages * (double)size : 0.0;
+}
+
+/* Before any large allocation: the grid alone (model, migration model and
+ * their mapped copies) must fit this node's memory. */
+static int aw_grid_check(const struct aw_opts *o) {
+  double phys = aw_phys_bytes(), need = 4.0 * (double)o->nx * (double)o->nz * sizeof(float);
+  if (strcmp(o->model, "segy") && phys > 0.0 && need > phys) {
+    fprintf(stderr, "awave: error: --nx %lld --nz %lld needs at least %.3g GB for the models, more "
+            "than this node's %.3g GB of memory\n", (long long)o->nx, (long long)o->nz,
+            need / 1e9, phys / 1e9);
+    return -1;
+  }
+  return 0;
+}
+
+/* Memory of the whole run if it were all on this node (one rank): the
+ * head's models, images and shot gathers, plus one shot's working set
+ * (padded grids, illumination, gather, source wavefield store). */
+static int aw_mem_check(const struct aw_opts *o, const struct aw_conf *c) {
+  double ni = (double)c->nx * (double)c->nz, nd = (double)c->nt * (double)c->nx;
+  double npad = (double)(c->nx + 2 * c->nb) * (double)(c->nz + 2 * c->nb);
+  double head = ((3.0 + (double)c->nshots) * ni + (double)c->nshots * nd) * sizeof(float);
+  double shot = (4.0 * npad + ni + nd) * sizeof(float) + aw_store_bytes(c, c->snap, c->seg);
+  double phys = aw_phys_bytes();
+  if (phys > 0.0 && head + shot > phys) {
+    fprintf(stderr, "awave: error: the run needs about %.3g GB (%.3g GB of models, images and "
+            "shot gathers for --shots %lld x nt %lld x nx %lld, plus %.3g GB per running shot, "
+            "--nb %lld), more than this node's %.3g GB of memory; lower --shots, --tmax, --nx, "
+            "--nz or --nb\n", (head + shot) / 1e9, head / 1e9, (long long)o->shots,
+            (long long)c->nt, (long long)c->nx, shot / 1e9, (long long)c->nb, phys / 1e9);
+    return -1;
+  }
+  return 0;
+}
+
 int main(int argc, char **argv) {
   struct aw_opts o;
   struct aw_model m = {0};
@@ -494,8 +601,13 @@ int main(int argc, char **argv) {
   int rc = 1;
   if (aw_opts_parse(argc, argv, &o))
     return 2;
-  if (aw_build_model(&o, &m))
+  if (aw_grid_check(&o) || aw_build_model(&o, &m))
     return 1;
+  if (o.smooth > (m.nx > m.nz ? m.nx : m.nz)) {
+    fprintf(stderr, "awave: error: --smooth %lld is wider than the grid (%lld x %lld)\n",
+            (long long)o.smooth, (long long)m.nx, (long long)m.nz);
+    goto err_model;
+  }
   if (aw_model_smooth(&m, o.smooth, &vmig)) {
     fprintf(stderr, "awave: error: out of memory\n");
     goto err_model;
@@ -504,7 +616,7 @@ int main(int argc, char **argv) {
   float vmin, vmax, vmin2, vmax2;
   aw_model_range(m.v, ni, &vmin, &vmax);
   aw_model_range(vmig, ni, &vmin2, &vmax2);
-  if (aw_conf_init(&o, &m, fminf(vmin, vmin2), fmaxf(vmax, vmax2), &c))
+  if (aw_conf_init(&o, &m, fminf(vmin, vmin2), fmaxf(vmax, vmax2), &c) || aw_mem_check(&o, &c))
     goto err_vmig;
   size_t nd = (size_t)(c.nt * c.nx);
   if (o.data) {

@@ -17,6 +17,12 @@
 /* 8th-order stability limit of v*dt/dx in 2D with 2nd-order time stepping:
  * sqrt(4 / (2 * (205/72 + 2*(8/5 + 1/5 + 8/315 + 1/560)))). */
 #define AW_CFL_LIMIT 0.554700
+/* Bounds on the command line, so that a typo cannot start a run that
+ * never ends or that libomp aborts: integer flags, --threads (per shot;
+ * libomp aborts well before 100000), and time steps per shot. */
+#define AW_MAX_INT 1000000000LL
+#define AW_MAX_THREADS 1024LL
+#define AW_MAX_STEPS 1000000LL
 
 /* Direct-wave removal before migration (--direct).  Subtracting the
  * direct arrivals modelled in the near-surface velocity was tried: alone it

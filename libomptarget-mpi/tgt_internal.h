@@ -219,6 +219,23 @@ bool tgt_launcher_rank(int64_t *rank_p, int64_t *size_p);
  * leaves with the rank's exit status.  OMPC_ERR_UNSUPPORTED: threads
  * exist already (the process goes on unsupervised). */
 ompc_status_t tgt_supervise(int64_t *supervisor_pid_p);
+/* What the rank's supervisor needs to name a kernel that ended the
+ * process (exit, _exit, abort in a target region): kept in a page shared
+ * with the supervisor (a plain static one when unsupervised).  Names are
+ * the offload entries' own strings, in the program image, which the
+ * supervisor (forked from the same image) has at the same address. */
+typedef struct tgt_kernel_rec {
+    _Atomic(const char *) running;   /* the last kernel started */
+    atomic_int nrunning;             /* kernels running now */
+    _Atomic(const char *) exited_in; /* exit() was called in this kernel */
+    atomic_int exit_status;          /* and with this status */
+    atomic_int exit_outside;         /* exit() was called outside kernels */
+} tgt_kernel_rec_t;
+extern tgt_kernel_rec_t *tgt_kernel_rec;
+/* Around each kernel's call (tgt_kernel.c); the first start also installs
+ * the exit() hook (see tgt_supervise.c). */
+void tgt_kernel_rec_start(const char *name);
+void tgt_kernel_rec_end(void);
 
 /* tgt_map.c: one batch of map arguments, as clang passes them. */
 typedef struct tgt_args {
@@ -300,6 +317,7 @@ const tgt_task_deps_t *tgt_ompt_current_deps(int *n_p, const tgt_dep_t **deps_p)
 /* This thread runs a kernel (or a parallel region inside one): barriers
  * and tasks here are the kernel's own, not flush points. */
 extern _Thread_local bool tgt_in_kernel;
+bool tgt_ompt_in_kernel(void); /* tgt_in_kernel, or a parallel region in one */
 /* The current task is a deferred (nowait) target task: libomp does not
  * wait for it, so neither does the construct it runs. */
 bool tgt_ompt_in_deferred_target_task(void);

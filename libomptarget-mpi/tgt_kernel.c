@@ -120,9 +120,11 @@ ompc_status_t tgt_kernel_run(const void *args, size_t args_size, uint64_t *ns_p,
             named = true;
         }
         uint64_t t0 = ompc_now_ns();
+        tgt_kernel_rec_start(k->name);
         tgt_in_kernel = true;
         ffi_call(&cif, FFI_FN(k->fn), NULL, ptrs);
         tgt_in_kernel = false;
+        tgt_kernel_rec_end();
         uint64_t t1 = ompc_now_ns();
         ompc_trace_span("kernel", k->name, t0, t1, NULL);
         /* The head learns kernel costs from this (HEFT). */

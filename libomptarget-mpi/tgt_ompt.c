@@ -55,6 +55,7 @@ static struct tgt_task_deps kernel_mark = {.magic = TGT_KERNEL_MAGIC};
 static struct tgt_task_deps host_mark = {.magic = TGT_KERNEL_MAGIC + 1};
 
 static bool in_kernel(void) { return tgt_in_kernel || kernel_par_depth > 0; }
+bool tgt_ompt_in_kernel(void) { return in_kernel(); }
 
 /* The last task this thread created: libomp reports its dependences right
  * after creating it, on the same thread. */

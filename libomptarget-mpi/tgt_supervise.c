@@ -41,6 +41,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -158,6 +159,147 @@ static const char *signal_hint(int sig)
     default:
         return "";
     }
+}
+
+/* ------------------------------------------------ kernels that end the rank
+ * A kernel that calls exit(), _exit() or abort() ends its rank in the
+ * middle of the job; the launcher then kills the other ranks and ORs the
+ * statuses it reaps (exit 3 | SIGKILL reads "signal 9", SIGABRT | SIGKILL
+ * "signal 15").  The supervisor sees the rank's status, and reads in a
+ * shared page which kernel was running: it names rank, kernel and status,
+ * and ends the job through the launcher's abort (PMI `cmd=abort`, what
+ * MPI_Abort sends), whose exit code the launcher reports as the job's.
+ * _exit cannot be hooked at all and abort() only by a handler the program
+ * may replace, so the report is the supervisor's in every case; exit()'s
+ * hook only records the status and leaves at once: the exit handlers
+ * after it would shut the runtime down under the running kernel (the
+ * head's, with one rank, waited for it for ever). */
+static tgt_kernel_rec_t unsupervised_rec;
+tgt_kernel_rec_t *tgt_kernel_rec = &unsupervised_rec;
+static bool supervised;
+static _Thread_local const char *this_kernel;
+
+/* The launcher's abort, as MPI_Abort sends it (PMI-1 wire protocol, on
+ * the socket the supervisor shares with the rank).  False when the
+ * launcher gave no PMI socket. */
+static bool launcher_abort(int code)
+{
+    int64_t fd;
+    if (!env_int("PMI_FD", &fd) || fd > 1 << 20)
+        return false;
+    char line[64];
+    int n = snprintf(line, sizeof(line), "cmd=abort exitcode=%d\n", code);
+    return write((int)fd, line, (size_t)n) == n;
+}
+
+static void kernel_exit_hook(int status, void *arg)
+{
+    (void)arg;
+    /* main's own exit, with nowait kernels still running on other
+     * threads, is no kernel's doing. */
+    if (!tgt_ompt_in_kernel()) {
+        atomic_store(&tgt_kernel_rec->exit_outside, 1);
+        return;
+    }
+    const char *name = this_kernel ? this_kernel : atomic_load(&tgt_kernel_rec->running);
+    atomic_store(&tgt_kernel_rec->exit_status, status);
+    atomic_store(&tgt_kernel_rec->exited_in, name ? name : "?");
+    fflush(stdout);
+    fflush(stderr);
+    if (!supervised) {
+        /* No supervisor to speak for the rank: it says so itself. */
+        char msg[512];
+        int rank = tgt_rt ? tgt_rt->rank : -1;
+        int n = snprintf(msg, sizeof(msg), "[ompc r%d] fatal: rank %d (pid %lld) ended in "
+                         "kernel %s with exit status %d (exit(%d)); the job ends with exit "
+                         "code %d\n", rank, rank, (long long)getpid(), name ? name : "?",
+                         status & 0xff, status, status & 0xff);
+        ssize_t w = write(STDERR_FILENO, msg, n > 0 && (size_t)n < sizeof(msg) ? (size_t)n : 0);
+        (void)w;
+        launcher_abort(status & 0xff);
+    }
+    _exit(status);
+}
+
+static void install_exit_hook(void) { on_exit(kernel_exit_hook, NULL); }
+
+void tgt_kernel_rec_start(const char *name)
+{
+    /* At the first kernel, after main started: exit handlers run last
+     * registered first, and this one must precede __tgt_unregister_lib's,
+     * which the program registers once __tgt_register_lib returns. */
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, install_exit_hook);
+    this_kernel = name;
+    atomic_store(&tgt_kernel_rec->running, name);
+    atomic_fetch_add(&tgt_kernel_rec->nrunning, 1);
+}
+
+void tgt_kernel_rec_end(void)
+{
+    atomic_fetch_sub(&tgt_kernel_rec->nrunning, 1);
+    this_kernel = NULL;
+}
+
+/* "__omp_offloading_<dev>_<file>_<function>_l<line>": clang's name of a
+ * target region says where it is. */
+static void kernel_where(const char *name, char *buf, size_t cap)
+{
+    static const char prefix[] = "__omp_offloading_";
+    buf[0] = '\0';
+    if (!name || strncmp(name, prefix, sizeof(prefix) - 1) != 0)
+        return;
+    const char *p = name + sizeof(prefix) - 1;
+    for (int i = 0; i < 2 && p; i++) {
+        p = strchr(p, '_');
+        p = p ? p + 1 : NULL;
+    }
+    const char *l = strrchr(name, '_');
+    if (!p || !l || l <= p || l[1] != 'l' || !l[2] || strspn(l + 2, "0123456789") != strlen(l + 2))
+        return;
+    snprintf(buf, cap, " (%.*s, line %s)", (int)(l - p), p, l + 2);
+}
+
+/* The rank ended in a kernel: exited with status (sig 0) or died of sig. */
+static void report_kernel(pid_t child, int64_t rank, int64_t size, int exit_status, int sig)
+{
+    const tgt_kernel_rec_t *r = tgt_kernel_rec;
+    const char *via_exit = atomic_load(&r->exited_in);
+    const char *name = via_exit ? via_exit : atomic_load(&r->running);
+    int running = atomic_load(&r->nrunning);
+    char host[64] = "?", of[32] = "", where[160], what[160], signame[32];
+    if (gethostname(host, sizeof(host) - 1) != 0)
+        snprintf(host, sizeof(host), "?");
+    if (size > 0)
+        snprintf(of, sizeof(of), " of %lld", (long long)size);
+    kernel_where(name, where, sizeof(where));
+    if (sig) {
+        signal_name(sig, signame, sizeof(signame));
+        snprintf(what, sizeof(what), "signal %d (%s)", sig, signame);
+    } else if (via_exit) {
+        snprintf(what, sizeof(what), "exit status %d (exit(%d))", exit_status,
+                 atomic_load(&r->exit_status));
+    } else {
+        snprintf(what, sizeof(what), "exit status %d (_exit(%d), or exit() with exit "
+                 "handlers that never returned)", exit_status, exit_status);
+    }
+    int code = sig ? 128 + sig : exit_status;
+    char msg[1024];
+    int n = snprintf(msg, sizeof(msg),
+                     "[ompc r%lld] fatal: rank %lld%s (%s; pid %lld on %s) ended in kernel "
+                     "%s%s with %s%s%s; the job ends with exit code %d\n",
+                     (long long)rank, (long long)rank, of, rank == 0 ? "head" : "worker",
+                     (long long)child, host, name ? name : "?", where, what,
+                     running > 1 && !via_exit ? " while several kernels ran (the last started "
+                     "is named)" : "", sig ? signal_hint(sig) : "", code);
+    if (n <= 0)
+        return;
+    size_t len = (size_t)n < sizeof(msg) ? (size_t)n : sizeof(msg) - 1;
+    msg[len - 1] = '\n';
+    ssize_t w = write(STDERR_FILENO, msg, len);
+    (void)w;
+    struct timespec ts = {0, 200 * 1000 * 1000};
+    nanosleep(&ts, NULL);
 }
 
 static void report(pid_t child, int sig, int64_t rank, int64_t size)
@@ -340,13 +482,29 @@ static _Noreturn void supervise(pid_t child, int64_t rank, int64_t size)
             sigaddset(&sv.received, sig);
         mirror(&sv);
     }
-    if (WIFEXITED(status))
-        _exit(WEXITSTATUS(status));
+    const tgt_kernel_rec_t *kr = tgt_kernel_rec;
+    bool in_kernel = atomic_load(&kr->exited_in) ||
+                     (atomic_load(&kr->nrunning) > 0 && !atomic_load(&kr->exit_outside));
+    if (WIFEXITED(status)) {
+        int code = WEXITSTATUS(status);
+        if (in_kernel) {
+            report_kernel(child, rank, size, code, 0);
+            launcher_abort(code);
+        }
+        _exit(code);
+    }
     int sig = WTERMSIG(status);
     bool shared = sigismember(&sv.received, sig) == 1 ||
                   (sigpending(&pending) == 0 && sigismember(&pending, sig) == 1);
-    if (!shared)
+    /* SIGKILL and SIGTERM come from outside (the OOM killer, the batch
+     * system): the kernel that ran is not their cause. */
+    if (!shared && in_kernel && sig != SIGKILL && sig != SIGTERM) {
+        report_kernel(child, rank, size, 0, sig);
+        if (launcher_abort(128 + sig))
+            _exit(128 + sig);
+    } else if (!shared) {
         report(child, sig, rank, size);
+    }
     die_of(sig);
 }
 
@@ -373,9 +531,22 @@ ompc_status_t tgt_supervise(int64_t *supervisor_pid_p)
     dfl.sa_handler = SIG_DFL;
     sigemptyset(&dfl.sa_mask);
     sigaction(SIGCHLD, &dfl, &old_chld);
+    /* Shared with the rank after the fork (see report_kernel). */
+    void *page = mmap(NULL, sizeof(tgt_kernel_rec_t), PROT_READ | PROT_WRITE,
+                      MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (page == MAP_FAILED) {
+        sigaction(SIGCHLD, &old_chld, NULL);
+        pthread_sigmask(SIG_SETMASK, &old_mask, NULL);
+        return OMPC_ERR_NOMEM;
+    }
+    tgt_kernel_rec = page;
+    supervised = true;
     pid_t parent = getpid();
     pid_t child = fork();
     if (child < 0) {
+        tgt_kernel_rec = &unsupervised_rec;
+        supervised = false;
+        munmap(page, sizeof(tgt_kernel_rec_t));
         sigaction(SIGCHLD, &old_chld, NULL);
         pthread_sigmask(SIG_SETMASK, &old_mask, NULL);
         return OMPC_ERR_NOMEM;
