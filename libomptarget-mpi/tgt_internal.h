@@ -219,6 +219,10 @@ bool tgt_launcher_rank(int64_t *rank_p, int64_t *size_p);
  * leaves with the rank's exit status.  OMPC_ERR_UNSUPPORTED: threads
  * exist already (the process goes on unsupervised). */
 ompc_status_t tgt_supervise(int64_t *supervisor_pid_p);
+/* Removes the file libomp registers for process PID (it is left behind by
+ * any exit that skips libomp's exit handler: a worker's _exit, a signal).
+ * Async-signal-safe. */
+void tgt_kmp_forget(pid_t pid);
 
 /* tgt_map.c: one batch of map arguments, as clang passes them. */
 typedef struct tgt_args {

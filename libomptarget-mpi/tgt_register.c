@@ -730,6 +730,10 @@ static bool launched_alone(void)
 static char sigterm_msg[256];
 static size_t sigterm_len;
 
+/* A rank that dies of a signal or MPI_Abort skips libomp's exit handler,
+ * and so does a worker's _exit. */
+static void kmp_forget_self(void) { tgt_kmp_forget(getpid()); }
+
 static void on_sigterm(int sig)
 {
     ssize_t w = write(STDERR_FILENO, sigterm_msg, sigterm_len);
@@ -737,6 +741,7 @@ static void on_sigterm(int sig)
     /* Hydra drops output still in its pipes once it cleans up the job. */
     struct timespec ts = {0, 200 * 1000 * 1000};
     nanosleep(&ts, NULL);
+    kmp_forget_self();
     signal(sig, SIG_DFL);
     raise(sig);
 }
@@ -1008,6 +1013,7 @@ void __tgt_register_lib(tgt_bin_desc_t *desc)
     /* Before anything else: the split needs one thread and no MPI state. */
     int64_t supervisor_pid = 0;
     ompc_status_t sup_st = tgt_supervise(&supervisor_pid);
+    ompc_set_fatal_cleanup(kmp_forget_self);
     ompc_log_set_thread_name("main");
     uint64_t t_start = ompc_now_ns();
     tgt_rt = calloc(1, sizeof(*tgt_rt));
@@ -1095,6 +1101,7 @@ void __tgt_register_lib(tgt_bin_desc_t *desc)
     dm_ctx_destroy(tgt_rt->dm);
     ev_ctx_destroy(tgt_rt->ev);
     fflush(NULL);
+    kmp_forget_self();
     _exit(0);
 }
 
