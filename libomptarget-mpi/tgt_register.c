@@ -984,9 +984,18 @@ static const char *head_threads_str(void)
 static void choose_head_threads(void)
 {
     int64_t n = ompc_config_get()->head_threads;
+    const ev_node_t *node = ev_node(tgt_rt->ev);
+    /* libomp cannot grow the head's thread table much past a few threads
+     * per CPU (hidden helper tasks are off, see head_env_defaults) and
+     * dies of a failed assertion in the first parallel region. */
+    int64_t most = 2 * (int64_t)(node->ncpus > 0 ? node->ncpus : 1);
+    if (n > most)
+        ompc_fatal_user("environment variable OMPC_HEAD_THREADS=\"%lld\": out "
+                        "of range [0, %lld] (at most 2 per CPU the head may run "
+                        "on, and it may run on %d)", (long long)n, (long long)most,
+                        node->ncpus);
     if (n == 0) {
         const char *env = getenv("OMP_NUM_THREADS");
-        const ev_node_t *node = ev_node(tgt_rt->ev);
         if ((env && *env) || node->nsame < 2)
             return;
         n = 1;
