@@ -65,6 +65,10 @@ void ompc_log_emit(ompc_log_level_t level, const char *file, int line,
  * installs MPI_Abort on MPI_COMM_WORLD), falling back to abort(). */
 typedef void (*ompc_abort_hook_t)(int code);
 void ompc_set_abort_hook(ompc_abort_hook_t hook);
+/* Runs in ompc_fatal before the abort hook: removes what this process
+ * would otherwise leave behind (the job's other processes may be killed
+ * without a chance to clean up).  Must not block or talk to other ranks. */
+void ompc_set_fatal_cleanup(void (*cleanup)(void));
 /* True once a fatal error started to end the job: exit handlers that would
  * talk to other ranks (MPI is being aborted) must not. */
 bool ompc_aborting(void);

@@ -45,10 +45,14 @@ static const cfg_row_t rows[] = {
         "auto: 200, or 0 on a node with more ranks than CPUs, for a rank "
         "bound to one CPU, and for the head where it shares its CPUs with "
         "workers (there a polling thread takes the core a kernel, another "
-        "rank or its own rank's next thread needs)",
-        CFG_INT, spin_us, -1, 10000000),
+        "rank or its own rank's next thread needs); at most 10000: polling "
+        "saves a wake-up of tens of microseconds, and longer only takes a "
+        "core from kernels and other ranks",
+        CFG_INT, spin_us, -1, 10000),
     ROW("OMPC_POLL_MAX_US", "500",
-        "longest sleep between polls of an idle gate thread (microseconds)",
+        "longest sleep between polls of an idle gate thread (microseconds, "
+        "at most 1000000; with OMPC_DOORBELL=0 at most 10000, since every "
+        "message may then wait out one such sleep)",
         CFG_INT, poll_max_us, 1, 1000000),
     ROW("OMPC_DOORBELL", "1",
         "1 wakes an idle rank's gate thread at once when an event reaches it "
@@ -57,8 +61,10 @@ static const cfg_row_t rows[] = {
         CFG_BOOL, doorbell, 0, 1),
     ROW("OMPC_PEER_TIMEOUT", "60",
         "seconds without any sign of life from a peer we wait on before the "
-        "job is aborted (fractions allowed, e.g. 0.5)",
-        CFG_INT, peer_timeout_ms, 1, INT64_MAX / 1000000),
+        "job is aborted (fractions allowed, e.g. 0.5; from 0.1 to 1e9: a "
+        "healthy peer answers a ping from a gate thread that may be napping "
+        "or waiting for a CPU)",
+        CFG_INT, peer_timeout_ms, 100, 1000000000000),
     ROW("OMPC_DEVICE_VA", "64G",
         "virtual address range reserved on every rank for device memory "
         "(only touched pages use memory)",
@@ -92,8 +98,9 @@ static const cfg_row_t rows[] = {
     ROW("OMPC_HEAD_THREADS", "0",
         "OpenMP threads of the head's parallel regions (0: 1 when the head "
         "shares its CPUs with workers and OMP_NUM_THREADS is unset, else "
-        "the OpenMP default)",
-        CFG_INT, head_threads, 0, 4096),
+        "the OpenMP default); at most 2 per CPU the head may run on: libomp "
+        "cannot start many more there, and target tasks gain nothing from them",
+        CFG_INT, head_threads, 0, 1024),
     ROW("OMPC_AHEAD", "1",
         "1 sends each target task to its worker as soon as the tasks it "
         "depends on have been sent (workers then wait for each other and "
@@ -168,9 +175,12 @@ static int64_t cfg_parse(const cfg_row_t *row, const char *s)
         char *end;
         errno = 0;
         double secs = strtod(s, &end);
-        if (errno || end == s || *end || secs <= 0 || secs > 1e9)
-            cfg_die(row->var.name, s, "expected a positive number of seconds");
-        return (int64_t)(secs * 1000.0 + 0.5) < 1 ? 1 : (int64_t)(secs * 1000.0 + 0.5);
+        if (errno || end == s || *end)
+            cfg_die(row->var.name, s, "expected a number of seconds");
+        /* Written so that NaN fails it too. */
+        if (!(secs >= (double)row->min / 1e3 && secs <= (double)row->max / 1e3))
+            cfg_die(row->var.name, s, "out of range [0.1, 1e9] seconds");
+        return (int64_t)(secs * 1000.0 + 0.5);
     }
     char *end;
     errno = 0;
@@ -195,8 +205,12 @@ static int64_t cfg_parse(const cfg_row_t *row, const char *s)
         cfg_die(row->var.name, s, "trailing characters");
     if (v < row->min || v > row->max) {
         char why[128];
-        snprintf(why, sizeof(why), "out of range [%lld, %lld]",
-                 (long long)row->min, (long long)row->max);
+        if (row->offset == offsetof(ompc_config_t, spin_us))
+            snprintf(why, sizeof(why), "expected auto or an integer in [0, %lld]",
+                     (long long)row->max);
+        else
+            snprintf(why, sizeof(why), "out of range [%lld, %lld]",
+                     (long long)row->min, (long long)row->max);
         cfg_die(row->var.name, s, why);
     }
     return v;
@@ -209,7 +223,15 @@ static void cfg_load(void)
     for (size_t i = 0; i < NROWS; i++) {
         vars[i] = rows[i].var;
         const char *env = getenv(rows[i].var.name);
-        const char *s = (env && *env) ? env : rows[i].var.default_value;
+        /* An empty string is a path's documented "none"; for a number it is
+         * more likely a script's unset variable than a wish for the default. */
+        if (env && !*env && rows[i].kind != CFG_STR) {
+            char why[160];
+            snprintf(why, sizeof(why), "empty value (unset the variable for "
+                     "the default, %s)", rows[i].var.default_value);
+            cfg_die(rows[i].var.name, env, why);
+        }
+        const char *s = env ? env : rows[i].var.default_value;
         if (rows[i].kind == CFG_STR) {
             const char *str = s;
             memcpy((char *)&config + rows[i].offset, &str, sizeof(str));
@@ -217,6 +239,13 @@ static void cfg_load(void)
         }
         int64_t v = cfg_parse(&rows[i], s);
         memcpy((char *)&config + rows[i].offset, &v, sizeof(v));
+    }
+    if (!config.doorbell && config.poll_max_us > 10000) {
+        char value[32];
+        snprintf(value, sizeof(value), "%lld", (long long)config.poll_max_us);
+        cfg_die("OMPC_POLL_MAX_US", value,
+                "out of range [1, 10000] with OMPC_DOORBELL=0 (every message "
+                "may wait out one sleep)");
     }
 }
 

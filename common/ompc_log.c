@@ -68,6 +68,9 @@ void ompc_log_emit(ompc_log_level_t level, const char *file, int line,
 void ompc_set_abort_hook(ompc_abort_hook_t hook) { atomic_store(&abort_hook, hook); }
 
 static _Atomic bool aborting;
+static void (*_Atomic fatal_cleanup)(void);
+
+void ompc_set_fatal_cleanup(void (*cleanup)(void)) { atomic_store(&fatal_cleanup, cleanup); }
 
 bool ompc_aborting(void) { return atomic_load(&aborting); }
 
@@ -78,6 +81,9 @@ _Noreturn void ompc_fatal_at(const char *file, int line, const char *fmt, ...)
     va_start(ap, fmt);
     log_vemit("fatal", file, line, fmt, ap);
     va_end(ap);
+    void (*cleanup)(void) = atomic_load(&fatal_cleanup);
+    if (cleanup)
+        cleanup();
     ompc_abort_hook_t hook = atomic_load(&abort_hook);
     if (hook)
         hook(3);

@@ -236,6 +236,10 @@ extern tgt_kernel_rec_t *tgt_kernel_rec;
  * the exit() hook (see tgt_supervise.c). */
 void tgt_kernel_rec_start(const char *name);
 void tgt_kernel_rec_end(void);
+/* Removes the file libomp registers for process PID (it is left behind by
+ * any exit that skips libomp's exit handler: a worker's _exit, a signal).
+ * Async-signal-safe. */
+void tgt_kmp_forget(pid_t pid);
 
 /* tgt_map.c: one batch of map arguments, as clang passes them. */
 typedef struct tgt_args {

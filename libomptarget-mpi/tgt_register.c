@@ -730,6 +730,10 @@ static bool launched_alone(void)
 static char sigterm_msg[256];
 static size_t sigterm_len;
 
+/* A rank that dies of a signal or MPI_Abort skips libomp's exit handler,
+ * and so does a worker's _exit. */
+static void kmp_forget_self(void) { tgt_kmp_forget(getpid()); }
+
 static void on_sigterm(int sig)
 {
     ssize_t w = write(STDERR_FILENO, sigterm_msg, sigterm_len);
@@ -737,6 +741,7 @@ static void on_sigterm(int sig)
     /* Hydra drops output still in its pipes once it cleans up the job. */
     struct timespec ts = {0, 200 * 1000 * 1000};
     nanosleep(&ts, NULL);
+    kmp_forget_self();
     signal(sig, SIG_DFL);
     raise(sig);
 }
@@ -992,9 +997,18 @@ static const char *head_threads_str(void)
 static void choose_head_threads(void)
 {
     int64_t n = ompc_config_get()->head_threads;
+    const ev_node_t *node = ev_node(tgt_rt->ev);
+    /* libomp cannot grow the head's thread table much past a few threads
+     * per CPU (hidden helper tasks are off, see head_env_defaults) and
+     * dies of a failed assertion in the first parallel region. */
+    int64_t most = 2 * (int64_t)(node->ncpus > 0 ? node->ncpus : 1);
+    if (n > most)
+        ompc_fatal_user("environment variable OMPC_HEAD_THREADS=\"%lld\": out "
+                        "of range [0, %lld] (at most 2 per CPU the head may run "
+                        "on, and it may run on %d)", (long long)n, (long long)most,
+                        node->ncpus);
     if (n == 0) {
         const char *env = getenv("OMP_NUM_THREADS");
-        const ev_node_t *node = ev_node(tgt_rt->ev);
         if ((env && *env) || node->nsame < 2)
             return;
         n = 1;
@@ -1021,6 +1035,7 @@ void __tgt_register_lib(tgt_bin_desc_t *desc)
     /* Before anything else: the split needs one thread and no MPI state. */
     int64_t supervisor_pid = 0;
     ompc_status_t sup_st = tgt_supervise(&supervisor_pid);
+    ompc_set_fatal_cleanup(kmp_forget_self);
     ompc_log_set_thread_name("main");
     uint64_t t_start = ompc_now_ns();
     tgt_rt = calloc(1, sizeof(*tgt_rt));
@@ -1109,6 +1124,7 @@ void __tgt_register_lib(tgt_bin_desc_t *desc)
     dm_ctx_destroy(tgt_rt->dm);
     ev_ctx_destroy(tgt_rt->ev);
     fflush(NULL);
+    kmp_forget_self();
     _exit(0);
 }
 

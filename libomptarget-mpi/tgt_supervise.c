@@ -441,6 +441,44 @@ static _Noreturn void lost(const supervisor_t *sv, const char *call)
     _exit(70);
 }
 
+/* DIR followed by "__KMP_REGISTERED_LIB_<pid>_<uid>", written without
+ * stdio so that a signal handler may call it. */
+static void kmp_path(char *buf, size_t cap, const char *dir, long pid, long uid)
+{
+    char digits[2][24];
+    long nums[2] = {pid, uid};
+    for (int k = 0; k < 2; k++) {
+        char rev[24];
+        int n = 0;
+        unsigned long v = nums[k] < 0 ? 0 : (unsigned long)nums[k];
+        do
+            rev[n++] = (char)('0' + v % 10);
+        while ((v /= 10) && n < 23);
+        for (int i = 0; i < n; i++)
+            digits[k][i] = rev[n - 1 - i];
+        digits[k][n] = 0;
+    }
+    const char *parts[] = {dir, "__KMP_REGISTERED_LIB_", digits[0], "_", digits[1]};
+    size_t len = 0;
+    for (size_t p = 0; p < sizeof(parts) / sizeof(parts[0]); p++)
+        for (const char *c = parts[p]; *c && len + 1 < cap; c++)
+            buf[len++] = *c;
+    buf[len] = 0;
+}
+
+void tgt_kmp_forget(pid_t pid)
+{
+    /* libomp 19 names the file that tells a second libomp in the same
+     * process apart this way, in shared memory (/dev/shm on Linux) or in
+     * /tmp where that is missing; only its exit handler removes it. */
+    static const char *const dirs[] = {"/dev/shm/", "/tmp/"};
+    for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+        char path[96];
+        kmp_path(path, sizeof(path), dirs[i], (long)pid, (long)getuid());
+        unlink(path);
+    }
+}
+
 static _Noreturn void supervise(pid_t child, int64_t rank, int64_t size)
 {
     supervisor_t sv = {.child = child, .rank = rank, .size = size};
@@ -473,11 +511,19 @@ static _Noreturn void supervise(pid_t child, int64_t rank, int64_t size)
         int sig = sigtimedwait(&sv.waited, &si, &refresh);
         if (sig < 0 && errno != EAGAIN && errno != EINTR)
             lost(&sv, "sigtimedwait");
-        pid_t w = waitpid(child, &status, WNOHANG);
-        if (w == child)
+        /* WNOWAIT: the rank stays a zombie, so that its PID, and with it
+         * the name of its libomp file, is nobody else's until the file is
+         * gone. */
+        siginfo_t gone = {.si_pid = 0};
+        if (waitid(P_PID, (id_t)child, &gone, WEXITED | WNOHANG | WNOWAIT) < 0 &&
+            errno != EINTR)
+            lost(&sv, "waitid");
+        if (gone.si_pid == child) {
+            tgt_kmp_forget(child);
+            if (waitpid(child, &status, 0) != child)
+                lost(&sv, "waitpid");
             break;
-        if (w < 0 && errno != EINTR)
-            lost(&sv, "waitpid");
+        }
         if (sig > 0 && sig != SIGCHLD)
             sigaddset(&sv.received, sig);
         mirror(&sv);
