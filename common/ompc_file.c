@@ -214,15 +214,9 @@ ompc_status_t ompc_file_replace_begin(ompc_file_out_t *o, const char *path)
     return OMPC_OK;
 }
 
-ompc_status_t ompc_file_replace_commit(ompc_file_out_t *o, int err)
+/* After the descriptor is closed with err its first error: rename. */
+static ompc_status_t file_finish(ompc_file_out_t *o, int err)
 {
-    if (o->fd < 0)
-        return file_fail(o, "output file not open");
-    /* The rename is only as good as the data under it. */
-    if (!err && o->tmp && fsync(o->fd) != 0)
-        err = errno;
-    if (close(o->fd) != 0 && !err)
-        err = errno;
     o->fd = -1;
     if (err)
         return file_fail(o, "cannot write %s: %s", o->dest, strerror(err));
@@ -239,6 +233,40 @@ ompc_status_t ompc_file_replace_commit(ompc_file_out_t *o, int err)
     free(o->dest);
     o->tmp = o->dest = NULL;
     return OMPC_OK;
+}
+
+ompc_status_t ompc_file_replace_commit(ompc_file_out_t *o, int err)
+{
+    if (o->fd < 0)
+        return file_fail(o, "output file not open");
+    /* The rename is only as good as the data under it. */
+    if (!err && o->tmp && fsync(o->fd) != 0)
+        err = errno;
+    if (close(o->fd) != 0 && !err)
+        err = errno;
+    return file_finish(o, err);
+}
+
+FILE *ompc_file_replace_stream(ompc_file_out_t *o)
+{
+    FILE *f = fdopen(o->fd, "w");
+    if (!f)
+        file_fail(o, "cannot open a stream on %s: %s", o->dest, strerror(errno));
+    return f;
+}
+
+ompc_status_t ompc_file_replace_commit_stream(ompc_file_out_t *o, FILE *f)
+{
+    int err = 0;
+    if (fflush(f) != 0)
+        err = errno ? errno : EIO;
+    else if (ferror(f))
+        err = EIO;
+    if (!err && o->tmp && fsync(fileno(f)) != 0)
+        err = errno;
+    if (fclose(f) != 0 && !err)
+        err = errno;
+    return file_finish(o, err);
 }
 
 void ompc_file_replace_abort(ompc_file_out_t *o)

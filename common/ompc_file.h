@@ -1,6 +1,7 @@
 /* Output files that replace what is at their path without clobbering what
  * must not be clobbered.  Every file the runtime writes at the user's
- * request (OMPC_TRACE, OMPC_PERF_MODEL) goes through these three calls:
+ * request (OMPC_TRACE, OMPC_PERF_MODEL) and awave's outputs go through
+ * these three calls:
  *
  *   ompc_file_out_t o;
  *   if (ompc_file_replace_begin(&o, path) != OMPC_OK) { report o.why; }
@@ -26,6 +27,8 @@
 
 #include "ompc_common.h"
 
+#include <stdio.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -45,6 +48,12 @@ ompc_status_t ompc_file_replace_begin(ompc_file_out_t *o, const char *path);
  * when none): a failed write discards the temporary and keeps the old
  * file.  Frees o's resources whatever the outcome. */
 ompc_status_t ompc_file_replace_commit(ompc_file_out_t *o, int err);
+
+/* The same through stdio: a stream on o->fd (NULL and o->why on failure),
+ * then its commit, which flushes and closes the stream (err from
+ * ferror/fflush/fclose). */
+FILE *ompc_file_replace_stream(ompc_file_out_t *o);
+ompc_status_t ompc_file_replace_commit_stream(ompc_file_out_t *o, FILE *f);
 
 /* Gives up: removes the temporary, keeps the old file. */
 void ompc_file_replace_abort(ompc_file_out_t *o);
