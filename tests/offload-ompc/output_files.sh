@@ -104,6 +104,25 @@ run "$dir/t6.err" OMPC_TRACE="$dir/stdout" || bad "trace to stdout: run failed"
 grep -q '"displayTimeUnit"' "$dir/t6.err.out" ||
     bad "trace to stdout: not in the output: $(head -3 "$dir/t6.err")"
 
+# A dangling link is not followed to create its target.
+ln -s "$dir/nowhere/t7.json" "$dir/t7.json"
+run "$dir/t7.err" OMPC_TRACE="$dir/t7.json"
+grep -q "t7.json is a symlink to a missing" "$dir/t7.err" ||
+    bad "trace: a dangling symlink is not refused by name: $(head -3 "$dir/t7.err")"
+[ -L "$dir/t7.json" ] || bad "trace: the dangling symlink was replaced"
+
+# Someone else's link in a sticky world-writable directory (as /tmp) is
+# refused (needs root to make the link another user's).
+if [ "$(id -u)" = 0 ]; then
+    mkdir "$dir/sticky" && chmod 1777 "$dir/sticky"
+    echo precious > "$dir/victim"
+    ln -s ../victim "$dir/sticky/t8.json" && chown -h nobody "$dir/sticky/t8.json"
+    run "$dir/t8.err" OMPC_TRACE="$dir/sticky/t8.json"
+    grep -q "t8.json is a symlink owned by another user" "$dir/t8.err" ||
+        bad "trace: a planted link in a sticky directory is followed: $(head -3 "$dir/t8.err")"
+    [ "$(cat "$dir/victim")" = precious ] || bad "trace: the planted link's target was written"
+fi
+
 # ----------------------------------------------------------- perf model
 m=$dir/m1.tsv
 echo precious > "$dir/victim"
