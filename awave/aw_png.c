@@ -5,6 +5,7 @@
  * the nx x nz array with x across and depth down.
  */
 #include "awave.h"
+#include "ompc_file.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -68,9 +69,10 @@ static int aw_png_write(const char *path, const unsigned char *rows, uint32_t wi
   size_t n = (size_t)height * (1 + (size_t)width * (size_t)channels);
   size_t nblocks = n / 65535 + 1;
   unsigned char b[13];
-  p.f = fopen(path, "wb");
+  ompc_file_out_t o;
+  p.f = ompc_file_replace_begin(&o, path) == OMPC_OK ? ompc_file_replace_stream(&o) : NULL;
   if (!p.f) {
-    perror(path);
+    fprintf(stderr, "awave: error: %s\n", o.why);
     return -1;
   }
   aw_png_crc_init(&p);
@@ -110,8 +112,15 @@ static int aw_png_write(const char *path, const unsigned char *rows, uint32_t wi
   aw_png_chunk_end(&p);
   aw_png_chunk_begin(&p, "IEND", 0);
   aw_png_chunk_end(&p);
-  if (fclose(p.f) != 0 || p.failed) {
+  if (p.failed) {
+    fclose(p.f);
+    o.fd = -1; /* closed with the stream */
+    ompc_file_replace_abort(&o);
     fprintf(stderr, "awave: error: cannot write %s\n", path);
+    return -1;
+  }
+  if (ompc_file_replace_commit_stream(&o, p.f) != OMPC_OK) {
+    fprintf(stderr, "awave: error: %s\n", o.why);
     return -1;
   }
   return 0;

@@ -11,6 +11,7 @@
  * over the workers.  See README.md.
  */
 #include "awave.h"
+#include "ompc_file.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -437,15 +438,16 @@ static int aw_read_data(const char *path, const struct aw_conf *c, float **d_p) 
   return 0;
 }
 
+/* Outputs go through ompc_file.h: a temporary renamed over the path, a
+ * device or FIFO written in place, a symlink kept (rules there). */
 static int aw_write_file(const char *path, const void *buf, size_t n) {
-  FILE *f = fopen(path, "wb");
-  if (!f || fwrite(buf, 1, n, f) != n) {
-    fprintf(stderr, "awave: error: cannot write %s: %s\n", path, strerror(errno));
-    if (f)
-      fclose(f);
+  ompc_file_out_t o;
+  if (ompc_file_replace_begin(&o, path) != OMPC_OK ||
+      ompc_file_replace_commit(&o, ompc_file_write_all(o.fd, buf, n)) != OMPC_OK) {
+    fprintf(stderr, "awave: error: %s\n", o.why);
     return -1;
   }
-  return fclose(f) ? -1 : 0;
+  return 0;
 }
 
 /* Mean |image| over the central half of the columns, per depth. */
@@ -507,9 +509,10 @@ static int aw_write_outputs(const struct aw_opts *o, const struct aw_conf *c,
   if (aw_write_file(path, img, ni * sizeof(float)))
     goto out;
   snprintf(path, len, "%s.json", o->out);
-  FILE *f = fopen(path, "w");
+  ompc_file_out_t fo;
+  FILE *f = ompc_file_replace_begin(&fo, path) == OMPC_OK ? ompc_file_replace_stream(&fo) : NULL;
   if (!f) {
-    fprintf(stderr, "awave: error: cannot write %s: %s\n", path, strerror(errno));
+    fprintf(stderr, "awave: error: %s\n", fo.why);
     goto out;
   }
   fprintf(f, "{\"nx\": %lld, \"nz\": %lld, \"dx\": %g, \"dz\": %g, \"shots\": %lld, "
@@ -523,8 +526,10 @@ static int aw_write_outputs(const struct aw_opts *o, const struct aw_conf *c,
   for (int64_t s = 0; s < c->nshots; s++)
     fprintf(f, "%s%.3f", s ? ", " : "", (double)times[s]);
   fprintf(f, "]}\n");
-  if (fclose(f))
+  if (ompc_file_replace_commit_stream(&fo, f) != OMPC_OK) {
+    fprintf(stderr, "awave: error: %s\n", fo.why);
     goto out;
+  }
   if (o->png) {
     /* Image: symmetric clip at the 99th percentile of |image|. */
     float *a = malloc(ni * sizeof(float));

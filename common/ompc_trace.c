@@ -12,6 +12,8 @@
 #define _GNU_SOURCE
 #include "ompc_trace.h"
 
+#include "ompc_file.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -1386,22 +1388,16 @@ static void out_blob(trace_out_t *w, trace_blob_t *b, int64_t base)
 static ompc_status_t trace_write_file(const char *path, trace_blob_t *b, int n,
                                       int64_t base)
 {
-    static _Atomic unsigned tmp_seq;
-    ompc_status_t st = OMPC_ERR_NOMEM;
-    size_t tmp_size = strlen(path) + 64;
-    char *tmp = malloc(tmp_size);
     trace_out_t *w = malloc(sizeof(*w));
-    if (!tmp || !w)
-        goto out;
-    /* Same directory as path, so that rename stays on one file system. */
-    snprintf(tmp, tmp_size, "%s.tmp.%ld.%u", path, (long)getpid(),
-             atomic_fetch_add_explicit(&tmp_seq, 1, memory_order_relaxed));
-    w->fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (w->fd < 0) {
-        ompc_error("trace: cannot create %s: %s", tmp, strerror(errno));
-        st = OMPC_ERR_INVALID;
-        goto out;
+    if (!w)
+        return OMPC_ERR_NOMEM;
+    ompc_file_out_t o;
+    if (ompc_file_replace_begin(&o, path) != OMPC_OK) {
+        ompc_error("trace: %s", o.why);
+        free(w);
+        return OMPC_ERR_INVALID;
     }
+    w->fd = o.fd;
     w->err = 0;
     w->first = true;
     w->len = 0;
@@ -1410,29 +1406,13 @@ static ompc_status_t trace_write_file(const char *path, trace_blob_t *b, int n,
         out_blob(w, &b[i], base);
     OUT_LIT(w, "\n],\"displayTimeUnit\":\"ms\"}\n");
     out_flush(w);
-    /* The rename is only as good as the data under it. */
-    if (!w->err && fsync(w->fd) != 0)
-        w->err = errno;
-    if (close(w->fd) != 0 && !w->err)
-        w->err = errno;
-    if (w->err) {
-        ompc_error("trace: cannot write %s: %s", tmp, strerror(w->err));
-        unlink(tmp);
-        st = OMPC_ERR_INVALID;
-        goto out;
-    }
-    if (rename(tmp, path) != 0) {
-        ompc_error("trace: cannot rename %s to %s: %s", tmp, path,
-                   strerror(errno));
-        unlink(tmp);
-        st = OMPC_ERR_INVALID;
-        goto out;
-    }
-    st = OMPC_OK;
-out:
+    int err = w->err;
     free(w);
-    free(tmp);
-    return st;
+    if (ompc_file_replace_commit(&o, err) != OMPC_OK) {
+        ompc_error("trace: %s", o.why);
+        return OMPC_ERR_INVALID;
+    }
+    return OMPC_OK;
 }
 
 ompc_status_t ompc_trace_write(const char *path, const void *const *blobs,

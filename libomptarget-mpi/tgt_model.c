@@ -6,12 +6,17 @@
 #define _GNU_SOURCE
 #include "tgt_graph.h"
 
+#include "ompc_file.h"
 #include "ompc_trace.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 int omp_get_max_threads(void) __attribute__((weak));
@@ -153,33 +158,115 @@ static int64_t exec_cores(int e)
 }
 
 /* ----------------------------------------------------------- the model */
+/* A learnt mean above this many seconds is refused: one run of one target
+ * region longer than about eleven days is past any job's time limit, so
+ * such a value is corruption, and summed over a graph of a billion tasks
+ * it still stays far below the range where HEFT's sums become infinite. */
+#define MODEL_MEAN_MAX 1e6
+/* Core counts a model line may name (as many as OMPC_*_THREADS allows). */
+#define MODEL_CORES_MAX (1ll << 20)
+/* Warnings about bad lines per file; the rest are counted. */
+#define MODEL_WARN_MAX 5
+
+/* Set when the model file was unusable: it is then left alone at exit. */
+static bool model_skip_save;
+
+static bool model_parse_ll(const char *s, long long lo, long long hi, long long *out)
+{
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (end == s || *end || errno || v < lo || v > hi)
+        return false;
+    *out = v;
+    return true;
+}
+
+static void model_bad_line(const char *path, int lineno, int *nbad,
+                           const char *fmt, const char *field)
+{
+    if (++*nbad > MODEL_WARN_MAX)
+        return;
+    char what[160];
+    snprintf(what, sizeof(what), fmt, field);
+    ompc_warn("OMPC_PERF_MODEL=%s:%d: %s; line ignored (the file is rewritten "
+              "at exit without it)", path, lineno, what);
+}
+
 static void model_load(const char *path)
 {
-    FILE *f = fopen(path, "r");
-    if (!f) {
+    /* O_NONBLOCK: opening a FIFO without a writer must not hang start-up;
+     * fstat then refuses anything but a regular file. */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0) {
         if (errno != ENOENT)
             ompc_warn("OMPC_PERF_MODEL=%s: cannot read it (%s); learning from "
                       "scratch", path, strerror(errno));
         return;
     }
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        ompc_warn("OMPC_PERF_MODEL=%s is %s, not a regular file; neither read "
+                  "nor written (set it to a file's path)", path,
+                  S_ISFIFO(st.st_mode) ? "a FIFO" :
+                  S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "a device" :
+                  S_ISDIR(st.st_mode) ? "a directory" : "something else");
+        model_skip_save = true;
+        close(fd);
+        return;
+    }
+    FILE *f = fdopen(fd, "r");
+    if (!f) {
+        ompc_warn("OMPC_PERF_MODEL=%s: cannot read it (%s); learning from "
+                  "scratch", path, strerror(errno));
+        close(fd);
+        return;
+    }
     char line[4096];
-    int lineno = 0;
+    int lineno = 0, nbad = 0;
     while (fgets(line, sizeof(line), f)) {
         lineno++;
-        if (line[0] == '#' || line[0] == '\n')
-            continue;
-        char *name = strtok(line, "\t");
-        char *cores_s = strtok(NULL, "\t");
-        char *mean_s = strtok(NULL, "\t");
-        char *n_s = strtok(NULL, "\t\n");
-        if (!name || !cores_s || !mean_s || !n_s) {
-            ompc_warn("OMPC_PERF_MODEL=%s:%d: malformed line ignored", path, lineno);
+        size_t len = strlen(line);
+        if (len == sizeof(line) - 1 && line[len - 1] != '\n') {
+            int c;
+            while ((c = getc(f)) != EOF && c != '\n')
+                ;
+            model_bad_line(path, lineno, &nbad, "line longer than %s bytes", "4095");
             continue;
         }
-        long long cores = atoll(cores_s), n = atoll(n_s);
-        double mean = atof(mean_s);
-        if (cores <= 0 || n <= 0 || !(mean >= 0))
+        if (line[0] == '#' || line[0] == '\n')
             continue;
+        if (len && line[len - 1] == '\n')
+            line[len - 1] = '\0';
+        char *save = NULL;
+        char *name = strtok_r(line, "\t", &save);
+        char *cores_s = strtok_r(NULL, "\t", &save);
+        char *mean_s = strtok_r(NULL, "\t", &save);
+        char *n_s = strtok_r(NULL, "\t", &save);
+        if (!name || !cores_s || !mean_s || !n_s || strtok_r(NULL, "\t", &save)) {
+            model_bad_line(path, lineno, &nbad, "malformed line (%s)",
+                           "expected kernel, cores, mean seconds, runs");
+            continue;
+        }
+        long long cores, n;
+        if (!model_parse_ll(cores_s, 1, MODEL_CORES_MAX, &cores)) {
+            model_bad_line(path, lineno, &nbad, "cores '%s' is not in 1..1048576",
+                           cores_s);
+            continue;
+        }
+        if (!model_parse_ll(n_s, 1, LLONG_MAX, &n)) {
+            model_bad_line(path, lineno, &nbad, "runs '%s' is not a positive "
+                           "integer", n_s);
+            continue;
+        }
+        char *end;
+        double mean = strtod(mean_s, &end);
+        if (end == mean_s || *end || !isfinite(mean) || mean < 0 ||
+            mean > MODEL_MEAN_MAX) {
+            model_bad_line(path, lineno, &nbad, "mean '%s' is not a number of "
+                           "seconds in 0..1e6", mean_s);
+            continue;
+        }
         for (int k = 0; k < M.nk; k++) {
             if (strcmp(tgt_rt->kernels[k].name, name) != 0)
                 continue;
@@ -191,14 +278,19 @@ static void model_load(const char *path)
                 }
         }
     }
+    if (nbad > MODEL_WARN_MAX)
+        ompc_warn("OMPC_PERF_MODEL=%s: %d more bad lines ignored", path,
+                  nbad - MODEL_WARN_MAX);
     fclose(f);
 }
 
 static void model_save(const char *path)
 {
-    char tmp[4096];
-    snprintf(tmp, sizeof(tmp), "%s.tmp%d", path, (int)getpid());
-    FILE *f = fopen(tmp, "w");
+    if (model_skip_save)
+        return;
+    char *buf = NULL;
+    size_t size = 0;
+    FILE *f = open_memstream(&buf, &size);
     if (!f) {
         ompc_warn("OMPC_PERF_MODEL=%s: cannot write it: %s", path, strerror(errno));
         return;
@@ -227,10 +319,16 @@ static void model_save(const char *path)
                         (unsigned long long)n);
         }
     }
-    if (fclose(f) != 0 || rename(tmp, path) != 0) {
+    if (fclose(f) != 0) {
         ompc_warn("OMPC_PERF_MODEL=%s: cannot write it: %s", path, strerror(errno));
-        unlink(tmp);
+        free(buf);
+        return;
     }
+    ompc_file_out_t o;
+    if (ompc_file_replace_begin(&o, path) != OMPC_OK ||
+        ompc_file_replace_commit(&o, ompc_file_write_all(o.fd, buf, size)) != OMPC_OK)
+        ompc_warn("OMPC_PERF_MODEL: not saved: %s", o.why);
+    free(buf);
 }
 
 double tgt_model_cost(const tgt_kernel_t *k, int e)
@@ -502,7 +600,8 @@ void tgt_trace_gather(void)
         n++;
     }
     ompc_status_t st = ompc_trace_write(path, (const void *const *)blobs, sizes, offs, n);
-    if (st != OMPC_OK)
+    /* OMPC_ERR_INVALID was reported by the writer, naming the cause. */
+    if (st != OMPC_OK && st != OMPC_ERR_INVALID)
         ompc_warn("OMPC_TRACE=%s: cannot write the trace: %s", path,
                   ompc_status_str(st));
     for (int i = 0; i < n; i++)

@@ -18,6 +18,7 @@ Each prints what it checked and exits 0, or prints FAIL lines and exits 1.
 import csv
 import os
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
@@ -315,6 +316,51 @@ def t_analyze(out):
         shutil.rmtree(tmp)
 
 
+def t_outputs(out):
+    """summary.csv and metg.csv are written by --analyze without following a
+    symlink planted under the old temporary name (PATH.tmp), through a
+    symlink at the path (the link stays), and into a FIFO only when it has
+    a reader (refused by name otherwise, without hanging)."""
+    tmp = tempfile.mkdtemp(prefix="tbbench-outputs-")
+    try:
+        shutil.copy(os.path.join(out, "runs.csv"), tmp)
+        shutil.copy(os.path.join(out, "meta.json"), tmp)
+        victim = os.path.join(tmp, "victim")
+        with open(victim, "w") as f:
+            f.write("precious\n")
+        os.symlink(victim, os.path.join(tmp, "summary.csv.tmp"))
+        os.mkdir(os.path.join(tmp, "real"))
+        os.symlink(os.path.join("real", "metg.csv"), os.path.join(tmp, "metg.csv"))
+        with open(os.path.join(tmp, "real", "metg.csv"), "w") as f:
+            f.write("old\n")
+        p = bench("--analyze", "--out", tmp, "--no-plots", timeout=120)
+        check(p.returncode == 0, "--analyze exited %d: %s" % (p.returncode, p.stderr))
+        with open(victim) as f:
+            check(f.read() == "precious\n", "a symlink at summary.csv.tmp was followed")
+        check(os.path.islink(os.path.join(tmp, "metg.csv")), "the symlink metg.csv was replaced")
+        with open(os.path.join(out, "metg.csv")) as a, \
+                open(os.path.join(tmp, "real", "metg.csv")) as b:
+            check(a.read() == b.read(), "the symlink's target does not hold metg.csv")
+        os.unlink(os.path.join(tmp, "summary.csv"))
+        os.mkfifo(os.path.join(tmp, "summary.csv"))
+        try:
+            p = bench("--analyze", "--out", tmp, "--no-plots", timeout=60)
+            check(p.returncode == 2 and "summary.csv is a FIFO with no reader" in p.stderr,
+                  "a FIFO without a reader: exit %d, %r" % (p.returncode, p.stderr[-300:]))
+        except subprocess.TimeoutExpired:
+            check(False, "a FIFO without a reader at summary.csv hung --analyze")
+        check(stat_is_fifo(os.path.join(tmp, "summary.csv")), "the FIFO summary.csv was replaced")
+        left = [n for n in os.listdir(tmp) if ".tmp." in n]
+        check(not left, "temporaries left: %s" % left)
+        print("--analyze outputs: planted temporary, symlink and FIFO handled")
+    finally:
+        shutil.rmtree(tmp)
+
+
+def stat_is_fifo(path):
+    return stat.S_ISFIFO(os.lstat(path).st_mode)
+
+
 def t_dry_run(_out=None):
     tmp = tempfile.mkdtemp(prefix="tbbench-dry-")
     try:
@@ -416,7 +462,7 @@ def t_bad_config(_out=None):
 
 TESTS = {
     "run": t_run, "csv": t_csv, "metg": t_metg, "failed": t_failed, "plots": t_plots,
-    "table": t_table, "analyze": t_analyze, "dry_run": t_dry_run, "timeout": t_timeout,
+    "table": t_table, "analyze": t_analyze, "outputs": t_outputs, "dry_run": t_dry_run, "timeout": t_timeout,
     "bad_config": t_bad_config,
 }
 
