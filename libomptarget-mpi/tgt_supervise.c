@@ -260,6 +260,21 @@ static void kernel_where(const char *name, char *buf, size_t cap)
     snprintf(buf, cap, " (%.*s, line %s)", (int)(l - p), p, l + 2);
 }
 
+/* Writes a report snprintf made (n bytes wanted, cap the buffer), ending
+ * in a newline even when cut, then gives the launcher time to forward it:
+ * Hydra drops output still in its pipes once it cleans up the job. */
+static void say_and_settle(char *msg, int n, size_t cap)
+{
+    if (n <= 0)
+        return;
+    size_t len = (size_t)n < cap ? (size_t)n : cap - 1;
+    msg[len - 1] = '\n';
+    ssize_t w = write(STDERR_FILENO, msg, len);
+    (void)w;
+    struct timespec ts = {0, 200 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+}
+
 /* The rank ended in a kernel: exited with status (sig 0) or died of sig. */
 static void report_kernel(pid_t child, int64_t rank, int64_t size, int exit_status, int sig)
 {
@@ -292,14 +307,7 @@ static void report_kernel(pid_t child, int64_t rank, int64_t size, int exit_stat
                      (long long)child, host, name ? name : "?", where, what,
                      running > 1 && !via_exit ? " while several kernels ran (the last started "
                      "is named)" : "", sig ? signal_hint(sig) : "", code);
-    if (n <= 0)
-        return;
-    size_t len = (size_t)n < sizeof(msg) ? (size_t)n : sizeof(msg) - 1;
-    msg[len - 1] = '\n';
-    ssize_t w = write(STDERR_FILENO, msg, len);
-    (void)w;
-    struct timespec ts = {0, 200 * 1000 * 1000};
-    nanosleep(&ts, NULL);
+    say_and_settle(msg, n, sizeof(msg));
 }
 
 static void report(pid_t child, int sig, int64_t rank, int64_t size)
@@ -317,15 +325,7 @@ static void report(pid_t child, int sig, int64_t rank, int64_t size)
                      (long long)rank, (long long)rank, of,
                      rank == 0 ? "head" : "worker", (long long)child, host,
                      (long long)getpid(), sig, name, signal_hint(sig));
-    if (n <= 0)
-        return;
-    size_t len = (size_t)n < sizeof(msg) ? (size_t)n : sizeof(msg) - 1;
-    msg[len - 1] = '\n';
-    ssize_t w = write(STDERR_FILENO, msg, len);
-    (void)w;
-    /* Hydra drops output still in its pipes once it cleans up the job. */
-    struct timespec ts = {0, 200 * 1000 * 1000};
-    nanosleep(&ts, NULL);
+    say_and_settle(msg, n, sizeof(msg));
 }
 
 /* Leave with the status the launcher would have seen from the rank. */
