@@ -216,6 +216,9 @@ static void kernel_exit_hook(int status, void *arg)
                          status & 0xff, status, status & 0xff);
         ssize_t w = write(STDERR_FILENO, msg, n > 0 && (size_t)n < sizeof(msg) ? (size_t)n : 0);
         (void)w;
+        /* Hydra drops output still in its pipes once it aborts the job. */
+        struct timespec ts = {0, 200 * 1000 * 1000};
+        nanosleep(&ts, NULL);
         launcher_abort(status & 0xff);
     }
     _exit(status);
