@@ -24,6 +24,18 @@
  * on the stack. */
 #define TOOL_MAX_DEPTH 512
 #define TOOL_KEY_MAX 32
+/* Every cost, time, communication value and byte count read is in
+ * 0..TOOL_NUM_MAX.  JSON has no inf or NaN and jr_number refuses literals
+ * that overflow, but a finite 1e308 still makes the schedule's sums
+ * infinite.  A schedule time is a sum along one path of costs, edge costs,
+ * latencies plus bytes * inv_bw, and one ready or avail time: with every
+ * input at most 1e15 a term is at most about 1e30, and a path through the
+ * at most SIZE_MAX / 8 tasks tool_build accepts sums to under 1e49, far
+ * below DBL_MAX, so no sum overflows.  The unit is the user's; 1e15 is 31
+ * million years in seconds, 11 days in nanoseconds, 1 PB as a byte count,
+ * so it refuses no real graph.  Negative times mean nothing: 0 is "now". */
+#define TOOL_NUM_MAX 1e15
+#define TOOL_NUM_MAX_STR "1e15"
 
 /* A run of numbers in tool_t.num (a JSON array of numbers). */
 typedef struct tool_array {
@@ -493,20 +505,32 @@ static int64_t jr_int(tool_t *t, const char *what, int64_t min, int64_t max,
     return num.i;
 }
 
-static double jr_double(tool_t *t, const char *what, bool nonneg)
+/* A number in 0..TOOL_NUM_MAX (jr_number already refused non-finite
+ * ones); `index` is its place in an array, or -1 for a lone value. */
+static double jr_value(tool_t *t, const char *what, int64_t index)
 {
     int c = jr_peek(t);
     if (c != '-' && !jr_digit(c))
         jr_expected(t, "a number");
     jr_num_t num = jr_number(t);
-    if (nonneg && num.v < 0)
-        tool_die(t, num.pos, "\"%s\" = %.*s is negative", what, (int)num.len,
-                 t->text + num.pos);
+    int len = (int)num.len;
+    const char *lit = t->text + num.pos;
+    if (num.v < 0 && index < 0)
+        tool_die(t, num.pos, "\"%s\" = %.*s is negative", what, len, lit);
+    if (num.v < 0)
+        tool_die(t, num.pos, "\"%s\" entry %lld is negative (%.*s)", what,
+                 (long long)index, len, lit);
+    if (num.v > TOOL_NUM_MAX && index < 0)
+        tool_die(t, num.pos, "\"%s\" = %.*s is above the limit " TOOL_NUM_MAX_STR, what,
+                 len, lit);
+    if (num.v > TOOL_NUM_MAX)
+        tool_die(t, num.pos, "\"%s\" entry %lld is above the limit " TOOL_NUM_MAX_STR
+                             " (%.*s)", what, (long long)index, len, lit);
     return num.v;
 }
 
 /* An array of numbers, appended to t->num. */
-static void jr_num_array(tool_t *t, const char *what, bool nonneg, tool_array_t *a)
+static void jr_num_array(tool_t *t, const char *what, tool_array_t *a)
 {
     a->pos = t->pos;
     a->off = t->nnum;
@@ -517,15 +541,9 @@ static void jr_num_array(tool_t *t, const char *what, bool nonneg, tool_array_t 
     t->pos++;
     bool first = true;
     while (jr_element(t, &first)) {
-        int c = jr_peek(t);
-        if (c != '-' && !jr_digit(c))
-            jr_expected(t, "a number");
-        jr_num_t num = jr_number(t);
-        if (nonneg && num.v < 0)
-            tool_die(t, num.pos, "\"%s\" entry %lld is negative (%.*s)", what,
-                     (long long)a->n, (int)num.len, t->text + num.pos);
+        double v = jr_value(t, what, a->n);
         tool_reserve(t, (void **)&t->num, &t->num_cap, t->nnum + 1, sizeof(double));
-        t->num[t->nnum++] = num.v;
+        t->num[t->nnum++] = v;
         a->n++;
     }
 }
@@ -555,10 +573,10 @@ static void tool_parse_task(tool_t *t)
             k->has_id = true;
         } else if (strcmp(key, "cost") == 0) {
             tool_dup_key(t, k->cost.has, key_pos, key);
-            jr_num_array(t, "cost", true, &k->cost);
+            jr_num_array(t, "cost", &k->cost);
         } else if (strcmp(key, "ready") == 0) {
             tool_dup_key(t, k->ready.has, key_pos, key);
-            jr_num_array(t, "ready", false, &k->ready);
+            jr_num_array(t, "ready", &k->ready);
         } else if (strcmp(key, "pinned") == 0) {
             tool_dup_key(t, has_pinned, key_pos, key);
             k->pinned = jr_int(t, "pinned", -1, INT32_MAX, &k->pinned_pos);
@@ -591,11 +609,11 @@ static void tool_parse_edge(tool_t *t)
             e->has_to = true;
         } else if (strcmp(key, "cost") == 0) {
             tool_dup_key(t, e->has_cost, key_pos, key);
-            e->cost = jr_double(t, "cost", true);
+            e->cost = jr_value(t, "cost", -1);
             e->has_cost = true;
         } else if (strcmp(key, "bytes") == 0) {
             tool_dup_key(t, e->has_bytes, key_pos, key);
-            e->bytes = jr_double(t, "bytes", true);
+            e->bytes = jr_value(t, "bytes", -1);
             e->has_bytes = true;
         } else {
             jr_skip(t, 1);
@@ -636,13 +654,13 @@ static void tool_parse(tool_t *t)
                 t->has_edges = true;
         } else if (strcmp(key, "avail") == 0) {
             tool_dup_key(t, t->avail.has, key_pos, key);
-            jr_num_array(t, "avail", false, &t->avail);
+            jr_num_array(t, "avail", &t->avail);
         } else if (strcmp(key, "comm_lat") == 0) {
             tool_dup_key(t, t->lat.has, key_pos, key);
-            jr_num_array(t, "comm_lat", true, &t->lat);
+            jr_num_array(t, "comm_lat", &t->lat);
         } else if (strcmp(key, "comm_inv_bw") == 0) {
             tool_dup_key(t, t->inv_bw.has, key_pos, key);
-            jr_num_array(t, "comm_inv_bw", true, &t->inv_bw);
+            jr_num_array(t, "comm_inv_bw", &t->inv_bw);
         } else {
             jr_skip(t, 1);
         }
@@ -877,6 +895,7 @@ static void tool_usage(FILE *out)
             "Optional: per task \"pinned\": W and \"ready\": [P times]; per edge\n"
             "\"bytes\"; top-level \"avail\": [P times], \"comm_lat\" and \"comm_inv_bw\":\n"
             "[P*P numbers, row p = from worker p].  Unknown keys are ignored.\n"
+            "Every cost, time and byte count is in 0.." TOOL_NUM_MAX_STR ".\n"
             "Errors go to stderr as \"ompc-sched: FILE:LINE:COL: reason\", exit status 2.\n");
 }
 
@@ -961,6 +980,14 @@ int main(int argc, char **argv)
         tool_die_invalid(&t, &g);
     if (st != OMPC_OK)
         tool_die(&t, TOOL_NOPOS, "%s failed: %s", policy->name, ompc_status_str(st));
+    /* TOOL_NUM_MAX keeps every sum finite; should a policy still produce
+     * inf or NaN, no schedule is better than one that looks valid. */
+    bool finite = isfinite(r.makespan);
+    for (int64_t i = 0; i < g.ntasks && finite; i++)
+        finite = isfinite(r.start[i]) && isfinite(r.finish[i]);
+    if (!finite)
+        tool_die(&t, TOOL_NOPOS, "internal error: %s produced a time that is not finite "
+                                 "(makespan %g)", policy->name, r.makespan);
     for (int64_t i = 0; i < g.ntasks; i++)
         printf("task %lld worker %d start %g finish %g\n", (long long)t.task[i].id,
                (int)r.worker[i], r.start[i], r.finish[i]);
