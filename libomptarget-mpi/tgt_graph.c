@@ -1565,7 +1565,7 @@ static void inline_writes(tgt_node_t *n)
             alone = j == i || n->ops[j].buf != op->buf || n->ops[j].kind == OP_FREE;
         if (!alone || dm_buf_has_data(tgt_rt->dm, op->buf))
             continue;
-        total += 16 + (op->len + 7) / 8 * 8;
+        total += 16 + tgt_pad8(op->len);
         pick[count++] = i;
     }
     if (!count)
@@ -1596,8 +1596,8 @@ static void inline_writes(tgt_node_t *n)
         uint64_t hdr[2] = {dm_buf_addr(op->buf), op->len};
         memcpy(p, hdr, sizeof(hdr));
         memcpy(p + 16, op->data, op->len);
-        memset(p + 16 + op->len, 0, (op->len + 7) / 8 * 8 - op->len);
-        p += 16 + (op->len + 7) / 8 * 8;
+        memset(p + 16 + op->len, 0, tgt_pad8(op->len) - op->len);
+        p += 16 + tgt_pad8(op->len);
         free(op->data);
         op->data = NULL;
         op->host = NULL;
@@ -1625,7 +1625,7 @@ static void read_backs(tgt_node_t *n, int e)
         tgt_op_t *op = &n->ops[i];
         op->back = false;
         if (op->kind != OP_READ || op->len > READ_BACK_MAX ||
-            total + (op->len + 7) / 8 * 8 > READ_BACK_TOTAL_MAX)
+            total + tgt_pad8(op->len) > READ_BACK_TOTAL_MAX)
             continue;
         bool mine = false;
         for (size_t j = 0; j < n->nbufs && !mine; j++)
@@ -1633,7 +1633,7 @@ static void read_backs(tgt_node_t *n, int e)
         if (!mine)
             continue;
         op->back = true;
-        total += (op->len + 7) / 8 * 8;
+        total += tgt_pad8(op->len);
         count++;
     }
     if (!count)
@@ -2327,7 +2327,7 @@ static void node_finish(tgt_node_t *n)
             if (op->kind != OP_READ || !op->back)
                 continue;
             op->data = (void *)p;
-            p += (op->len + 7) / 8 * 8;
+            p += tgt_pad8(op->len);
             bytes += op->len;
         }
         dm_count_read(tgt_rt->dm, bytes);

@@ -325,6 +325,9 @@ bool tgt_ompt_in_kernel(void); /* tgt_in_kernel, or a parallel region in one */
 /* The current task is a deferred (nowait) target task: libomp does not
  * wait for it, so neither does the construct it runs. */
 bool tgt_ompt_in_deferred_target_task(void);
+/* Copies inside a launch message and its reply are padded to 8 bytes. */
+static inline uint64_t tgt_pad8(uint64_t len) { return (len + 7) / 8 * 8; }
+
 /* The main program imports this symbol from a shared library. */
 bool tgt_exe_imports(const char *name);
 /* The process resolves this symbol to this library's definition (ompcc's

@@ -58,7 +58,7 @@ ompc_status_t tgt_kernel_run(const void *args, size_t args_size, uint64_t *ns_p,
             if (end - p < 16)
                 return OMPC_ERR_INVALID;
             memcpy(h2, p, sizeof(h2));
-            uint64_t padded = (h2[1] + 7) / 8 * 8;
+            uint64_t padded = tgt_pad8(h2[1]);
             if ((uint64_t)(end - p - 16) < padded)
                 return OMPC_ERR_INVALID;
             memcpy((void *)(uintptr_t)h2[0], p + 16, h2[1]);
@@ -148,7 +148,7 @@ static ompc_status_t tgt_fn_kernel(ev_exec_info_t *info)
     for (uint64_t i = 0; i < nback; i++) {
         uint64_t h2[2];
         memcpy(h2, back + 16 * i, sizeof(h2));
-        need += (h2[1] + 7) / 8 * 8;
+        need += tgt_pad8(h2[1]);
     }
     if (info->result_cap < need)
         return nback ? OMPC_ERR_INVALID : OMPC_OK;
@@ -159,8 +159,8 @@ static ompc_status_t tgt_fn_kernel(ev_exec_info_t *info)
         uint64_t h2[2];
         memcpy(h2, back + 16 * i, sizeof(h2));
         memcpy(r, (const void *)(uintptr_t)h2[0], h2[1]);
-        memset(r + h2[1], 0, (h2[1] + 7) / 8 * 8 - h2[1]);
-        r += (h2[1] + 7) / 8 * 8;
+        memset(r + h2[1], 0, tgt_pad8(h2[1]) - h2[1]);
+        r += tgt_pad8(h2[1]);
     }
     info->result_size = need;
     return OMPC_OK;
