@@ -19,7 +19,12 @@
  * call each.
  *
  * A ring is a hint.  A lost or refused datagram (peer in another network
- * namespace, no route, buffer full) costs at most one nap, as before. */
+ * namespace, no route, buffer full) costs at most one nap, as before.
+ *
+ * The same sockets carry liveness pings and pongs (ev_core.c), out of
+ * MPI's band: a rank whose MPI sends wait behind a stopped peer must
+ * still be heard.  Such a datagram carries the job's id, and one that
+ * does not match, or any other stranger, is a mere ring. */
 #define _GNU_SOURCE
 #include "ev_internal.h"
 
@@ -44,6 +49,16 @@ typedef struct bell_card {
     uint16_t pad;
     uint64_t spin_us; /* how long its threads poll (0: they sleep at once) */
 } bell_card_t;
+
+/* A liveness datagram (a ring is a single byte). */
+#define BELL_LIVE_MAGIC 0x6f6d7063u /* "ompc" */
+typedef struct bell_live {
+    uint32_t magic;
+    uint32_t pong;  /* 0: ping, 1: pong */
+    int32_t rank;   /* sender */
+    uint32_t pad;
+    uint64_t job;
+} bell_live_t;
 
 static int bell_socket(int domain, int type)
 {
@@ -88,8 +103,9 @@ ompc_status_t ev_bell_init(ev_ctx_t *ctx)
     b->peers = calloc((size_t)n, sizeof(*b->peers));
     b->heard = calloc((size_t)n, sizeof(*b->heard));
     b->rung = calloc((size_t)n, sizeof(*b->rung));
+    b->alive = calloc((size_t)n, sizeof(*b->alive));
     bell_card_t *cards = calloc((size_t)n, sizeof(*cards));
-    if (b->fd_wake < 0 || !b->peers || !b->heard || !b->rung || !cards) {
+    if (b->fd_wake < 0 || !b->peers || !b->heard || !b->rung || !b->alive || !cards) {
         free(cards);
         return OMPC_ERR_NOMEM;
     }
@@ -97,11 +113,13 @@ ompc_status_t ev_bell_init(ev_ctx_t *ctx)
         b->peers[r].fd = -1;
         atomic_init(&b->heard[r], 0);
         atomic_init(&b->rung[r], 0);
+        atomic_init(&b->alive[r], 0);
     }
     /* The collectives below run on every rank whatever its own setting, so
      * that ranks started with different OMPC_DOORBELL values cannot hang. */
     uint64_t job = ((uint64_t)getpid() << 32) ^ ompc_now_ns();
     EV_CHECK_MPI(MPI_Bcast(&job, 1, MPI_UINT64_T, 0, ctx->coll), "MPI_Bcast");
+    b->job = job;
     bell_card_t me = {.spin_us = ctx->spin_us};
     if (gethostname(me.host, sizeof(me.host) - 1) != 0)
         snprintf(me.host, sizeof(me.host), "unknown-%d", ctx->rank);
@@ -185,6 +203,7 @@ void ev_bell_fini(ev_ctx_t *ctx)
     free(b->peers);
     free(b->heard);
     free(b->rung);
+    free((void *)b->alive);
     memset(b, 0, sizeof(*b));
 }
 
@@ -221,11 +240,51 @@ void ev_bell_wake(ev_ctx_t *ctx)
         ompc_trace("gate wake-up: %s", strerror(errno));
 }
 
-static void bell_drain(int fd)
+bool ev_bell_ping(ev_ctx_t *ctx, int peer, bool pong)
 {
-    char buf[64];
-    while (read(fd, buf, sizeof(buf)) > 0)
-        ;
+    ev_bell_t *b = &ctx->bell;
+    if (peer < 0 || peer >= ctx->size || !b->peers || b->peers[peer].fd < 0)
+        return false;
+    const ev_bell_peer_t *p = &b->peers[peer];
+    bell_live_t m = {.magic = BELL_LIVE_MAGIC, .pong = pong, .rank = ctx->rank,
+                     .job = b->job};
+    if (sendto(p->fd, &m, sizeof(m), MSG_DONTWAIT | MSG_NOSIGNAL,
+               (const struct sockaddr *)&p->addr, p->len) < 0) {
+        ompc_trace("liveness datagram to r%d: %s", peer, strerror(errno));
+        return false;
+    }
+    return true;
+}
+
+/* Empties fd: rings are dropped, liveness datagrams of this job counted
+ * and pings answered. */
+static void bell_drain(ev_ctx_t *ctx, int fd)
+{
+    ev_bell_t *b = &ctx->bell;
+    union {
+        bell_live_t live;
+        char bytes[64];
+    } buf;
+    ssize_t n;
+    while ((n = read(fd, &buf, sizeof(buf))) > 0) {
+        if ((size_t)n != sizeof(bell_live_t) || buf.live.magic != BELL_LIVE_MAGIC ||
+            buf.live.job != b->job || buf.live.pong > 1 || buf.live.rank < 0 ||
+            buf.live.rank >= ctx->size || buf.live.rank == ctx->rank)
+            continue;
+        atomic_store_explicit(&b->alive[buf.live.rank], ompc_now_ns(),
+                              memory_order_relaxed);
+        if (!buf.live.pong)
+            ev_bell_ping(ctx, buf.live.rank, true);
+    }
+}
+
+void ev_bell_poll(ev_ctx_t *ctx)
+{
+    ev_bell_t *b = &ctx->bell;
+    if (b->fd_local >= 0)
+        bell_drain(ctx, b->fd_local);
+    if (b->fd_udp >= 0)
+        bell_drain(ctx, b->fd_udp);
 }
 
 bool ev_bell_wait(ev_ctx_t *ctx, uint64_t us)
@@ -243,6 +302,6 @@ bool ev_bell_wait(ev_ctx_t *ctx, uint64_t us)
         return false;
     for (nfds_t i = 0; i < n; i++)
         if (fds[i].revents & POLLIN)
-            bell_drain(fds[i].fd);
+            bell_drain(ctx, fds[i].fd);
     return true;
 }

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 static const char *const kind_names[EV_K_COUNT] = {
     [0] = "invalid",
@@ -706,11 +707,13 @@ static void gate_handle_notification(ev_ctx_t *ctx, void *buf, size_t len, int s
         ev_proto_fatal(ctx, src, &hdr, what);
     }
     if (hdr.kind == EV_K_PING) {
+        ompc_debug("ping from rank %d", src);
         gate_send_liveness(ctx, EV_K_PONG, src);
         free(buf);
         return;
     }
     if (hdr.kind == EV_K_PONG) {
+        ompc_debug("pong from rank %d", src);
         free(buf);
         return;
     }
@@ -785,10 +788,63 @@ static int gate_recv_notifications(ev_ctx_t *ctx)
 }
 
 /* ------------------------------------------------------------ liveness */
-/* Ops that wait on a peer ping it after half the timeout without a sign of
- * life and end the job after the full timeout.  Peers answer pings from
- * their gate thread, which never runs user code, so a rank busy in a long
- * kernel still answers. */
+/* Ends the job: rank p said nothing for silent_ns while this rank waited
+ * on it for `what`. */
+static void peer_silent(ev_ctx_t *ctx, int p, uint64_t silent_ns, const char *what)
+{
+    const char *role = p == ctx->coordinator ? "the coordinator, " : "";
+    ompc_fatal("rank %d: rank %d (%spid %lld on %s) stopped responding: no "
+               "message for %.1f s while this rank waits for %s "
+               "(OMPC_PEER_TIMEOUT=%.3g s; a stopped or hung process, or a "
+               "lost node)", ctx->rank, p, role, ev_peer_pid(ctx, p),
+               ev_peer_host(ctx, p), (double)silent_ns / 1e9, what,
+               (double)ctx->cfg->peer_timeout_ms / 1e3);
+}
+
+/* One wait on peer p that began at `since`: ping p after half the timeout
+ * without a sign of life, end the job after the full timeout.  True if it
+ * timed out (`what` then names the wait). */
+static bool peer_overdue(ev_ctx_t *ctx, int p, uint64_t since, uint64_t now,
+                         uint64_t timeout, uint64_t *silent_p)
+{
+    uint64_t ref = ctx->last_heard[p] > since ? ctx->last_heard[p] : since;
+    uint64_t alive = atomic_load_explicit(&ctx->bell.alive[p], memory_order_relaxed);
+    if (alive > ref)
+        ref = alive;
+    if (now <= ref)
+        return false;
+    if (now - ref > timeout) {
+        *silent_p = now - ref;
+        return true;
+    }
+    if (now - ref > timeout / 2 && now - ctx->last_ping[p] > timeout / 4) {
+        ctx->last_ping[p] = now;
+        ompc_debug("pinging rank %d (silent for %.2f s)", p, (double)(now - ref) / 1e9);
+        /* Both ways: MPI (the bell may be off or lost) and datagram (MPI
+         * may be stuck behind another peer). */
+        gate_send_liveness(ctx, EV_K_PING, p);
+        ev_bell_ping(ctx, p, false);
+    }
+    return false;
+}
+
+/* Whether this rank waits on p beyond its events (see ev_peer_expect), and
+ * since when. */
+static bool peer_owes(ev_ctx_t *ctx, int p, uint64_t *since_p)
+{
+    bool owed = atomic_load_explicit(&ctx->owed[p], memory_order_relaxed) > 0;
+    uint64_t started = atomic_load_explicit(&ctx->started_ns, memory_order_relaxed);
+    bool serves = p == ctx->coordinator && started &&
+                  !atomic_load_explicit(&ctx->exit_received, memory_order_relaxed);
+    if (owed)
+        *since_p = atomic_load_explicit(&ctx->owed_since[p], memory_order_relaxed);
+    if (serves && (!owed || started < *since_p))
+        *since_p = started;
+    return owed || serves;
+}
+
+/* Peers answer pings from their gate thread, which never waits, so a rank
+ * busy in a long kernel still answers. */
 static void gate_check_liveness(ev_ctx_t *ctx, uint64_t now)
 {
     if (now < ctx->next_liveness_ns)
@@ -796,6 +852,8 @@ static void gate_check_liveness(ev_ctx_t *ctx, uint64_t now)
     uint64_t timeout = (uint64_t)ctx->cfg->peer_timeout_ms * 1000000ull;
     ctx->next_liveness_ns = now + (timeout / 8 < 100000000ull ? timeout / 8
                                                               : 100000000ull);
+    ev_bell_poll(ctx); /* peers' pings, when the gate has not napped */
+    uint64_t silent = 0;
     for (ev_op_t *op = ctx->live_head; op; op = op->lnext) {
         if (op->in_handler)
             continue;
@@ -806,23 +864,74 @@ static void gate_check_liveness(ev_ctx_t *ctx, uint64_t now)
                 continue;
             if (op->role == EV_DEST && op->npending == 0)
                 continue; /* waiting on local conditions only */
-            uint64_t ref = ctx->last_heard[p] > op->t_start ? ctx->last_heard[p]
-                                                            : op->t_start;
-            if (now - ref > timeout) {
-                ompc_fatal("rank %d: rank %d stopped responding: no message "
-                           "for %.1f s while event kind %s tag %d waits on it "
-                           "(OMPC_PEER_TIMEOUT=%.3g s)", ctx->rank, p,
-                           (double)(now - ref) / 1e9, ev_kind_name(op->kind),
-                           op->tag, (double)ctx->cfg->peer_timeout_ms / 1e3);
-            }
-            if (now - ref > timeout / 2 && now - ctx->last_ping[p] > timeout / 4) {
-                ctx->last_ping[p] = now;
-                ompc_debug("pinging rank %d (silent for %.2f s)", p,
-                           (double)(now - ref) / 1e9);
-                gate_send_liveness(ctx, EV_K_PING, p);
+            if (peer_overdue(ctx, p, op->t_start, now, timeout, &silent)) {
+                char what[96];
+                snprintf(what, sizeof(what), "its reply to event kind %s tag %d",
+                         ev_kind_name(op->kind), op->tag);
+                peer_silent(ctx, p, silent, what);
             }
         }
     }
+    for (int p = 0; p < ctx->size; p++) {
+        uint64_t since = 0;
+        if (p == ctx->rank || !peer_owes(ctx, p, &since))
+            continue;
+        if (!peer_overdue(ctx, p, since, now, timeout, &silent))
+            continue;
+        int owed = atomic_load_explicit(&ctx->owed[p], memory_order_relaxed);
+        char what[512] = "";
+        if (ctx->describe)
+            ctx->describe(ctx->describe_arg, p, owed, what, sizeof(what));
+        if (!what[0])
+            snprintf(what, sizeof(what), owed > 0 ? "%d things it owes" :
+                     "its next request (this rank works for it only)", owed);
+        peer_silent(ctx, p, silent, what);
+    }
+}
+
+void ev_peer_expect(ev_ctx_t *ctx, int rank, int n)
+{
+    if (rank < 0 || rank >= ctx->size || rank == ctx->rank || n == 0)
+        return;
+    int before = atomic_fetch_add_explicit(&ctx->owed[rank], n, memory_order_relaxed);
+    if (before <= 0 && before + n > 0)
+        atomic_store_explicit(&ctx->owed_since[rank], ompc_now_ns(),
+                              memory_order_relaxed);
+    OMPC_ASSERT(before + n >= 0);
+}
+
+void ev_set_peer_describe(ev_ctx_t *ctx, ev_peer_describe_fn_t fn, void *arg)
+{
+    ctx->describe = fn;
+    ctx->describe_arg = arg;
+}
+
+long long ev_peer_pid(const ev_ctx_t *ctx, int rank)
+{
+    return rank >= 0 && rank < ctx->size ? (long long)ctx->ids[rank].pid : -1;
+}
+
+const char *ev_peer_host(const ev_ctx_t *ctx, int rank)
+{
+    return rank >= 0 && rank < ctx->size ? ctx->ids[rank].host : "?";
+}
+
+/* Collective: every rank's pid and host, for messages. */
+static void peer_ids_exchange(ev_ctx_t *ctx)
+{
+    ev_peer_id_t mine;
+    memset(&mine, 0, sizeof(mine));
+    mine.pid = (int64_t)getpid();
+    if (gethostname(mine.host, sizeof(mine.host) - 1) != 0)
+        snprintf(mine.host, sizeof(mine.host), "?");
+    ctx->ids = calloc((size_t)ctx->size, sizeof(*ctx->ids));
+    if (!ctx->ids)
+        ompc_fatal("out of memory exchanging rank identities");
+    EV_CHECK_MPI(MPI_Allgather(&mine, (int)sizeof(mine), MPI_BYTE, ctx->ids,
+                               (int)sizeof(mine), MPI_BYTE, ctx->coll),
+                 "MPI_Allgather");
+    for (int r = 0; r < ctx->size; r++)
+        ctx->ids[r].host[sizeof(ctx->ids[r].host) - 1] = '\0';
 }
 
 /* --------------------------------------------------------------- gate */
@@ -1267,10 +1376,12 @@ ompc_status_t ev_ctx_create_opts(ev_ctx_t **ctx_p, const ev_ctx_opts_t *opts)
     ctx->comms = calloc((size_t)ctx->ncomms, sizeof(MPI_Comm));
     ctx->last_heard = calloc((size_t)ctx->size, sizeof(uint64_t));
     ctx->last_ping = calloc((size_t)ctx->size, sizeof(uint64_t));
+    ctx->owed = calloc((size_t)ctx->size, sizeof(*ctx->owed));
+    ctx->owed_since = calloc((size_t)ctx->size, sizeof(*ctx->owed_since));
     ctx->nhandlers = (int)cfg->num_handlers;
     ctx->handlers = calloc((size_t)ctx->nhandlers, sizeof(pthread_t));
     if (!ctx->tag_busy || !ctx->comms || !ctx->last_heard || !ctx->last_ping ||
-        !ctx->handlers)
+        !ctx->owed || !ctx->owed_since || !ctx->handlers)
         ompc_fatal("out of memory creating the event context");
     EV_CHECK_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &ctx->ctrl), "MPI_Comm_dup");
     EV_CHECK_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &ctx->coll), "MPI_Comm_dup");
@@ -1291,6 +1402,7 @@ ompc_status_t ev_ctx_create_opts(ev_ctx_t **ctx_p, const ev_ctx_opts_t *opts)
     pthread_mutex_init(&ctx->fn_mtx, NULL);
     pthread_mutex_init(&ctx->reg_mtx, NULL);
     node_detect(ctx);
+    peer_ids_exchange(ctx);
     ompc_status_t bst = ev_bell_init(ctx);
     if (bst != OMPC_OK)
         ompc_fatal("cannot set up the gate's wake-up descriptors: %s",
@@ -1317,6 +1429,10 @@ ompc_status_t ev_ctx_start(ev_ctx_t *ctx)
      * application's own threads must wait for this call to return. */
     atomic_store(&ctx->started, 1);
     EV_CHECK_MPI(MPI_Barrier(ctx->ctrl), "MPI_Barrier");
+    /* After the barrier: the coordinator is up (and the gate reads this
+     * only when it is not 0). */
+    if (ctx->coordinator >= 0 && ctx->coordinator != ctx->rank)
+        atomic_store_explicit(&ctx->started_ns, ompc_now_ns(), memory_order_relaxed);
     return OMPC_OK;
 }
 
@@ -1411,6 +1527,9 @@ void ev_ctx_destroy(ev_ctx_t *ctx)
     free(ctx->comms);
     free(ctx->last_heard);
     free(ctx->last_ping);
+    free((void *)ctx->owed);
+    free((void *)ctx->owed_since);
+    free(ctx->ids);
     free(ctx->handlers);
     free((int *)ctx->node.same);
     free(ctx);

@@ -192,9 +192,17 @@ typedef struct ev_bell {
     ev_bell_peer_t *peers;       /* per rank */
     _Atomic uint64_t *heard;     /* per rank: last notification or reply, ns */
     _Atomic uint64_t *rung;      /* per rank: last ring, ns */
+    _Atomic uint64_t *alive;     /* per rank: last ping or pong by datagram, ns */
+    uint64_t job;                /* this job's id, in every liveness datagram */
     bool reachable;              /* every peer can ring this rank */
 } ev_bell_t;
 
+
+/* A rank's process, for messages. */
+typedef struct ev_peer_id {
+    int64_t pid;
+    char host[56];
+} ev_peer_id_t;
 
 struct ev_ctx {
     int rank, size;
@@ -254,6 +262,14 @@ struct ev_ctx {
     uint64_t *last_heard;         /* per rank, ns */
     uint64_t *last_ping;
     uint64_t next_liveness_ns;
+    /* ev_peer_expect: per rank, the open count (any thread) and when it
+     * last rose from 0 (silence before that is not waiting). */
+    _Atomic int *owed;
+    _Atomic uint64_t *owed_since;
+    _Atomic uint64_t started_ns;  /* ev_ctx_start, where the coordinator is watched */
+    ev_peer_describe_fn_t describe;
+    void *describe_arg;
+    ev_peer_id_t *ids;            /* per rank, from start-up */
     ev_op_t *live_head;           /* every op the gate knows, for liveness */
 
     /* origin tags in use (any thread allocates, gate frees) */
@@ -355,5 +371,12 @@ void ev_bell_heard(ev_ctx_t *ctx, int peer);
 void ev_bell_wake(ev_ctx_t *ctx);
 /* true: woken (a ring or ev_bell_wake), not timed out */
 bool ev_bell_wait(ev_ctx_t *ctx, uint64_t us);
+/* Liveness by datagram, beside MPI: a rank whose MPI sends are stuck
+ * behind a stopped peer (MPICH's shared-memory cells are the sender's,
+ * and a stopped receiver never returns them) still answers here, so it is
+ * not taken for the stopped one.  ev_bell_ping: false if peer has no bell.
+ * ev_bell_poll: answers pings waiting in the sockets (never blocks). */
+bool ev_bell_ping(ev_ctx_t *ctx, int peer, bool pong);
+void ev_bell_poll(ev_ctx_t *ctx);
 
 #endif

@@ -204,6 +204,34 @@ void ev_handle_release(ev_handle_t *h);
 /* Take one more reference (each reference is released once). */
 void ev_handle_retain(ev_handle_t *h);
 
+/* ------------------------------------------------------------- liveness
+ * The gate ends the job when a peer this rank waits on sends nothing for
+ * OMPC_PEER_TIMEOUT (it pings the peer after half of it; a live peer's
+ * gate answers even while its kernels run).  A rank waits on a peer while
+ *  - an event of its own awaits the peer's reply (automatic);
+ *  - it declared, with ev_peer_expect, that something is owed to it from
+ *    there without a reply to any event: a one-way post, data pushed to it;
+ *  - the peer is the coordinator (ev_ctx_opts_t) and this rank is not: from
+ *    ev_ctx_start until the coordinator's exit event, since such a rank
+ *    only works for the coordinator and would otherwise outlive it.
+ * The message names both ranks, the silent one's pid and host, and what
+ * was waited for. */
+/* n (> 0) more, or -n fewer, things owed to this rank by rank.  Any
+ * thread; cheap (one atomic).  Ignored for this rank itself. */
+void ev_peer_expect(ev_ctx_t *ctx, int rank, int n);
+/* Describes, for the message, what this rank waits for from rank (`owed`:
+ * the count ev_peer_expect left open there).  Called on the gate thread
+ * just before it ends the job: it must not wait for events, and should
+ * not block on locks that a stuck thread may hold (trylock).  Returns the
+ * length written (snprintf's rules). */
+typedef int (*ev_peer_describe_fn_t)(void *arg, int rank, int owed, char *buf,
+                                     size_t cap);
+/* Before ev_ctx_start. */
+void ev_set_peer_describe(ev_ctx_t *ctx, ev_peer_describe_fn_t fn, void *arg);
+/* The process behind rank, for messages: its pid and host name. */
+long long ev_peer_pid(const ev_ctx_t *ctx, int rank);
+const char *ev_peer_host(const ev_ctx_t *ctx, int rank);
+
 /* ------------------------------------------------------------ collectives
  * For start-up agreement between ranks (not for the data path): every rank
  * calls them in the same order from its main thread.  They run on their own

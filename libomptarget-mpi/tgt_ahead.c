@@ -443,6 +443,9 @@ static void launch_one(ev_exec_info_t *info, const uint64_t *m, watch_batch_t *w
         wm[4] = seq;
         wm[5] = (uint64_t)tgt_rt->rank;
         watch_add(wb, (int)q[4], wm);
+        /* Owed until it arrives (fn_arrive): the liveness check watches
+         * the peer meanwhile. */
+        ev_peer_expect(info->ctx, (int)q[4], 1);
     }
 }
 
@@ -564,6 +567,7 @@ static ompc_status_t fn_arrive(ev_exec_info_t *info)
         info->args_size != A_HDR * 8 + (m[3] ? m[2] : 0))
         return OMPC_ERR_INVALID;
     uint64_t now = ompc_now_ns();
+    ev_peer_expect(info->ctx, info->origin, -1);
     if (m[3])
         memcpy((void *)(uintptr_t)m[1], m + A_HDR, m[2]);
     pthread_mutex_lock(&A.mtx);
@@ -612,9 +616,23 @@ static ompc_status_t fn_done(ev_exec_info_t *info)
     return OMPC_OK;
 }
 
+/* What this rank waits for from `rank`, for the event system's message
+ * when that rank falls silent. */
+static int describe_owed(void *arg, int rank, int owed, char *buf, size_t cap)
+{
+    (void)arg;
+    if (tgt_rt->rank == 0)
+        return tgt_graph_describe_owed(rank, owed, buf, cap);
+    if (owed > 0)
+        return snprintf(buf, cap, "%d input(s) it forwards to kernels waiting "
+                        "here%s", owed, rank == 0 ? ", and its next launch" : "");
+    return snprintf(buf, cap, "its next launch (a worker works for the head only)");
+}
+
 ompc_status_t tgt_ahead_fn_register(void)
 {
     ev_ctx_t *ev = tgt_rt->ev;
+    ev_set_peer_describe(ev, describe_owed, NULL);
     ompc_status_t st = ev_fn_register(ev, "tgt.ahead.launch", fn_launch, EV_FN_INLINE,
                                       &tgt_rt->fn_ahead_launch);
     if (st == OMPC_OK)

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 typedef enum { OP_WRITE, OP_READ, OP_HOST_STORE, OP_FREE, OP_DONE } op_kind_t;
 
@@ -1765,6 +1766,14 @@ typedef struct lb_sent {
     tgt_node_t *nodes[];
 } lb_sent_t;
 
+/* A launched-ahead node is owed by its executor until it reports it done:
+ * the event system's liveness check watches that rank meanwhile (nothing
+ * else would: launches and completions are one-way). */
+static void ahead_owed(const tgt_node_t *n, int delta)
+{
+    ev_peer_expect(tgt_rt->ev, dm_executor_rank(tgt_rt->dm, n->exec), delta);
+}
+
 /* The batch was delivered (or refused): its bytes are free. */
 static void on_launch_done(void *arg, ompc_status_t st)
 {
@@ -1774,7 +1783,8 @@ static void on_launch_done(void *arg, ompc_status_t st)
         tgt_node_t *n = s->nodes[i];
         if (st != OMPC_OK && !n->kdone) {
             /* The executor refused it: no completion will come. */
-            ompc_tmap_erase(&G.ahead_nodes, n->seq);
+            if (ompc_tmap_erase(&G.ahead_nodes, n->seq))
+                ahead_owed(n, -1);
             n->kst = st;
             n->kdone = true;
             if (n->npred_left == 0)
@@ -2056,6 +2066,7 @@ static void ahead_launch(tgt_node_t *n, int e, uint64_t t0)
     n->state = N_RUNNING;
     n->anode.key = n->seq;
     ompc_tmap_insert(&G.ahead_nodes, &n->anode);
+    ahead_owed(n, 1);
     size_t woken = 0;
     for (size_t i = 0; i < n->succs.n; i++) {
         --n->succs.v[i]->nunsent;
@@ -2122,6 +2133,36 @@ static void ahead_finish(tgt_node_t *n, uint64_t t0)
     node_done(n);
 }
 
+int tgt_graph_describe_owed(int rank, int owed, char *buf, size_t cap)
+{
+    /* The gate calls this as it ends the job; a thread stuck holding the
+     * lock must not stop the message. */
+    bool locked = false;
+    for (int i = 0; i < 100 && !locked; i++) {
+        locked = pthread_mutex_trylock(&G.mtx) == 0;
+        if (!locked)
+            usleep(1000);
+    }
+    if (!locked)
+        return snprintf(buf, cap, "%d kernel(s) launched there", owed);
+    const tgt_node_t *oldest = NULL;
+    for (ompc_tmap_node_t *t = ompc_tmap_ceil(&G.ahead_nodes, 0); t && !oldest;
+         t = ompc_tmap_ceil(&G.ahead_nodes, t->key + 1)) {
+        const tgt_node_t *n = OMPC_TMAP_ENTRY(t, tgt_node_t, anode);
+        if (n->exec >= 0 && dm_executor_rank(tgt_rt->dm, n->exec) == rank)
+            oldest = n;
+    }
+    char where[256] = "";
+    if (oldest && oldest->loc)
+        tgt_loc(oldest->loc, where, sizeof(where));
+    else if (oldest)
+        snprintf(where, sizeof(where), "%s", oldest->k->name);
+    int len = snprintf(buf, cap, "%d kernel(s) launched there to finish%s%s%s",
+                       owed, oldest ? " (the oldest: " : "", where, oldest ? ")" : "");
+    pthread_mutex_unlock(&G.mtx);
+    return len;
+}
+
 /* The hop a consumer measured, on the head's clock: its arrival time minus
  * the producer's serve time, each rank's clock corrected by its offset. */
 static void learn_hop(int exec, uint64_t hop_raw, int hop_rank)
@@ -2156,6 +2197,7 @@ static void ahead_done_one(uint64_t seq, uint64_t kernel_ns, ompc_status_t st,
                    (unsigned long long)seq);
         return;
     }
+    ahead_owed(n, -1);
     if (hop_rank >= 0)
         learn_hop(n->exec, hop_raw, hop_rank);
     n->kernel_ns = kernel_ns;

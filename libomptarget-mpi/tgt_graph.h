@@ -77,6 +77,9 @@ void tgt_ahead_stop(void);                 /* executors, after serving */
  * hop_raw ns after that rank served it (the two ranks' clocks). */
 #define TGT_DONE_WORDS 5
 void tgt_graph_ahead_done(const uint64_t *m, size_t n, int from);
+/* Head, for the liveness message (ev_peer_describe_fn_t): the kernels
+ * launched ahead to `rank` and not reported done. */
+int tgt_graph_describe_owed(int rank, int owed, char *buf, size_t cap);
 
 /* Cost model and statistics (tgt_model.c). */
 typedef struct tgt_model tgt_model_t;

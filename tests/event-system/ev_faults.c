@@ -16,6 +16,14 @@ static ompc_status_t do_stop(ev_exec_info_t *info)
     return OMPC_OK;
 }
 
+static int describe(void *arg, int rank, int owed, char *buf, size_t cap)
+{
+    (void)arg;
+    if (owed == 0)
+        return 0; /* the event system's own words */
+    return snprintf(buf, cap, "%d test answer(s) from rank %d", owed, rank);
+}
+
 static ompc_status_t do_die(ev_exec_info_t *info)
 {
     (void)info;
@@ -56,9 +64,13 @@ int main(int argc, char **argv)
         }
     }
     ev_ctx_t *ctx;
-    ev_fn_id_t fn_stop, fn_die, fn_refuse;
-    T_OK(ev_ctx_create(&ctx));
+    ev_fn_id_t fn_stop, fn_stop_inline, fn_die, fn_refuse;
+    /* coordinator-hang: rank 0 coordinates, and stops once all started. */
+    bool coord = strcmp(mode, "coordinator-hang") == 0;
+    T_OK(ev_ctx_create_opts(&ctx, &(ev_ctx_opts_t){.coordinator = coord ? 0 : -1}));
+    ev_set_peer_describe(ctx, describe, NULL);
     T_OK(ev_fn_register(ctx, "stop", do_stop, 0, &fn_stop));
+    T_OK(ev_fn_register(ctx, "stop-inline", do_stop, EV_FN_INLINE, &fn_stop_inline));
     T_OK(ev_fn_register(ctx, "die", do_die, 0, &fn_die));
     T_OK(ev_fn_register(ctx, "refuse", do_refuse, EV_FN_INLINE, &fn_refuse));
     T_OK(ev_ctx_start(ctx));
@@ -93,6 +105,13 @@ int main(int argc, char **argv)
         ev_handle_t *h;
         T_OK(ev_execute(ctx, 1, fn_stop, NULL, 0, NULL, 0, &h));
         ev_wait(h); /* must not return: the gate ends the job */
+    } else if (strcmp(mode, "owed-hang") == 0) {
+        /* Something owed without a reply (a one-way answer): the peer
+         * stops before sending it. */
+        ev_peer_expect(ctx, 1, 1);
+        T_OK(ev_post(ctx, 1, fn_stop_inline, NULL, 0));
+    } else if (coord) {
+        raise(SIGSTOP); /* the others only serve it: they must notice */
     } else if (strcmp(mode, "post-refused") == 0) {
         /* No reply comes back for a post: the destination ends the job. */
         T_OK(ev_post(ctx, 1, fn_refuse, "x", 1));

@@ -12,6 +12,12 @@
  *              run once, and the rank survive.
  *   group-term a worker sends SIGTERM to its own process group.
  *   wait       sum, says "ready", then sleeps a minute (to be interrupted).
+ *   stop-worker AT  a stencil of deferred target tasks spread over the
+ *              workers, forwarding blocks between them; at step AT the
+ *              task of block AT % SB stops its process (SIGSTOP: a hung
+ *              rank that still exists).
+ *   stop-head AT    the same stencil; the head stops itself after
+ *              submitting step AT (AT < 0: runs to the end and checks).
  * Who dies says so first ("failure_modes: rank R (pid P) kills itself
  * with signal S"), so that tests can check who the runtime names. */
 #include <omp.h>
@@ -130,6 +136,63 @@ static int run_group_signal(int sig)
     return ran;
 }
 
+#define SB 4
+#define SN 512
+#define SSTEPS 12
+
+static void stop_self(void)
+{
+    say("stops itself", SIGSTOP);
+    kill(getpid(), SIGSTOP);
+}
+
+static int run_stencil(int stop_task, int stop_head)
+{
+    double *blk[SB];
+    for (int b = 0; b < SB; b++) {
+        blk[b] = malloc(SN * sizeof(double));
+        for (int i = 0; i < SN; i++)
+            blk[b][i] = b;
+        double *pb = blk[b];
+#pragma omp target enter data map(to: pb[0:SN])
+    }
+    /* The blocks stay on the workers: the tasks move no data through the
+     * head, so the head launches them ahead (tgt_ahead.c). */
+    for (int s = 0; s < SSTEPS; s++) {
+        for (int b = 0; b < SB; b++) {
+            double *pl = blk[(b + SB - 1) % SB], *pr = blk[(b + 1) % SB], *pb = blk[b];
+            int victim = s == stop_task && b == stop_task % SB;
+#pragma omp target nowait firstprivate(victim) \
+    map(to: pl[0:SN], pr[0:SN]) map(tofrom: pb[0:SN]) \
+    depend(in: pl[0], pr[0]) depend(inout: pb[0])
+            {
+                usleep(20 * 1000);
+                if (victim)
+                    stop_self();
+                double side = pl[0] + pr[0];
+                for (int i = 0; i < SN; i++)
+                    pb[i] += 1 + 0 * side;
+            }
+        }
+        if (s == stop_head)
+            stop_self();
+    }
+#pragma omp taskwait
+    for (int b = 0; b < SB; b++) {
+        double *pb = blk[b];
+#pragma omp target exit data map(from: pb[0:SN])
+    }
+    for (int b = 0; b < SB; b++)
+        for (int i = 0; i < SN; i++)
+            if (blk[b][i] != b + SSTEPS) {
+                printf("FAIL stencil: block %d [%d] = %g, want %d\n", b, i,
+                       blk[b][i], b + SSTEPS);
+                return 1;
+            }
+    printf("PASS stencil\n");
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "";
@@ -166,7 +229,12 @@ int main(int argc, char **argv)
         printf("failure_modes: the job survived SIGTERM to a worker's group\n");
         return 0;
     }
+    int at = argc > 2 ? atoi(argv[2]) : -1;
+    if (strcmp(mode, "stop-worker") == 0)
+        return run_stencil(at, -1);
+    if (strcmp(mode, "stop-head") == 0)
+        return run_stencil(-1, at);
     fprintf(stderr, "usage: %s sum|kill-9|term|head-kill|exit-3|group-usr1|"
-            "group-term|wait\n", argv[0]);
+            "group-term|wait|stop-worker AT|stop-head AT\n", argv[0]);
     return 2;
 }
