@@ -802,8 +802,8 @@ static void peer_silent(ev_ctx_t *ctx, int p, uint64_t silent_ns, const char *wh
 }
 
 /* One wait on peer p that began at `since`: ping p after half the timeout
- * without a sign of life, end the job after the full timeout.  True if it
- * timed out (`what` then names the wait). */
+ * without a sign of life.  True once the full timeout has passed
+ * (*silent_p: for how long). */
 static bool peer_overdue(ev_ctx_t *ctx, int p, uint64_t since, uint64_t now,
                          uint64_t timeout, uint64_t *silent_p)
 {
@@ -882,9 +882,10 @@ static void gate_check_liveness(ev_ctx_t *ctx, uint64_t now)
         char what[512] = "";
         if (ctx->describe)
             ctx->describe(ctx->describe_arg, p, owed, what, sizeof(what));
-        if (!what[0])
-            snprintf(what, sizeof(what), owed > 0 ? "%d things it owes" :
-                     "its next request (this rank works for it only)", owed);
+        if (!what[0] && owed > 0)
+            snprintf(what, sizeof(what), "%d thing(s) it owes", owed);
+        else if (!what[0])
+            snprintf(what, sizeof(what), "its next request (this rank works for it only)");
         peer_silent(ctx, p, silent, what);
     }
 }
