@@ -419,7 +419,7 @@ def t_bad_config(_out=None):
     try:
         cases = [
             ("patterns: [trivial]\niterations: [1]\nbackends: {a: {cmd: x}}\nwidht: 3\n",
-             "unknown key(s) widht"),
+             "bad.yaml:4: widht: unknown key"),
             ("patterns: [trivial]\niterations: [1]\nbackends: {a: {ranks: [1]}}\n",
              "cmd is required"),
             ("patterns: [trivial]\niterations: [1]\nwidth: 'ranks +'\n"
@@ -429,7 +429,7 @@ def t_bad_config(_out=None):
             ("patterns: [trivial]\niterations: [1]\nbackends: {a: {cmd: '{bindr}/x'}}\n",
              "unknown placeholder {bindr}"),
             ("patterns: [trivial]\niterations: [1]\nlauncher: qsub\nbackends: {a: {cmd: x}}\n",
-             "launcher must be one of"),
+             "bad.yaml:3: launcher: must be one of"),
             ("patterns: [trivial\n", "not valid YAML"),
         ]
         for text, want in cases:
