@@ -211,7 +211,9 @@ static ompc_status_t cfg_parse(const cfg_row_t *row, const char *s, int64_t *v_p
         end++;
         if (v > LLONG_MAX / mult)
             return cfg_bad(row->var.name, s, "size too large", why, whysz);
-        v *= mult;
+        /* No size is negative: below what the product can hold it is only
+         * out of range, and must not wrap around into the range. */
+        v = v < LLONG_MIN / mult ? LLONG_MIN : v * mult;
     }
     if (*end)
         return cfg_bad(row->var.name, s, "trailing characters", why, whysz);
