@@ -62,6 +62,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 fuzz_fail("%s refused a graph the reader accepted: %s", pol->name, why);
             continue;
         }
+        /* Scratch memory is per worker: "workers": 2147483647 with no
+         * tasks is a valid graph that no machine has the memory for. */
+        if (st == OMPC_ERR_NOMEM)
+            continue;
         if (st != OMPC_OK)
             fuzz_fail("%s returned %s", pol->name, ompc_status_str(st));
         if (!isfinite(r.makespan))
