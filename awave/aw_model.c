@@ -117,9 +117,10 @@ int aw_model_marmousi(int64_t nx, int64_t nz, float dx, struct aw_model *m_p) {
 
 static int aw_check_velocities(const char *path, const float *v, size_t n) {
   for (size_t i = 0; i < n; i++)
-    if (!(v[i] > 0.0f) || !isfinite(v[i])) {
-      fprintf(stderr, "awave: error: %s: velocity %g at sample %zu is not a positive finite number "
-              "(wrong byte order or format?)\n", path, (double)v[i], i);
+    if (!(v[i] >= AW_VEL_MIN && v[i] <= AW_VEL_MAX)) { /* NaN fails it too */
+      fprintf(stderr, "awave: error: %s: velocity %g at sample %zu is not within %g..%g m/s "
+              "(wrong byte order or format?)\n", path, (double)v[i], i, (double)AW_VEL_MIN,
+              (double)AW_VEL_MAX);
       return -1;
     }
   return 0;

@@ -23,6 +23,13 @@
 #define AW_MAX_INT 1000000000LL
 #define AW_MAX_THREADS 1024LL
 #define AW_MAX_STEPS 1000000LL
+/* Velocities read from a file (m/s).  Sound in air is 343 m/s and the
+ * fastest rocks about 8000 m/s, so a value outside this range means a file
+ * in another byte order or format (a byte-swapped 1500.0f reads as
+ * 1.3e-38).  Near zero it also breaks the migration model: the slowness
+ * 1/v overflows float and the smoothed velocity comes out as 0. */
+#define AW_VEL_MIN 1.0f
+#define AW_VEL_MAX 1.0e6f
 
 /* Direct-wave removal before migration (--direct).  Subtracting the
  * direct arrivals modelled in the near-surface velocity was tried: alone it

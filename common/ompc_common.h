@@ -140,6 +140,19 @@ typedef struct ompc_config_var {
     const char *help;
 } ompc_config_var_t;
 
+/* The parser behind ompc_config_get, for tests: reads every variable
+ * through lookup (NULL: unset; getenv in the runtime) into *config_p (its
+ * strings point into what lookup returned).  OMPC_ERR_INVALID for a bad
+ * value, with why (whysz bytes) saying 'environment variable NAME="value":
+ * reason'; never exits.  Reentrant. */
+ompc_status_t ompc_config_parse(const char *(*lookup)(const char *name, void *arg),
+                                void *arg, ompc_config_t *config_p, char *why,
+                                size_t whysz);
+/* The number of variables and the name of each (0..count-1), without
+ * reading the environment. */
+size_t ompc_config_count(void);
+const char *ompc_config_name(size_t index);
+
 /* The table itself, for printing (OMPC_PRINT_CONFIG, the README check). */
 const ompc_config_var_t *ompc_config_table(size_t *count_p);
 /* Print "NAME=value (default)" for every variable to stderr. */

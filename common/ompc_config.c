@@ -136,13 +136,12 @@ static const cfg_row_t rows[] = {
 static ompc_config_t config;
 static pthread_once_t config_once = PTHREAD_ONCE_INIT;
 
-/* Config errors cannot use ompc_fatal: it reads the log level, which is
- * what is being parsed. */
-static _Noreturn void cfg_die(const char *name, const char *value, const char *why)
+/* Writes the message of a bad value to why; returns OMPC_ERR_INVALID. */
+static ompc_status_t cfg_bad(const char *name, const char *value, const char *reason,
+                             char *why, size_t whysz)
 {
-    fprintf(stderr, "[ompc] fatal: environment variable %s=\"%s\": %s\n", name,
-            value, why);
-    exit(2);
+    snprintf(why, whysz, "environment variable %s=\"%s\": %s", name, value, reason);
+    return OMPC_ERR_INVALID;
 }
 
 static const char *const sched_names[] = {"heft", "roundrobin", "random",
@@ -153,40 +152,51 @@ const char *ompc_sched_name(int64_t policy)
     return policy >= 0 && policy <= OMPC_SCHED_LOCALITY ? sched_names[policy] : "?";
 }
 
-static int64_t cfg_parse(const cfg_row_t *row, const char *s)
+static ompc_status_t cfg_parse(const cfg_row_t *row, const char *s, int64_t *v_p,
+                               char *why, size_t whysz)
 {
     if (row->kind == CFG_LEVEL) {
         static const char *const names[] = {"error", "warn", "info", "debug",
                                             "trace"};
         for (int i = 0; i < 5; i++)
-            if (strcasecmp(s, names[i]) == 0)
-                return i;
-        cfg_die(row->var.name, s, "expected error, warn, info, debug or trace");
+            if (strcasecmp(s, names[i]) == 0) {
+                *v_p = i;
+                return OMPC_OK;
+            }
+        return cfg_bad(row->var.name, s, "expected error, warn, info, debug or trace",
+                       why, whysz);
     }
     if (row->kind == CFG_SCHED) {
         for (int i = 0; i <= OMPC_SCHED_LOCALITY; i++)
-            if (strcasecmp(s, sched_names[i]) == 0)
-                return i;
-        cfg_die(row->var.name, s, "expected heft, roundrobin, random or locality");
+            if (strcasecmp(s, sched_names[i]) == 0) {
+                *v_p = i;
+                return OMPC_OK;
+            }
+        return cfg_bad(row->var.name, s, "expected heft, roundrobin, random or locality",
+                       why, whysz);
     }
-    if (row->offset == offsetof(ompc_config_t, spin_us) && strcasecmp(s, "auto") == 0)
-        return -1;
+    if (row->offset == offsetof(ompc_config_t, spin_us) && strcasecmp(s, "auto") == 0) {
+        *v_p = -1;
+        return OMPC_OK;
+    }
     if (row->offset == offsetof(ompc_config_t, peer_timeout_ms)) {
         char *end;
         errno = 0;
         double secs = strtod(s, &end);
         if (errno || end == s || *end)
-            cfg_die(row->var.name, s, "expected a number of seconds");
+            return cfg_bad(row->var.name, s, "expected a number of seconds", why, whysz);
         /* Written so that NaN fails it too. */
         if (!(secs >= (double)row->min / 1e3 && secs <= (double)row->max / 1e3))
-            cfg_die(row->var.name, s, "out of range [0.1, 1e9] seconds");
-        return (int64_t)(secs * 1000.0 + 0.5);
+            return cfg_bad(row->var.name, s, "out of range [0.1, 1e9] seconds", why,
+                           whysz);
+        *v_p = (int64_t)(secs * 1000.0 + 0.5);
+        return OMPC_OK;
     }
     char *end;
     errno = 0;
     long long v = strtoll(s, &end, 10);
     if (errno || end == s)
-        cfg_die(row->var.name, s, "expected an integer");
+        return cfg_bad(row->var.name, s, "expected an integer", why, whysz);
     if (row->kind == CFG_BYTES && *end) {
         long long mult = 1;
         switch (*end) {
@@ -194,59 +204,101 @@ static int64_t cfg_parse(const cfg_row_t *row, const char *s)
         case 'm': case 'M': mult = 1ll << 20; break;
         case 'g': case 'G': mult = 1ll << 30; break;
         case 't': case 'T': mult = 1ll << 40; break;
-        default: cfg_die(row->var.name, s, "expected a size such as 4096, 64K, 4M or 1T");
+        default:
+            return cfg_bad(row->var.name, s, "expected a size such as 4096, 64K, 4M or 1T",
+                           why, whysz);
         }
         end++;
         if (v > LLONG_MAX / mult)
-            cfg_die(row->var.name, s, "size too large");
-        v *= mult;
+            return cfg_bad(row->var.name, s, "size too large", why, whysz);
+        /* No size is negative: below what the product can hold it is only
+         * out of range, and must not wrap around into the range. */
+        v = v < LLONG_MIN / mult ? LLONG_MIN : v * mult;
     }
     if (*end)
-        cfg_die(row->var.name, s, "trailing characters");
+        return cfg_bad(row->var.name, s, "trailing characters", why, whysz);
     if (v < row->min || v > row->max) {
-        char why[128];
+        char reason[128];
         if (row->offset == offsetof(ompc_config_t, spin_us))
-            snprintf(why, sizeof(why), "expected auto or an integer in [0, %lld]",
+            snprintf(reason, sizeof(reason), "expected auto or an integer in [0, %lld]",
                      (long long)row->max);
         else
-            snprintf(why, sizeof(why), "out of range [%lld, %lld]",
+            snprintf(reason, sizeof(reason), "out of range [%lld, %lld]",
                      (long long)row->min, (long long)row->max);
-        cfg_die(row->var.name, s, why);
+        return cfg_bad(row->var.name, s, reason, why, whysz);
     }
-    return v;
+    *v_p = v;
+    return OMPC_OK;
 }
 
 static ompc_config_var_t vars[NROWS];
 
-static void cfg_load(void)
+ompc_status_t ompc_config_parse(const char *(*lookup)(const char *name, void *arg),
+                                void *arg, ompc_config_t *config_p, char *why,
+                                size_t whysz)
 {
+    ompc_config_t c;
+    memset(&c, 0, sizeof(c));
     for (size_t i = 0; i < NROWS; i++) {
-        vars[i] = rows[i].var;
-        const char *env = getenv(rows[i].var.name);
+        const char *env = lookup(rows[i].var.name, arg);
         /* An empty string is a path's documented "none"; for a number it is
          * more likely a script's unset variable than a wish for the default. */
         if (env && !*env && rows[i].kind != CFG_STR) {
-            char why[160];
-            snprintf(why, sizeof(why), "empty value (unset the variable for "
+            char reason[160];
+            snprintf(reason, sizeof(reason), "empty value (unset the variable for "
                      "the default, %s)", rows[i].var.default_value);
-            cfg_die(rows[i].var.name, env, why);
+            return cfg_bad(rows[i].var.name, env, reason, why, whysz);
         }
         const char *s = env ? env : rows[i].var.default_value;
         if (rows[i].kind == CFG_STR) {
             const char *str = s;
-            memcpy((char *)&config + rows[i].offset, &str, sizeof(str));
+            memcpy((char *)&c + rows[i].offset, &str, sizeof(str));
             continue;
         }
-        int64_t v = cfg_parse(&rows[i], s);
-        memcpy((char *)&config + rows[i].offset, &v, sizeof(v));
+        int64_t v;
+        ompc_status_t st = cfg_parse(&rows[i], s, &v, why, whysz);
+        if (st != OMPC_OK)
+            return st;
+        memcpy((char *)&c + rows[i].offset, &v, sizeof(v));
     }
-    if (!config.doorbell && config.poll_max_us > 10000) {
+    if (!c.doorbell && c.poll_max_us > 10000) {
         char value[32];
-        snprintf(value, sizeof(value), "%lld", (long long)config.poll_max_us);
-        cfg_die("OMPC_POLL_MAX_US", value,
-                "out of range [1, 10000] with OMPC_DOORBELL=0 (every message "
-                "may wait out one sleep)");
+        snprintf(value, sizeof(value), "%lld", (long long)c.poll_max_us);
+        return cfg_bad("OMPC_POLL_MAX_US", value,
+                       "out of range [1, 10000] with OMPC_DOORBELL=0 (every message "
+                       "may wait out one sleep)", why, whysz);
     }
+    *config_p = c;
+    return OMPC_OK;
+}
+
+static const char *cfg_getenv(const char *name, void *arg)
+{
+    (void)arg;
+    return getenv(name);
+}
+
+static void cfg_load(void)
+{
+    for (size_t i = 0; i < NROWS; i++)
+        vars[i] = rows[i].var;
+    /* Config errors cannot use ompc_fatal: it reads the log level, which is
+     * what is being parsed. */
+    char why[512];
+    if (ompc_config_parse(cfg_getenv, NULL, &config, why, sizeof(why)) != OMPC_OK) {
+        fprintf(stderr, "[ompc] fatal: %s\n", why);
+        exit(2);
+    }
+}
+
+size_t ompc_config_count(void)
+{
+    return NROWS;
+}
+
+const char *ompc_config_name(size_t index)
+{
+    return index < NROWS ? rows[index].var.name : NULL;
 }
 
 const ompc_config_t *ompc_config_get(void)

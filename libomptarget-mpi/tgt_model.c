@@ -7,6 +7,7 @@
 #include "tgt_graph.h"
 
 #include "ompc_file.h"
+#include "tgt_model_file.h"
 #include "ompc_trace.h"
 
 #include <errno.h>
@@ -158,39 +159,28 @@ static int64_t exec_cores(int e)
 }
 
 /* ----------------------------------------------------------- the model */
-/* A learnt mean above this many seconds is refused: one run of one target
- * region longer than about eleven days is past any job's time limit, so
- * such a value is corruption, and summed over a graph of a billion tasks
- * it still stays far below the range where HEFT's sums become infinite. */
-#define MODEL_MEAN_MAX 1e6
-/* Core counts a model line may name (as many as OMPC_*_THREADS allows). */
-#define MODEL_CORES_MAX (1ll << 20)
-/* Warnings about bad lines per file; the rest are counted. */
-#define MODEL_WARN_MAX 5
-
 /* Set when the model file was unusable: it is then left alone at exit. */
 static bool model_skip_save;
 
-static bool model_parse_ll(const char *s, long long lo, long long hi, long long *out)
+static void model_entry(void *arg, const tgt_model_entry_t *me)
 {
-    char *end;
-    errno = 0;
-    long long v = strtoll(s, &end, 10);
-    if (end == s || *end || errno || v < lo || v > hi)
-        return false;
-    *out = v;
-    return true;
+    (void)arg;
+    for (int k = 0; k < M.nk; k++) {
+        if (strcmp(tgt_rt->kernels[k].name, me->kernel) != 0)
+            continue;
+        for (int e = 0; e < M.ne; e++)
+            if (exec_cores(e) == me->cores) {
+                cost_cell_t *c = &M.cells[(size_t)k * (size_t)M.ne + (size_t)e];
+                c->mean = me->mean;
+                c->n = (uint32_t)(me->runs < MODEL_WINDOW ? me->runs : MODEL_WINDOW);
+            }
+    }
 }
 
-static void model_bad_line(const char *path, int lineno, int *nbad,
-                           const char *fmt, const char *field)
+static void model_warn(void *arg, const char *msg)
 {
-    if (++*nbad > MODEL_WARN_MAX)
-        return;
-    char what[160];
-    snprintf(what, sizeof(what), fmt, field);
-    ompc_warn("OMPC_PERF_MODEL=%s:%d: %s; line ignored (the file is rewritten "
-              "at exit without it)", path, lineno, what);
+    (void)arg;
+    ompc_warn("%s", msg);
 }
 
 static void model_load(const char *path)
@@ -222,65 +212,8 @@ static void model_load(const char *path)
         close(fd);
         return;
     }
-    char line[4096];
-    int lineno = 0, nbad = 0;
-    while (fgets(line, sizeof(line), f)) {
-        lineno++;
-        size_t len = strlen(line);
-        if (len == sizeof(line) - 1 && line[len - 1] != '\n') {
-            int c;
-            while ((c = getc(f)) != EOF && c != '\n')
-                ;
-            model_bad_line(path, lineno, &nbad, "line longer than %s bytes", "4095");
-            continue;
-        }
-        if (line[0] == '#' || line[0] == '\n')
-            continue;
-        if (len && line[len - 1] == '\n')
-            line[len - 1] = '\0';
-        char *save = NULL;
-        char *name = strtok_r(line, "\t", &save);
-        char *cores_s = strtok_r(NULL, "\t", &save);
-        char *mean_s = strtok_r(NULL, "\t", &save);
-        char *n_s = strtok_r(NULL, "\t", &save);
-        if (!name || !cores_s || !mean_s || !n_s || strtok_r(NULL, "\t", &save)) {
-            model_bad_line(path, lineno, &nbad, "malformed line (%s)",
-                           "expected kernel, cores, mean seconds, runs");
-            continue;
-        }
-        long long cores, n;
-        if (!model_parse_ll(cores_s, 1, MODEL_CORES_MAX, &cores)) {
-            model_bad_line(path, lineno, &nbad, "cores '%s' is not in 1..1048576",
-                           cores_s);
-            continue;
-        }
-        if (!model_parse_ll(n_s, 1, LLONG_MAX, &n)) {
-            model_bad_line(path, lineno, &nbad, "runs '%s' is not a positive "
-                           "integer", n_s);
-            continue;
-        }
-        char *end;
-        double mean = strtod(mean_s, &end);
-        if (end == mean_s || *end || !isfinite(mean) || mean < 0 ||
-            mean > MODEL_MEAN_MAX) {
-            model_bad_line(path, lineno, &nbad, "mean '%s' is not a number of "
-                           "seconds in 0..1e6", mean_s);
-            continue;
-        }
-        for (int k = 0; k < M.nk; k++) {
-            if (strcmp(tgt_rt->kernels[k].name, name) != 0)
-                continue;
-            for (int e = 0; e < M.ne; e++)
-                if (exec_cores(e) == cores) {
-                    cost_cell_t *c = &M.cells[(size_t)k * (size_t)M.ne + (size_t)e];
-                    c->mean = mean;
-                    c->n = (uint32_t)(n < MODEL_WINDOW ? n : MODEL_WINDOW);
-                }
-        }
-    }
-    if (nbad > MODEL_WARN_MAX)
-        ompc_warn("OMPC_PERF_MODEL=%s: %d more bad lines ignored", path,
-                  nbad - MODEL_WARN_MAX);
+    tgt_model_reader_t rd = {.entry = model_entry, .warn = model_warn};
+    tgt_model_file_read(f, path, &rd);
     fclose(f);
 }
 

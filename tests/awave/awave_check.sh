@@ -11,8 +11,9 @@
 #   segy:      the model written as raw float32 (--vel) and as SEG-Y with
 #              IEEE (format 5) and IBM (format 1) samples, by
 #              awave_segy_gen.py, gives bitwise the same image.
-#   segy_bad:  a SEG-Y file with sample format 3, a truncated one and one
-#              shorter than the headers are refused with a clear message.
+#   segy_bad:  a SEG-Y file with sample format 3, a truncated one, one
+#              shorter than the headers and a raw model in the other byte
+#              order are refused with a clear message.
 #   checkpoint: stored snapshots every 16 steps (--snap 16), the automatic
 #              checkpointing that --mem 1 forces (k grows to the Nyquist 16,
 #              then the snapshots still do not fit), and --checkpoint=3 (a
@@ -102,7 +103,21 @@ case "$mode" in
       fi
       grep -E "error" "$dir/$f.log"
     done
-    echo "awave_check: ok (malformed SEG-Y files refused)" ;;
+    # The raw model in the other byte order: its 1500-3540 m/s read as
+    # 1e-38 and less, which once ran (the migration model came out 0).
+    python3 -c "import sys; d = open(sys.argv[1], 'rb').read(); open(sys.argv[2], 'wb').write(b''.join(d[i:i + 4][::-1] for i in range(0, len(d), 4)))" \
+      "$dir/model.bin" "$dir/swapped.bin" || { echo "awave_check: FAIL: byte swap"; exit 1; }
+    "$mpiexec" -n 2 "$awave" --no-png --out "$dir/swapped" --vel "$dir/swapped.bin" \
+      --nx 40 --nz 30 "$@" >"$dir/swapped.log" 2>&1
+    rc=$?
+    re="swapped.bin: velocity [0-9.e+-]+ at sample 0 is not within 1\.\.1e\+06 m/s \(wrong byte order or format\?\)"
+    if [ $rc -eq 0 ] || ! grep -Eq "$re" "$dir/swapped.log"; then
+      cat "$dir/swapped.log"
+      echo "awave_check: FAIL: byte-swapped raw model (exit $rc) without the message /$re/"
+      exit 1
+    fi
+    grep -E "error" "$dir/swapped.log"
+    echo "awave_check: ok (malformed SEG-Y and raw files refused)" ;;
   checkpoint)
     run() {  # name np options...: runs awave, then shows its source-wavefield line
       local name=$1 np=$2
