@@ -195,7 +195,14 @@ static void model_load(const char *path)
         return;
     }
     struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    if (fstat(fd, &st) != 0) {
+        ompc_warn("OMPC_PERF_MODEL=%s: cannot examine it (%s); neither read "
+                  "nor written", path, strerror(errno));
+        model_skip_save = true;
+        close(fd);
+        return;
+    }
+    if (!S_ISREG(st.st_mode)) {
         ompc_warn("OMPC_PERF_MODEL=%s is %s, not a regular file; neither read "
                   "nor written (set it to a file's path)", path,
                   S_ISFIFO(st.st_mode) ? "a FIFO" :
