@@ -124,6 +124,42 @@ void ev_op_irecv(ev_ctx_t *ctx, ev_op_t *op, void *buf, size_t len, int peer,
     op->ncook[cookie]++;
 }
 
+/* ev_debug_recv_budget's limit: true if the op may post one more chunk.
+ * Only destination receives are limited: their steps wait for the whole
+ * stream (ev_stream_done), and the gate re-steps them from its wait list
+ * while nothing of theirs is in flight. */
+static bool recv_budget_take(ev_ctx_t *ctx, const ev_op_t *op)
+{
+    if (op->role != EV_DEST || op->stream.send)
+        return true;
+    int64_t b = atomic_load_explicit(&ctx->dbg_recv_budget, memory_order_relaxed);
+    while (b >= 0) {
+        if (b == 0)
+            return false;
+        if (atomic_compare_exchange_weak_explicit(&ctx->dbg_recv_budget, &b, b - 1,
+                                                  memory_order_relaxed,
+                                                  memory_order_relaxed))
+            return true;
+    }
+    return true;
+}
+
+void ev_debug_recv_budget(ev_ctx_t *ctx, int64_t n)
+{
+    atomic_store(&ctx->dbg_recv_budget, n < 0 ? -1 : n);
+    /* A held transfer waits on the gate's wait list: look at it now. */
+    ev_bell_wake(ctx);
+}
+
+void ev_debug_recv_allow(ev_ctx_t *ctx, int64_t n)
+{
+    int64_t b = atomic_load(&ctx->dbg_recv_budget);
+    while (b >= 0 && n > 0 &&
+           !atomic_compare_exchange_weak(&ctx->dbg_recv_budget, &b, b + n))
+        ;
+    ev_bell_wake(ctx);
+}
+
 /* Keep up to `window` chunk requests of the op's stream in flight: a huge
  * transfer then never holds more than window*chunk bytes of the transport,
  * so small events interleave with it. */
@@ -131,7 +167,8 @@ void ev_stream_pump(ev_ctx_t *ctx, ev_op_t *op)
 {
     ev_stream_t *s = &op->stream;
     MPI_Comm comm = ctx->comms[op->comm_idx];
-    while (s->inflight < ctx->window && s->posted < s->size) {
+    while (s->inflight < ctx->window && s->posted < s->size &&
+           recv_budget_take(ctx, op)) {
         size_t len = s->size - s->posted;
         if (len > ctx->chunk)
             len = ctx->chunk;
@@ -589,6 +626,7 @@ static int gate_progress_requests(ev_ctx_t *ctx)
         if (ctx->req_cookie[i] == EV_RQ_CHUNK) {
             op->stream.inflight--;
             atomic_fetch_sub_explicit(&ctx->chunks, 1, memory_order_relaxed);
+            atomic_fetch_add_explicit(&ctx->st_chunks_done, 1, memory_order_relaxed);
         }
         if (op->peer >= 0)
             ctx->last_heard[op->peer] = now;
@@ -1204,6 +1242,7 @@ void ev_ctx_stats(const ev_ctx_t *ctx, ev_stats_t *stats_p)
     stats_p->events_served = atomic_load(&c->st_served);
     stats_p->bytes_sent = atomic_load(&c->st_bytes_sent);
     stats_p->bytes_received = atomic_load(&c->st_bytes_recv);
+    stats_p->chunks_completed = atomic_load(&c->st_chunks_done);
 }
 
 /* ------------------------------------------------------------ lifecycle */
@@ -1373,6 +1412,7 @@ ompc_status_t ev_ctx_create_opts(ev_ctx_t **ctx_p, const ev_ctx_opts_t *opts)
     ctx->ncomms = (int)cfg->num_comms;
     ctx->chunk = (size_t)cfg->chunk_size;
     ctx->window = (int)cfg->chunk_window;
+    atomic_init(&ctx->dbg_recv_budget, -1);
     ctx->inline_max = (size_t)cfg->inline_max;
     ctx->comms = calloc((size_t)ctx->ncomms, sizeof(MPI_Comm));
     ctx->last_heard = calloc((size_t)ctx->size, sizeof(uint64_t));

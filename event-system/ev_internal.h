@@ -296,6 +296,12 @@ struct ev_ctx {
 
     /* statistics */
     _Atomic uint64_t st_originated, st_served, st_bytes_sent, st_bytes_recv;
+    _Atomic uint64_t st_chunks_done;
+
+    /* ev_debug_recv_budget: receive chunks destination halves may still
+     * post (-1: no limit, the default; any thread sets it, the progress
+     * role takes from it). */
+    _Atomic int64_t dbg_recv_budget;
 
     ev_bell_t bell;
 };
@@ -349,6 +355,15 @@ ompc_status_t ev_debug_send_raw(ev_ctx_t *ctx, int rank, const void *bytes,
                                 size_t len);
 /* Allocate an event tag as a real event would (tests build headers). */
 int32_t ev_debug_tag(ev_ctx_t *ctx);
+/* Tests: from now on, the transfers this rank receives as a destination
+ * (submit, the target of an exchange) post at most n more data chunks
+ * between them; n < 0 lifts the limit.  Such a transfer then stays open,
+ * its notification handled and its other chunks unposted, for as long as
+ * the test wants, so that what happens beside it does not depend on how
+ * fast it would have finished.  ev_debug_recv_allow lets n more in under
+ * a limit (none: no effect).  Any thread may call them. */
+void ev_debug_recv_budget(ev_ctx_t *ctx, int64_t n);
+void ev_debug_recv_allow(ev_ctx_t *ctx, int64_t n);
 
 #define EV_CHECK_MPI(call, what)                                              \
     do {                                                                      \

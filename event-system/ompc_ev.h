@@ -250,6 +250,8 @@ typedef struct ev_stats {
     uint64_t events_served;
     uint64_t bytes_sent;      /* payload bytes this rank sent */
     uint64_t bytes_received;  /* payload bytes this rank received */
+    uint64_t chunks_completed;/* data chunks of chunked transfers that
+                                 completed here, sent or received */
 } ev_stats_t;
 void ev_ctx_stats(const ev_ctx_t *ctx, ev_stats_t *stats_p);
 

@@ -3,11 +3,13 @@
  * two workers proven not to pass through rank 0. */
 #define _GNU_SOURCE
 #include "ev_test.h"
+#include "ev_internal.h"
 
 #include <pthread.h>
 #include <stdint.h>
 
-static ev_fn_id_t fn_checksum, fn_echo, fn_stats, fn_fail, fn_tally, fn_tally_read;
+static ev_fn_id_t fn_checksum, fn_echo, fn_stats, fn_fail, fn_tally, fn_tally_read,
+    fn_hold, fn_credit;
 
 /* Returns its arguments reversed, prefixed with the executing rank. */
 static ompc_status_t do_echo(ev_exec_info_t *info)
@@ -268,49 +270,104 @@ static void sync_case(ev_ctx_t *ctx, int rank)
     }
 }
 
-/* Small events to a rank complete while a huge transfer to it is still in
- * flight instead of queueing behind it, in the gate, in a handler or in the
- * transport (MPICH lets them pass even one unchunked 256 MiB message).
- * Events that queued behind it would all finish after it, so a starved
- * attempt counts 0 (or 1, when both completions land in one progress pass).
- * A healthy attempt usually counts all 20, but on a crowded machine (CI runs
- * two jobs on 2 CPUs) the transfer has been seen to beat all but 2-6 of
- * them: starvation shows in every attempt, a crowded machine rarely in
- * three running. */
-static int overtaking(ev_ctx_t *ctx, int rank, char *src, ev_addr_t a,
-                      size_t big)
+/* Small events to a rank are served while a big transfer to it is still
+ * open, instead of queueing behind it (in the gate, in a handler, or behind
+ * its arrival).  Deterministic, whatever the machine's load: the receiving
+ * rank holds the transfer open (ev_debug_recv_budget: it may post only the
+ * chunks the test allows), so the transfer cannot finish before the small
+ * events, and each small event lets exactly CREDIT more chunks in and
+ * waits for them.  An engine that served the small events only after the
+ * transfer would never serve them: the first one is then reported after
+ * STARVED_S seconds. */
+#define CREDIT 2      /* chunks each small event lets in */
+#define SMALL 20      /* small events beside the held transfer */
+#define STARVED_S 60  /* no sane engine under any load takes this long */
+
+static _Atomic uint64_t hold_base; /* chunks completed on this rank when held */
+
+/* args: int64 budget (< 0 lifts the hold).  Inline: on the gate. */
+static ompc_status_t do_hold(ev_exec_info_t *info)
 {
-    ev_handle_t *hb;
-    T_OK(ev_submit(ctx, rank, src, a, big, &hb));
-    int overtook = 0;
-    for (int i = 0; i < 20; i++) {
-        unsigned char args[16] = {0}, res[32];
-        T_OK(T_RUN(ev_execute(ctx, rank, fn_echo, args, sizeof(args), res,
-                              sizeof(res), HP)));
-        if (ev_test(hb) == OMPC_INPROGRESS)
-            overtook++;
+    int64_t n;
+    if (info->args_size != sizeof(n))
+        return OMPC_ERR_INVALID;
+    memcpy(&n, info->args, sizeof(n));
+    ev_stats_t s;
+    ev_ctx_stats(info->ctx, &s);
+    hold_base = s.chunks_completed;
+    ev_debug_recv_budget(info->ctx, n);
+    return OMPC_OK;
+}
+
+/* args: uint64 chunks wanted in all.  Lets CREDIT more chunks in, waits
+ * (on a handler thread) until that many completed since the hold, and
+ * returns the count: exactly the wanted number, as no more were allowed. */
+static ompc_status_t do_credit(ev_exec_info_t *info)
+{
+    uint64_t want;
+    if (info->args_size != sizeof(want) || info->result_cap < sizeof(want))
+        return OMPC_ERR_INVALID;
+    memcpy(&want, info->args, sizeof(want));
+    ev_debug_recv_allow(info->ctx, CREDIT);
+    /* Half the origin's patience: a count short of the wanted one is then
+     * reported as such, not as a starved event. */
+    uint64_t deadline = ompc_now_ns() + (uint64_t)STARVED_S * 500000000u, got;
+    for (;;) {
+        ev_stats_t s;
+        ev_ctx_stats(info->ctx, &s);
+        got = s.chunks_completed - hold_base;
+        if (got >= want || ompc_now_ns() > deadline)
+            break;
+        struct timespec ts = {0, 100 * 1000};
+        nanosleep(&ts, NULL);
     }
-    T_OK(ev_wait(hb));
-    ev_handle_release(hb);
-    return overtook;
+    memcpy(info->result, &got, sizeof(got));
+    info->result_size = sizeof(got);
+    return OMPC_OK;
 }
 
 static void no_starvation(ev_ctx_t *ctx, int rank)
 {
-    size_t big = (size_t)256 << 20;
+    const ompc_config_t *cfg = ompc_config_get();
+    size_t chunk = (size_t)cfg->chunk_size;
+    /* More chunks than the hold ever lets in, and more than inline. */
+    size_t nchunks = CREDIT * (SMALL + 1) + 16;
+    size_t big = chunk * nchunks;
+    T_CHECK(big > (size_t)cfg->inline_max, "the held transfer travels inline");
     char *src = malloc(big);
-    memset(src, 3, big);
+    T_CHECK(src != NULL, "no memory for the %zu B transfer", big);
+    t_fill(src, big, 4242);
     ev_addr_t a = remote_alloc(ctx, rank, big);
-    int counts[3], tries = 0, best = 0;
-    while (tries < 3 && best < 5) {
-        counts[tries] = overtaking(ctx, rank, src, a, big);
-        if (counts[tries] > best)
-            best = counts[tries];
-        tries++;
+    int64_t n = CREDIT;
+    T_OK(T_RUN(ev_execute(ctx, rank, fn_hold, &n, sizeof(n), NULL, 0, HP)));
+    ev_handle_t *hb;
+    T_OK(ev_submit(ctx, rank, src, a, big, &hb));
+    for (uint64_t i = 1; i <= SMALL; i++) {
+        uint64_t want = CREDIT * (i + 1), got = 0;
+        ev_handle_t *h;
+        T_OK(ev_execute(ctx, rank, fn_credit, &want, sizeof(want), &got,
+                        sizeof(got), &h));
+        ompc_status_t st = ev_wait_for(h, (uint64_t)STARVED_S * 1000000000u);
+        T_CHECK(st != OMPC_INPROGRESS, "small event %llu to rank %d starved: "
+                "not served in %d s beside a %zu B submit held open after "
+                "%llu of its %zu chunks", (unsigned long long)i, rank,
+                STARVED_S, big, (unsigned long long)(want - CREDIT), nchunks);
+        T_OK(st);
+        ev_handle_release(h);
+        T_CHECK(ev_test(hb) == OMPC_INPROGRESS, "the %zu B submit to rank %d "
+                "completed with %llu of its %zu chunks let in: the transfer "
+                "was not chunked", big, rank, (unsigned long long)want, nchunks);
+        T_CHECK(got == want, "small event %llu: %llu chunks of the held "
+                "transfer landed on rank %d, want exactly %llu",
+                (unsigned long long)i, (unsigned long long)got, rank,
+                (unsigned long long)want);
     }
-    T_CHECK(best >= 5, "only %d, %d, %d of 20 small events finished while a "
-            "256 MiB submit to rank %d was in flight", counts[0],
-            tries > 1 ? counts[1] : -1, tries > 2 ? counts[2] : -1, rank);
+    n = -1;
+    T_OK(T_RUN(ev_execute(ctx, rank, fn_hold, &n, sizeof(n), NULL, 0, HP)));
+    T_OK(ev_wait(hb));
+    ev_handle_release(hb);
+    T_CHECK(remote_checksum(ctx, rank, a, big) == t_checksum(src, big),
+            "data of the submit held open on rank %d", rank);
     T_OK(T_RUN(ev_free(ctx, rank, a, HP)));
     free(src);
 }
@@ -325,6 +382,8 @@ int main(void)
     T_OK(ev_fn_register(ctx, "fail", do_fail, 0, &fn_fail));
     T_OK(ev_fn_register(ctx, "tally", do_tally, EV_FN_INLINE, &fn_tally));
     T_OK(ev_fn_register(ctx, "tally_read", do_tally_read, EV_FN_INLINE, &fn_tally_read));
+    T_OK(ev_fn_register(ctx, "hold", do_hold, EV_FN_INLINE, &fn_hold));
+    T_OK(ev_fn_register(ctx, "credit", do_credit, 0, &fn_credit));
     int me = ev_ctx_rank(ctx), n = ev_ctx_size(ctx);
     {
         /* Events before the collective start are refused. */

@@ -19,8 +19,16 @@
 #include <time.h>
 
 #define ROUNDS 8
-#define QUIET_MS 400     /* gates' naps grow to ~260 ms by then */
-#define LIMIT_MS 25.0    /* median round trip allowed after a quiet spell */
+/* After QUIET_MS of quiet a gate that backs off is 76 ms into a nap of
+ * 524 ms, and one that sleeps until rung (no polling) 600 ms into a nap of
+ * OMPC_POLL_MAX_US: an unrung message waits over 400 ms either way. */
+#define QUIET_MS 600
+/* Round trips allowed (median after a quiet spell; 90th percentile of a
+ * burst).  A rung gate answers in well under a millisecond on an idle
+ * machine; the limit leaves room for a loaded one, whose run queues delay
+ * each of the round trip's wake-ups, and stays a quarter of what an unrung
+ * message costs. */
+#define LIMIT_MS 100.0
 #define BURST 200
 
 static ompc_status_t do_nothing(ev_exec_info_t *info)

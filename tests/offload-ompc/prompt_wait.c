@@ -39,7 +39,11 @@ int main(void)
         }
 #pragma omp target nowait map(alloc : x) depend(out : x) firstprivate(r)
         x = r + 1;
-        usleep(50000); /* every launch of the round leaves first */
+        /* Every launch of the round leaves first.  Nothing a program
+         * can see says when they have, so this waits long enough for a
+         * loaded machine's dispatch threads; the worker's line is needed
+         * from one round of the six only. */
+        usleep(200000);
         double t0 = omp_get_wtime();
 #pragma omp target update from(x) depend(in : x)
         double t = omp_get_wtime() - t0;
