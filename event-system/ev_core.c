@@ -1075,9 +1075,10 @@ static void *gate_main(void *arg)
         }
         if (atomic_load_explicit(&ctx->chunks, memory_order_relaxed) > 0 &&
             now - last_progress < EV_CHUNK_POLL_NS) {
-            /* Data moves between us and a peer (a 64 KiB retrieve took
-             * about 130 us instead of 10-20 in some runs with the gate
-             * napping here); the transfer ends it soon. */
+            /* Data moves between us and a peer, and a message over the
+             * eager limit needs progress on both sides: a nap here stalls
+             * the transfer (docs/performance.md, "polling while chunks are
+             * in flight"); the transfer ends it soon. */
             sched_yield();
             continue;
         }
@@ -1284,21 +1285,17 @@ static void node_detect(ev_ctx_t *ctx)
     ctx->node.same = same;
     /* More ranks than CPUs: some rank's threads always wait for a core.
      * (Two ranks on two CPUs poll happily: the event system's own round
-     * trip stays at a few microseconds, where sleeping costs 100+.)  A
-     * rank bound to one core (`--bind-to core`, Open MPI's default for two
-     * ranks) is crowded by its own threads: a polling gate holds the core
-     * while the thread it completed an event for waits to run, and
-     * sched_yield does not hand the core over under EEVDF (Linux 6.6+),
-     * so the waiter ran at the next tick: in 5 of 10 bound runs of a loop
-     * of 64 KiB retrieves every event took 4 ms, in the rest 10 us.
-     * Without polling every event takes 60-160 us there, and no run is
-     * slow.  The coordinator (the offloading head) beside ranks that size
-     * their kernel teams to every CPU they share with it is crowded too:
-     * its gate polled for 200 us after each of its messages and took a
-     * core from the kernels' team, and the team waits for the thread that
-     * lost it.  A sync region with a 0.15 ms two-thread kernel took 4.0 ms
-     * on average with the head polling (0.9-9.9 ms over 8 runs), 0.65 ms
-     * with it asleep (1 head + 1 worker on 2 CPUs). */
+     * trip stays at a few microseconds, where waking a sleeper costs far
+     * more.)  A rank bound to one core (`--bind-to core`, Open MPI's
+     * default for two ranks) is crowded by its own threads: a polling gate
+     * holds the core while the thread it completed an event for waits to
+     * run, and sched_yield does not hand the core over under EEVDF (Linux
+     * 6.6+), so the waiter runs only at the next tick.  The coordinator
+     * (the offloading head) beside ranks that size their kernel teams to
+     * every CPU they share with it is crowded too: a polling gate there
+     * takes a core from the kernels' team, and the team waits for the
+     * thread that lost it.  What each case cost: docs/performance.md,
+     * "crowded nodes". */
     bool beside = ctx->rank == ctx->coordinator && ctx->node.nsame > 1;
     /* The computing ranks of such a job are crowded by the same rule as soon
      * as they share their CPUs with any rank: a lone worker's share is the

@@ -43,9 +43,9 @@
  * message.  Completions wait to go together while more work launched here
  * is ready or waits for its inputs; with nothing more launched here they
  * go at once (the head may be waiting for them).  Each message costs the
- * head a wake-up of its gate and of a dispatch thread: with one message
- * per completion of 0.1 ms tasks, the head took 0.6 of 2 cores' time.
- * How long they may wait depends on the head: while it may wait for one
+ * head a wake-up of its gate and of a dispatch thread, a large share of
+ * its CPU for short tasks (docs/performance.md, "launch, completion and
+ * request batching").  How long they may wait depends on the head: while it may wait for one
  * (a thread waits for a task, or a task with work on the head waits for
  * its predecessors) at most D_MAX_AGE_NS and D_MAX of them; while nothing
  * there waits, D_RELAXED_AGE_NS and D_RELAXED_MAX.  Each launch batch says
@@ -580,12 +580,11 @@ static ompc_status_t fn_arrive(ev_exec_info_t *info)
     }
     /* A short task whose last input this is runs here, on the gate, when
      * this rank has nothing else to run: handing it to a kernel thread
-     * costs a wake-up, which on a 2-vCPU VM (an idle vCPU woken by an
-     * interrupt) took a median 37 us of a 95 us worker-to-worker hop.  A
-     * chain of empty tasks alternating between two workers ran 2x faster
-     * so.  The gate must not stop receiving for long (transfers,
-     * pings): only a kernel that was short every time, over a few runs,
-     * comes here, and one that runs long here once never does again. */
+     * costs a wake-up, a large part of a worker-to-worker hop on a VM
+     * (docs/performance.md, "short tasks on the gate thread").  The gate
+     * must not stop receiving for long (transfers, pings): only a kernel
+     * that was short every time, over a few runs, comes here, and one
+     * that runs long here once never does again. */
     bool inline_run = false;
     if (t && --t->missing == 0) {
         task_unlink(t);

@@ -1218,10 +1218,11 @@ static void schedule_batch(tgt_node_t **v, size_t n, uint64_t batch,
     pthread_mutex_unlock(&G.mtx);
     /* Locality compares workers by how much later their inputs arrive, to
      * follow the data.  Priced with each link's own probe, bytes that no
-     * worker holds (a map(to:) from the head) arrived 13 us later on one
-     * of two workers on the same host, and locality put all 1200 tasks of
-     * an independent Task Bench graph on the other.  It prices links
-     * alike: equal bytes to move, equal arrival. */
+     * worker holds (a map(to:) from the head) arrived later on the worker
+     * whose probe was slower, and locality put every task of an
+     * independent graph on the other (docs/performance.md, "the cost
+     * model under load").  It prices links alike: equal bytes to move,
+     * equal arrival. */
     double lat_all = 0, ibw_all = 0;
     bool alike = cfg->scheduler == OMPC_SCHED_LOCALITY;
     for (int w = 0; alike && w < P; w++) {

@@ -1,5 +1,5 @@
-/* Private to libomptarget-mpi/: the deferred task graph (README "Deferred
- * execution").
+/* Private to libomptarget-mpi/: the deferred task graph (docs/architecture.md,
+ * "Deferred execution").
  *
  * Every target region and every target data operation becomes a node when
  * its OpenMP task runs.  Mapping-table bookkeeping (reference counts, which

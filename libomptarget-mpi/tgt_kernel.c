@@ -191,7 +191,7 @@ static bool use_device(int64_t dev, const void *loc)
 }
 
 /* The buffers a kernel may write, into wr (returns how many).  The rule
- * (README, "Which data a kernel writes"): a buffer is read-only for a target
+ * (docs/architecture.md, "Which data a kernel writes"): a buffer is read-only for a target
  * task only if the task's depend list names it, and names it only with
  * depend(in:).  Everything else the kernel can reach counts as written. */
 static size_t tgt_written_bufs(const tgt_mapped_t *m, const tgt_dep_t *deps,

@@ -58,7 +58,8 @@ static struct {
 /* A hash of the running kernel's boot id (0 if unreadable).  Processes
  * under one kernel read the same CLOCK_MONOTONIC, so ranks that share a
  * host need no clock offset; a measured one is off by up to half a round
- * trip, which on a busy node put a worker's events a millisecond early. */
+ * trip, enough to put a worker's events before their causes on a busy
+ * node (docs/performance.md, "trace clocks"). */
 static uint64_t boot_id_hash;
 static pthread_once_t boot_once = PTHREAD_ONCE_INIT;
 
@@ -334,8 +335,9 @@ void tgt_model_learn(const tgt_kernel_t *k, int e, double seconds)
 
 /* The probe's latency is measured with every rank idle; in a running graph
  * a hop also waits for the peer's gate and kernel threads to get a core,
- * measured 77 us idle and 330 us under load on 2 cores against a 30 us
- * probe.  Once hops were measured, the slower of the two counts. */
+ * which under load costs several times the probe (docs/performance.md,
+ * "the cost model under load").  Once hops were measured, the slower of
+ * the two counts. */
 double tgt_model_lat(int e)
 {
     if (!M.lat)
@@ -351,8 +353,9 @@ double tgt_model_lat(int e)
 /* The median of the last HOP_WINDOW samples: a hop's cost changes with the
  * load, and slow outliers must not swing placement.  (A mean did: on a
  * crowded node a consumer's gate now and then waits milliseconds for a
- * core, and a few such samples made HEFT price a hop at 3-9 ms against
- * a median of 0.1 ms, and pile 3 tasks in 4 on one worker.) */
+ * core, and a few such samples priced a hop far above its median and
+ * piled tasks on one worker; docs/performance.md, "the cost model under
+ * load".) */
 static int cmp_double(const void *a, const void *b);
 static void hop_ring_add(hop_ring_t *r, double seconds)
 {
@@ -456,9 +459,9 @@ void tgt_model_init(void)
     for (int e = 0; e < M.ne; e++)
         calibrate(e);
     /* One probe per link on a busy node measures noise more than the
-     * network (0.8 against 5.7 GB/s between two identical links was seen),
-     * and HEFT then shuns a worker for nothing: every link gets the
-     * median.  The links of one cluster are alike; heterogeneity the
+     * network (identical links measured several times apart:
+     * docs/performance.md, "the cost model under load"), and HEFT then
+     * shuns a worker for nothing: every link gets the median.  The links of one cluster are alike; heterogeneity the
      * model needs is in the workers' cores. */
     if (M.ne > 2) {
         double *tmp = malloc((size_t)M.ne * sizeof(double));

@@ -941,9 +941,8 @@ static void warn_link_order(void)
  * of 8 helper threads so that a blocking device call cannot hold up the
  * encountering team.  Here recording a target task never waits for a
  * device (it returns once the task is in the graph), so the helpers only
- * add a thread hand-off per task: measured 43 us a task to record with
- * them against 8 us without (Task Bench stencil, 800 empty tasks).
- * Without them a target task is an ordinary task, recorded by the
+ * add a thread hand-off per task (docs/performance.md, "the head's libomp
+ * defaults").  Without them a target task is an ordinary task, recorded by the
  * encountering thread (serial code) or by whichever team thread takes it. */
 static bool wait_policy_chosen(void)
 {
@@ -991,9 +990,8 @@ static const char *head_threads_str(void)
  * it steals target tasks from the thread creating them and the two take
  * turns on the lock.  Where the head shares its CPUs with workers, that
  * thread also takes a CPU from their kernels (they split the cores
- * without counting the head): Task Bench's 80000 empty tasks cost the
- * head 1.7-2.7 s of CPU with 2 threads on 2 cores and 1.4-1.9 s with 1
- * (measured in alternation). */
+ * without counting the head); docs/performance.md, "the head's libomp
+ * defaults". */
 static void choose_head_threads(void)
 {
     int64_t n = ompc_config_get()->head_threads;

@@ -261,8 +261,9 @@ static ompc_status_t heft_run(const sched_policy_t *self, const sched_graph_t *g
     int64_t n = g->ntasks;
     int32_t P = g->nworkers;
     size_t uP = (size_t)P;
-    /* The scratch below is per worker: with no task to place, building
-     * and freeing it for a billion workers took 18 s for nothing. */
+    /* The scratch below is per worker: with no task to place, do not
+     * build it (a billion workers is valid input; docs/performance.md,
+     * "HEFT with no task on a billion workers"). */
     if (n == 0) {
         sched_result_close(g, r);
         sched_prep_free(&prep);

@@ -8,7 +8,7 @@ packages=(
   clang-tools-19    # clang-offload-packager, clang-linker-wrapper (offloading links)
   libomp-19-dev     # LLVM's OpenMP host runtime (libomp) that clang-19 links
   libclang-rt-19-dev # ThreadSanitizer/AddressSanitizer runtimes for clang-19
-  mpich             # mpiexec.mpich (Hydra); see README "Why MPICH"
+  mpich             # mpiexec.mpich (Hydra); see docs/architecture.md, "Why MPICH"
   libmpich-dev      # MPICH headers and mpicc.mpich
   libhwloc-dev      # node topology (cores per worker)
   libffi-dev        # calling device kernels with arbitrary signatures

@@ -11,7 +11,7 @@
  * running at that timestep.  A task names the buffers it reads with
  * depend(in:) and the one it writes with depend(out:); the dependences are
  * the graph's edges, and the same names tell ompc which data to move to
- * the worker that runs the task (README "Which data a kernel writes").
+ * the worker that runs the task (docs/architecture.md, "Which data a kernel writes").
  *
  * Output buffers: one per (graph, point, field), two fields, the task of
  * timestep t writing field t % 2.  Inputs only come from timestep t-1
@@ -227,7 +227,7 @@ static void tb_buffers_free(tb_buffers_t *b, const tb_graph_t *g)
 
 #if TB_TARGET
 /* Inputs up to this count go to a target task by value (is_device_ptr):
- * every pattern of the README table has at most 3.  A task with more gets
+ * every pattern of the METG table has at most 3.  A task with more gets
  * them in a record mapped `to` (tb_task_rec_t). */
 #define TB_ARG_INPUTS 4
 

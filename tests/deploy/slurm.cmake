@@ -7,8 +7,8 @@
 # root.  Every wait in the script has its own limit (apt-get 180 + 420 s,
 # munged and the node 60 s each, 4 jobs of 120 s, clean-up under 60 s);
 # they add up to less than the CTest timeout, so the script, not CTest,
-# stops a hung run and its daemons.  A normal run takes about 50 s (75 s
-# when it installs the packages).
+# stops a hung run and its daemons.  How long a normal run takes:
+# docs/slurm.md, "The test".
 add_test(NAME slurm_sbatch:np3
          COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/slurm_check.sh
                  ${PROJECT_SOURCE_DIR}/containers/ompc.sbatch

@@ -46,8 +46,8 @@ static void test_topcuoglu(void)
     }
     /* n3 and n4 tie at 80, exactly (HEFT orders by P * rank, which has no
      * rounding here), so n3, the lower index, goes first as in the paper.
-     * Either order gives the same schedule (README and the swapped graph
-     * below). */
+     * Either order gives the same schedule (scheduler/README.md and the
+     * swapped graph below). */
     CHECK(rank[2] == rank[3]);
     sched_prep_free(&prep);
 
