@@ -116,7 +116,13 @@ typedef ompc_status_t (*ev_fn_t)(ev_exec_info_t *info);
 
 /* EV_FN_INLINE marks a function short and non-blocking (no waits, no
  * locks held long): it runs on the gate thread itself, which saves a thread
- * hand-off (control-plane RPCs).  Never use it for user kernels. */
+ * hand-off (control-plane RPCs).  While it runs, this rank receives
+ * nothing and answers no ping, so it must be bounded in time by what it
+ * does, not by what it is given: user code may run here only when the
+ * caller has measured it short (launch-ahead runs a kernel this way when
+ * the kernel was short in every earlier run, tgt_ahead.c), and the caller
+ * then owns the risk that it turns long (a peer takes this rank for
+ * stopped after OMPC_PEER_TIMEOUT; docs/reliability.md). */
 #define EV_FN_INLINE 0x1u
 
 ompc_status_t ev_fn_register(ev_ctx_t *ctx, const char *name, ev_fn_t fn,
