@@ -2242,8 +2242,8 @@ static void node_start(tgt_node_t *n)
     }
     int e = n->exec >= 0 ? n->exec : 0;
     /* One hold of G.mtx for the pin and the placement (it was three per
-     * task, each a hand-off with the recording thread).  Lock order G.mtx
-     * then dm->mtx; a pin is only tried here, never waited for.  A node
+     * task, each a hand-off with the recording thread).  A pin is only
+     * tried here, never waited for (lock order: tgt_internal.h).  A node
      * that finishes unpins before it takes G.mtx to retry the blocked
      * queue, so a node pushed there below cannot miss that retry. */
     pthread_mutex_lock(&G.mtx);
