@@ -419,9 +419,9 @@ void tgt_op_write(const void *loc, dm_buf_t *b, size_t off, const void *src,
             TGT_USER_ERROR(loc, "copy to the device failed: %s", ompc_status_str(st));
         return;
     }
-    /* The bytes are taken now, as OpenMP says; if a task recorded earlier
-     * will still copy results into them, that task runs first (the classic
-     * map(tofrom) chain without enter data). */
+    /* The bytes are taken now, as OpenMP says (or lent, BORROW_MIN); if a
+     * task recorded earlier will still copy results into them, that task
+     * runs first (the classic map(tofrom) chain without enter data). */
     for (;;) {
         pthread_mutex_lock(&G.mtx);
         tgt_node_t *w = host_write_pending((uintptr_t)src, (uintptr_t)src + len);
