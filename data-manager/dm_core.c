@@ -306,10 +306,10 @@ ompc_status_t dm_free(dm_ctx_t *dm, dm_buf_t *b)
         return OMPC_ERR_INVALID;
     /* Spans stay mapped where they are, for the next buffer of the same
      * size (loops that map and unmap every iteration): small ones always,
-     * large ones within the executor's budget (a fresh mapping of a large
-     * array costs a page fault per page, zeroed, when its data arrives,
-     * which took longer than the transfer).  The rest give their memory
-     * back, without waiting for the executors. */
+     * large ones within the executor's budget (a fresh mapping costs a
+     * zeroed page fault per page when the data arrives, on the transfer's
+     * path).  The rest give their memory back, without waiting for the
+     * executors. */
     bool small = b->span <= DM_KEEP_COMMITTED;
     dm_free_span_t *f = calloc(1, sizeof(*f) + (size_t)dm->nexec);
     if (!f)

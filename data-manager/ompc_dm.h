@@ -69,8 +69,8 @@ ompc_status_t dm_write_adopt(dm_ctx_t *dm, dm_buf_t *buf, void *data);
 /* dm_write of the whole buffer from memory the caller lends until the
  * data has reached an executor or dm_unborrow returns, whichever comes
  * first; meanwhile the caller must not change or free it.  No host copy is
- * made: the first dm_acquire sends straight from src (large copies, whose
- * snapshot cost as much as the transfer). */
+ * made: the first dm_acquire sends straight from src (for large copies,
+ * where a snapshot is a second pass over the data and fresh pages). */
 ompc_status_t dm_write_borrow(dm_ctx_t *dm, dm_buf_t *buf, const void *src);
 /* End the loan of dm_write_borrow (no-op if it ended): waits for transfers
  * reading the memory, and copies it if no executor has the data yet. */
