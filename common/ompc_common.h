@@ -103,6 +103,7 @@ typedef struct ompc_config {
     int64_t doorbell;
     int64_t peer_timeout_ms;
     int64_t device_va;
+    int64_t device_keep;     /* bytes of freed buffers kept per executor */
     int64_t info;
     int64_t supervise;       /* 0/1 */
     int64_t scheduler;       /* OMPC_SCHED_* */

@@ -69,6 +69,12 @@ static const cfg_row_t rows[] = {
         "virtual address range reserved on every rank for device memory "
         "(only touched pages use memory)",
         CFG_BYTES, device_va, (int64_t)1 << 30, (int64_t)1 << 46),
+    ROW("OMPC_DEVICE_KEEP", "1G",
+        "bytes of freed device buffers above 1 MiB each executor keeps "
+        "mapped for the next buffer of the same size (a loop that maps and "
+        "unmaps large arrays then skips the page faults); 0 gives their "
+        "memory back at once",
+        CFG_BYTES, device_keep, 0, (int64_t)1 << 46),
     ROW("OMPC_INFO", "0",
         "1 prints, per rank, what the offloading runtime maps, moves and runs",
         CFG_BOOL, info, 0, 1),

@@ -121,10 +121,14 @@ ompc_status_t dm_ctx_create(ev_ctx_t *ev, dm_ctx_t **dm_p)
     int size = ev_ctx_size(ev);
     dm->nexec = size > 1 ? size - 1 : 1;
     dm->exec_rank = calloc((size_t)dm->nexec, sizeof(int));
-    if (!dm->exec_rank) {
+    dm->kept = calloc((size_t)dm->nexec, sizeof(size_t));
+    if (!dm->exec_rank || !dm->kept) {
+        free(dm->exec_rank);
+        free(dm->kept);
         free(dm);
         return OMPC_ERR_NOMEM;
     }
+    dm->keep_max = (size_t)ompc_config_get()->device_keep;
     for (int i = 0; i < dm->nexec; i++)
         dm->exec_rank[i] = size > 1 ? i + 1 : 0;
     pthread_mutex_init(&dm->mtx, NULL);
@@ -136,6 +140,7 @@ ompc_status_t dm_ctx_create(ev_ctx_t *ev, dm_ctx_t **dm_p)
                             &dm->fn_decommit);
     if (st != OMPC_OK) {
         free(dm->exec_rank);
+        free(dm->kept);
         free(dm);
         return st;
     }
@@ -148,7 +153,8 @@ ompc_status_t dm_ctx_create(ev_ctx_t *ev, dm_ctx_t **dm_p)
 static void dm_buf_destroy(dm_buf_t *b)
 {
     free(b->exec_addr);
-    free(b->snap);
+    if (!b->snap_borrowed)
+        free(b->snap);
     free(b); /* the per-executor arrays live in the same block */
 }
 
@@ -177,6 +183,7 @@ void dm_ctx_destroy(dm_ctx_t *dm)
     pthread_mutex_destroy(&dm->mtx);
     pthread_cond_destroy(&dm->pin_cond);
     free(dm->exec_rank);
+    free(dm->kept);
     free(dm);
 }
 
@@ -223,8 +230,12 @@ ompc_status_t dm_alloc(dm_ctx_t *dm, size_t size, dm_buf_t **buf_p)
         dm_free_span_t *f = *pp;
         *pp = f->next;
         b->node.key = f->addr;
-        if (f->keep)
+        if (f->keep) {
             memcpy(b->committed, f->committed, (size_t)dm->nexec);
+            for (int i = 0; i < dm->nexec && b->span > DM_KEEP_COMMITTED; i++)
+                if (f->committed[i])
+                    dm->kept[i] -= b->span;
+        }
         free(f);
     } else if (dm->bump + b->span <= dm->va_base + dm->va_size) {
         b->node.key = dm->bump;
@@ -293,13 +304,17 @@ ompc_status_t dm_free(dm_ctx_t *dm, dm_buf_t *b)
 {
     if (b->fixed)
         return OMPC_ERR_INVALID;
-    /* Small spans stay mapped where they are, for the next buffer of the
-     * same size (loops that map and unmap every iteration); large ones
-     * give their memory back, without waiting for the executors. */
-    bool keep = b->span <= DM_KEEP_COMMITTED;
-    dm_free_span_t *f = calloc(1, sizeof(*f) + (keep ? (size_t)dm->nexec : 0));
+    /* Spans stay mapped where they are, for the next buffer of the same
+     * size (loops that map and unmap every iteration): small ones always,
+     * large ones within the executor's budget (a fresh mapping costs a
+     * zeroed page fault per page when the data arrives, on the transfer's
+     * path).  The rest give their memory back, without waiting for the
+     * executors. */
+    bool small = b->span <= DM_KEEP_COMMITTED;
+    dm_free_span_t *f = calloc(1, sizeof(*f) + (size_t)dm->nexec);
     if (!f)
         return OMPC_ERR_NOMEM;
+    bool keep = false;
     pthread_mutex_lock(&dm->mtx);
     ompc_tmap_erase(&dm->bufs, b->node.key);
     f->addr = b->node.key;
@@ -307,8 +322,11 @@ ompc_status_t dm_free(dm_ctx_t *dm, dm_buf_t *b)
     for (int i = 0; i < dm->nexec; i++) {
         if (!b->committed[i])
             continue;
-        if (keep) {
+        if (small || dm->kept[i] + b->span <= dm->keep_max) {
+            if (!small)
+                dm->kept[i] += b->span;
             f->committed[i] = 1;
+            keep = true;
             continue;
         }
         uint64_t args[2] = {b->node.key, b->span};
@@ -352,13 +370,20 @@ static void dm_changed(dm_ctx_t *dm, dm_buf_t *b, uint64_t tag)
     memset(b->valid, 0, (size_t)dm->nexec);
 }
 
+/* Forget the snapshot's memory (the caller's, if borrowed, stays). */
+static void dm_snap_release(dm_buf_t *b)
+{
+    if (!b->snap_borrowed)
+        free(b->snap);
+    b->snap = NULL;
+    b->snap_borrowed = false;
+}
+
 static void dm_drop_snapshot(dm_buf_t *b)
 {
     b->snap_valid = false;
-    if (b->busy == 0) {
-        free(b->snap);
-        b->snap = NULL;
-    }
+    if (b->busy == 0)
+        dm_snap_release(b);
 }
 
 ompc_status_t dm_write(dm_ctx_t *dm, dm_buf_t *b, size_t off, const void *src,
@@ -372,13 +397,18 @@ ompc_status_t dm_write(dm_ctx_t *dm, dm_buf_t *b, size_t off, const void *src,
     int src_exec = dm_pick_source(dm, b, 0);
     bool whole = off == 0 && len == b->size;
     if (src_exec < 0 || (whole && !b->fixed)) {
-        /* Keep a snapshot: sent to whichever executor needs it first. */
-        if (!b->snap) {
-            b->snap = malloc(b->size);
-            if (!b->snap) {
+        /* Keep a snapshot: sent to whichever executor needs it first.  A
+         * borrowed one is the caller's memory: it becomes our own copy. */
+        if (!b->snap || b->snap_borrowed) {
+            void *own = malloc(b->size);
+            if (!own) {
                 pthread_mutex_unlock(&dm->mtx);
                 return OMPC_ERR_NOMEM;
             }
+            if (b->snap && b->snap_valid && !whole)
+                memcpy(own, b->snap, b->size);
+            b->snap = own;
+            b->snap_borrowed = false;
         }
         memcpy((char *)b->snap + off, src, len);
         b->snap_valid = true;
@@ -419,7 +449,7 @@ ompc_status_t dm_write_adopt(dm_ctx_t *dm, dm_buf_t *b, void *data)
         free(data);
         return st;
     }
-    free(b->snap);
+    dm_snap_release(b);
     b->snap = data;
     b->snap_valid = true;
     b->has_data = true;
@@ -427,6 +457,53 @@ ompc_status_t dm_write_adopt(dm_ctx_t *dm, dm_buf_t *b, void *data)
     dm->stats.bytes_host_to_dev += b->size;
     pthread_mutex_unlock(&dm->mtx);
     return OMPC_OK;
+}
+
+ompc_status_t dm_write_borrow(dm_ctx_t *dm, dm_buf_t *b, const void *src)
+{
+    pthread_mutex_lock(&dm->mtx);
+    if (b->fixed || b->busy > 0) {
+        /* A transfer still reads the old snapshot: copy instead. */
+        pthread_mutex_unlock(&dm->mtx);
+        return dm_write(dm, b, 0, src, b->size);
+    }
+    dm_snap_release(b);
+    b->snap = (void *)(uintptr_t)src;
+    b->snap_borrowed = true;
+    b->snap_valid = true;
+    b->has_data = true;
+    dm_changed(dm, b, 0);
+    dm->stats.bytes_host_to_dev += b->size;
+    pthread_mutex_unlock(&dm->mtx);
+    return OMPC_OK;
+}
+
+ompc_status_t dm_unborrow(dm_ctx_t *dm, dm_buf_t *b)
+{
+    ompc_status_t st = OMPC_OK;
+    pthread_mutex_lock(&dm->mtx);
+    while (b->snap_borrowed && b->busy > 0)
+        pthread_cond_wait(&dm->pin_cond, &dm->mtx);
+    if (b->snap_borrowed) {
+        if (b->snap_valid && dm_pick_source(dm, b, 0) < 0) {
+            /* No executor has the data yet: keep a copy of our own. */
+            void *own = malloc(b->size ? b->size : 1);
+            if (own) {
+                memcpy(own, b->snap, b->size);
+                b->snap = own;
+                b->snap_borrowed = false;
+            } else {
+                st = OMPC_ERR_NOMEM;
+                b->snap_valid = false;
+                dm_snap_release(b);
+            }
+        } else {
+            b->snap_valid = false;
+            dm_snap_release(b);
+        }
+    }
+    pthread_mutex_unlock(&dm->mtx);
+    return st;
 }
 
 ompc_status_t dm_read(dm_ctx_t *dm, dm_buf_t *b, size_t off, void *dst, size_t len)
@@ -437,7 +514,9 @@ ompc_status_t dm_read(dm_ctx_t *dm, dm_buf_t *b, size_t off, void *dst, size_t l
         return OMPC_OK;
     pthread_mutex_lock(&dm->mtx);
     if (b->snap_valid) {
-        memcpy(dst, (char *)b->snap + off, len);
+        /* A borrowed snapshot may be dst itself. */
+        if ((char *)b->snap + off != dst)
+            memmove(dst, (char *)b->snap + off, len);
         dm->stats.bytes_dev_to_host += len;
         pthread_mutex_unlock(&dm->mtx);
         return OMPC_OK;
@@ -625,16 +704,28 @@ ompc_status_t dm_acquire(dm_ctx_t *dm, int exec, dm_buf_t *const *bufs, size_t n
     }
     for (size_t i = 0; i < nh; i++)
         ev_handle_release(hs[i]);
+    bool idle = false; /* a snapshot's last transfer ended */
     for (size_t k = 0; k < nmoved; k++) {
         dm_buf_t *b = moved[k];
-        if (b->snap && b->busy > 0 && --b->busy == 0 && !b->snap_valid) {
-            free(b->snap);
-            b->snap = NULL;
+        if (b->snap && b->busy > 0 && --b->busy == 0) {
+            idle = true;
+            if (!b->snap_valid)
+                dm_snap_release(b);
         }
     }
-    if (first == OMPC_OK)
-        for (size_t i = 0; i < n; i++)
-            bufs[i]->valid[exec] = 1;
+    if (first == OMPC_OK) {
+        for (size_t i = 0; i < n; i++) {
+            dm_buf_t *b = bufs[i];
+            b->valid[exec] = 1;
+            /* The caller's memory is lent only until a copy exists. */
+            if (b->snap_borrowed && b->busy == 0) {
+                b->snap_valid = false;
+                dm_snap_release(b);
+            }
+        }
+    }
+    if (idle)
+        pthread_cond_broadcast(&dm->pin_cond);
     pthread_mutex_unlock(&dm->mtx);
     free(hs);
     free(moved);

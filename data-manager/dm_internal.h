@@ -27,8 +27,11 @@ struct dm_buf {
                                 unique value with the top bit set */
     void *snap;              /* host snapshot of data not sent anywhere */
     bool snap_valid;
+    bool snap_borrowed;      /* snap is the caller's memory (dm_write_borrow):
+                                never written or freed here */
     bool has_data;           /* ever written (else nothing to forward) */
-    int busy;                /* transfers reading snap in flight */
+    int busy;                /* transfers reading snap in flight; its
+                                drop to 0 is broadcast on pin_cond */
     int pin_exec;            /* executor of the kernels pinning it */
     int pin_count;           /* kernels in flight that may write it */
 };
@@ -39,7 +42,8 @@ struct dm_buf {
  * transfers on the control channel). */
 enum { DM_COMMIT_NONE = 0, DM_COMMIT_DONE = 1, DM_COMMIT_SENT = 2 };
 
-/* Freed spans up to this size keep their pages on the executors. */
+/* Freed spans up to this size keep their pages on the executors; larger
+ * ones do while the executor's kept bytes stay within OMPC_DEVICE_KEEP. */
 #define DM_KEEP_COMMITTED (1u << 20)
 
 typedef struct dm_free_span {
@@ -65,6 +69,9 @@ struct dm_ctx {
     dm_free_span_t *free_spans[DM_FREE_BUCKETS]; /* exact-size reuse */
     dm_stats_t stats;
     uint64_t tag_ctr;        /* wtag values of changes nobody named */
+    size_t keep_max;         /* OMPC_DEVICE_KEEP */
+    size_t *kept;            /* per executor: bytes of free spans above
+                                DM_KEEP_COMMITTED still mapped there */
 };
 
 #endif

@@ -66,6 +66,15 @@ bool dm_buf_has_data(dm_ctx_t *dm, dm_buf_t *buf);
 /* dm_write of the whole buffer from malloc'd memory the data manager takes
  * over (no copy; it frees data). */
 ompc_status_t dm_write_adopt(dm_ctx_t *dm, dm_buf_t *buf, void *data);
+/* dm_write of the whole buffer from memory the caller lends until the
+ * data has reached an executor or dm_unborrow returns, whichever comes
+ * first; meanwhile the caller must not change or free it.  No host copy is
+ * made: the first dm_acquire sends straight from src (for large copies,
+ * where a snapshot is a second pass over the data and fresh pages). */
+ompc_status_t dm_write_borrow(dm_ctx_t *dm, dm_buf_t *buf, const void *src);
+/* End the loan of dm_write_borrow (no-op if it ended): waits for transfers
+ * reading the memory, and copies it if no executor has the data yet. */
+ompc_status_t dm_unborrow(dm_ctx_t *dm, dm_buf_t *buf);
 /* Device -> host, from a valid copy.  Bytes never written are left as they
  * are in dst. */
 ompc_status_t dm_read(dm_ctx_t *dm, dm_buf_t *buf, size_t off, void *dst,

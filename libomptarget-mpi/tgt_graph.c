@@ -21,11 +21,22 @@ typedef struct tgt_op {
     dm_buf_t *buf;
     size_t off, len;
     void *host;              /* READ: destination; HOST_STORE: the slot */
-    void *data;              /* WRITE: owned snapshot; HOST_STORE: value;
+    void *data;              /* WRITE: owned snapshot, or the program's
+                              * bytes if borrowed; HOST_STORE: value;
                               * READ: the bytes, once they came back with
                               * the kernel's reply (NULL: dm_read them) */
     bool back;               /* READ: asked for in the kernel's reply */
+    bool borrowed;           /* WRITE: data is the program's (see BORROW_MIN) */
 } tgt_op_t;
+
+/* A copy to the device of at least this many bytes is not snapshotted
+ * when the same kernel node copies those host bytes back (map(tofrom:)):
+ * it is sent from the program's memory when the node runs.  No program
+ * may touch those bytes meanwhile: whatever OpenMP orders after the task
+ * waits for the node (it will write them), and anything else races with
+ * that write anyway.  Smaller copies are snapshotted (cheap, and they may
+ * travel inside the launch). */
+#define BORROW_MIN (64 * 1024)
 
 /* At most this many copies travel inside one kernel launch. */
 #define INLINE_BUFS 16
@@ -224,7 +235,7 @@ static void node_unref(tgt_node_t *n)
     if (!n || atomic_fetch_sub(&n->refs, 1) != 1)
         return;
     for (size_t i = 0; i < n->nops; i++)
-        if (n->ops[i].kind == OP_WRITE)
+        if (n->ops[i].kind == OP_WRITE && !n->ops[i].borrowed)
             free(n->ops[i].data);
     free(n->ops);
     free(n->preds.v);
@@ -353,6 +364,50 @@ static tgt_node_t *host_write_pending(uintptr_t b, uintptr_t e)
     return NULL;
 }
 
+static void op_snapshot(tgt_op_t *op, const void *src)
+{
+    op->data = malloc(op->len);
+    if (!op->data)
+        ompc_fatal("out of memory capturing %zu bytes for the device", op->len);
+    memcpy(op->data, src, op->len);
+    op->borrowed = false;
+}
+
+/* Recording ends: a borrowed copy stays borrowed only if a copy back of
+ * this node covers its host bytes (BORROW_MIN). */
+static void ops_settle_borrowed(tgt_node_t *n)
+{
+    for (size_t i = 0; i < n->npre; i++) {
+        tgt_op_t *w = &n->ops[i];
+        if (w->kind != OP_WRITE || !w->borrowed)
+            continue;
+        uintptr_t b = (uintptr_t)w->data, e = b + w->len;
+        bool back = false;
+        for (size_t j = n->npre; j < n->nops && !back; j++) {
+            const tgt_op_t *r = &n->ops[j];
+            back = r->kind == OP_READ && (uintptr_t)r->host <= b &&
+                   e <= (uintptr_t)r->host + r->len;
+        }
+        if (!back)
+            op_snapshot(w, w->data);
+    }
+}
+
+/* The node's kernel is done: the data manager gives back what it borrowed
+ * before copies back overwrite it. */
+static void ops_unborrow(tgt_node_t *n)
+{
+    for (size_t i = 0; i < n->npre; i++) {
+        tgt_op_t *w = &n->ops[i];
+        if (w->kind != OP_WRITE || !w->borrowed)
+            continue;
+        ompc_status_t st = dm_unborrow(tgt_rt->dm, w->buf);
+        if (st != OMPC_OK)
+            TGT_USER_ERROR(n->loc, "keeping data for the device failed: %s",
+                           ompc_status_str(st));
+    }
+}
+
 void tgt_op_write(const void *loc, dm_buf_t *b, size_t off, const void *src,
                   size_t len)
 {
@@ -365,9 +420,9 @@ void tgt_op_write(const void *loc, dm_buf_t *b, size_t off, const void *src,
             TGT_USER_ERROR(loc, "copy to the device failed: %s", ompc_status_str(st));
         return;
     }
-    /* The bytes are taken now, as OpenMP says; if a task recorded earlier
-     * will still copy results into them, that task runs first (the classic
-     * map(tofrom) chain without enter data). */
+    /* The bytes are taken now, as OpenMP says (or lent, BORROW_MIN); if a
+     * task recorded earlier will still copy results into them, that task
+     * runs first (the classic map(tofrom) chain without enter data). */
     for (;;) {
         pthread_mutex_lock(&G.mtx);
         tgt_node_t *w = host_write_pending((uintptr_t)src, (uintptr_t)src + len);
@@ -384,10 +439,13 @@ void tgt_op_write(const void *loc, dm_buf_t *b, size_t off, const void *src,
     op->buf = b;
     op->off = off;
     op->len = len;
-    op->data = malloc(len);
-    if (!op->data)
-        ompc_fatal("out of memory capturing %zu bytes for the device", len);
-    memcpy(op->data, src, len);
+    if (len >= BORROW_MIN && n->k) {
+        /* tgt_rec_commit decides, once it knows the node's copies back. */
+        op->data = (void *)(uintptr_t)src;
+        op->borrowed = true;
+        return;
+    }
+    op_snapshot(op, src);
 }
 
 void tgt_op_read(const void *loc, dm_buf_t *b, size_t off, void *dst, size_t len)
@@ -440,7 +498,12 @@ static void run_ops(tgt_node_t *n, size_t from, size_t to)
         ompc_status_t st = OMPC_OK;
         switch (op->kind) {
         case OP_WRITE:
-            if (op->off == 0 && op->len == dm_buf_size(op->buf)) {
+            if (op->borrowed) {
+                if (op->off == 0 && op->len == dm_buf_size(op->buf))
+                    st = dm_write_borrow(tgt_rt->dm, op->buf, op->data);
+                else
+                    st = dm_write(tgt_rt->dm, op->buf, op->off, op->data, op->len);
+            } else if (op->off == 0 && op->len == dm_buf_size(op->buf)) {
                 st = dm_write_adopt(tgt_rt->dm, op->buf, op->data);
             } else {
                 st = dm_write(tgt_rt->dm, op->buf, op->off, op->data, op->len);
@@ -760,6 +823,7 @@ void tgt_rec_commit(tgt_node_t *n, tgt_mapped_t *m, dm_buf_t **wr, size_t nwr,
     n->nwr = nwr;
     n->msg = msg;
     n->msg_len = msg_len;
+    ops_settle_borrowed(n);
     int ndeps;
     const tgt_dep_t *deps;
     tgt_ompt_current_deps(&ndeps, &deps);
@@ -2387,6 +2451,7 @@ static void node_finish(tgt_node_t *n)
         dm_written_by(tgt_rt->dm, n->exec, n->inl, n->ninline, n->seq);
     if (n->nwr)
         dm_unpin(tgt_rt->dm, n->wr, n->nwr);
+    ops_unborrow(n);
     run_ops(n, n->npre, n->nops);
     if (n->nops > n->npre)
         span("transfer", n, "out", t0, ops_bytes(n, n->npre, n->nops));

@@ -140,8 +140,11 @@ loaded_from() {  # loaded_from LDD_LINE: the file it resolves to, normalised
 for f in "$p"/bin/* "$p"/lib/*.so*; do
   head -c 4 "$f" | grep -q ELF || continue
   # The benchmarks' baselines: LLVM's stock libomptarget, through
-  # LD_LIBRARY_PATH set by ompc-tgt-bench, ompc-chain-bench and ompc-stream-bench.
-  case "$(basename "$f")" in tgt-bench-stock|chain-bench-stock|stream-bench-stock) continue ;; esac
+  # LD_LIBRARY_PATH set by ompc-tgt-bench, ompc-chain-bench, ompc-stream-bench and
+  # ompc-maps-bench.
+  case "$(basename "$f")" in
+    tgt-bench-stock|chain-bench-stock|stream-bench-stock|maps-bench-stock) continue ;;
+  esac
   line=$(ldd "$f" | grep 'libomptarget\.so' || true)
   [ -z "$line" ] && continue
   [ "$(loaded_from "$line")" = "$p/lib/libomptarget.so.19.1" ] ||
