@@ -10,6 +10,7 @@
 #define _GNU_SOURCE
 #include "ompc_ev.h"
 
+#include <getopt.h>
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -103,13 +104,25 @@ static void human(size_t n, char *out, size_t cap)
 
 int main(int argc, char **argv)
 {
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--quick") == 0) {
+    static const struct option longopts[] = {
+        {"quick", no_argument, NULL, 'q'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    int c;
+    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+        if (c == 'q') {
             quick = 1;
-        } else {
-            fprintf(stderr, "usage: mpiexec -n 2 %s [--quick]\n", argv[0]);
-            return 2;
+            continue;
         }
+        /* getopt_long named an unknown option on stderr already */
+        fprintf(c == 'h' ? stdout : stderr, "usage: mpiexec -n 2 %s [--quick]\n", argv[0]);
+        return c == 'h' ? 0 : 2;
+    }
+    if (optind < argc) {
+        fprintf(stderr, "%s: unexpected argument %s\nusage: mpiexec -n 2 %s [--quick]\n",
+                argv[0], argv[optind], argv[0]);
+        return 2;
     }
     int provided;
     MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
