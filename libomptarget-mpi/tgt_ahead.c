@@ -14,6 +14,7 @@
 #define _GNU_SOURCE
 #include "tgt_graph.h"
 #include "ompc_trace.h"
+#include "ompc_u64map.h"
 
 #include <sched.h>
 #include <stdio.h>
@@ -102,8 +103,8 @@ static struct {
     pthread_cond_t cv;
     aw_task_t *tasks[AW_BUCKETS];
     aw_wait_t *waits[AW_BUCKETS];
-    uint64_t *done;          /* open addressing, 0 = empty; tasks > lwm */
-    size_t ndone, capdone;
+    ompc_u64map_t done;      /* finished tasks > lwm (keys only) */
+    size_t done_prune_at;    /* drop what lwm covers at this many keys */
     uint64_t lwm;
     aw_task_t *rq_head, *rq_tail;
     bool stop;
@@ -126,62 +127,29 @@ static struct {
 static size_t bucket(uint64_t seq) { return (size_t)(seq * 0x9E3779B97F4A7C15u >> 52) % AW_BUCKETS; }
 
 /* ----------------------------------------------------------- done set */
-/* Where seq's probe starts in a table of cap (a power of two) slots: the
- * top bits of a multiplicative hash.  (bucket() has 12 bits only: in a
- * larger table every probe would start in its first 4096 slots and the
- * runs would grow with the table.) */
-static size_t done_slot(uint64_t seq, size_t cap)
-{
-    return (size_t)((seq * 0x9E3779B97F4A7C15u) >> (64 - __builtin_ctzll(cap)));
-}
-
 static bool done_has(uint64_t seq)
 {
-    if (seq <= A.lwm)
-        return true;
-    if (!A.capdone)
-        return false;
-    for (size_t i = done_slot(seq, A.capdone);; i = (i + 1) & (A.capdone - 1)) {
-        if (A.done[i] == seq)
-            return true;
-        if (A.done[i] == 0)
-            return false;
-    }
+    return seq <= A.lwm || ompc_u64map_get(&A.done, seq, NULL);
 }
 
-static void done_put(uint64_t *tab, size_t cap, uint64_t seq)
+static bool done_covered(uint64_t seq, uint64_t val, void *arg)
 {
-    size_t i = done_slot(seq, cap);
-    while (tab[i])
-        i = (i + 1) & (cap - 1);
-    tab[i] = seq;
+    (void)val;
+    return seq <= *(const uint64_t *)arg;
 }
 
 static void done_add(uint64_t seq)
 {
     if (seq <= A.lwm)
         return;
-    if (2 * (A.ndone + 1) > A.capdone) {
-        /* Rebuild, dropping what the low-water mark covers. */
-        size_t live = 0;
-        for (size_t i = 0; i < A.capdone; i++)
-            live += A.done[i] > A.lwm;
-        size_t cap = 64;
-        while (cap < 4 * (live + 1))
-            cap *= 2;
-        uint64_t *tab = calloc(cap, sizeof(*tab));
-        if (!tab)
-            ompc_fatal("out of memory tracking finished tasks");
-        for (size_t i = 0; i < A.capdone; i++)
-            if (A.done[i] > A.lwm)
-                done_put(tab, cap, A.done[i]);
-        free(A.done);
-        A.done = tab;
-        A.capdone = cap;
-        A.ndone = live;
+    if (ompc_u64map_size(&A.done) >= A.done_prune_at) {
+        /* Drop what the low-water mark covers once the set has doubled
+         * since the last time: amortized O(1) per task. */
+        ompc_u64map_remove_if(&A.done, done_covered, &A.lwm);
+        A.done_prune_at = 2 * ompc_u64map_size(&A.done) + 32;
     }
-    done_put(A.done, A.capdone, seq);
-    A.ndone++;
+    if (ompc_u64map_put(&A.done, seq, 0) != OMPC_OK)
+        ompc_fatal("out of memory tracking finished tasks");
 }
 
 /* ------------------------------------------------------------ sending */
@@ -894,9 +862,8 @@ void tgt_ahead_stop(void)
             free(t);
         }
     }
-    free(A.done);
-    A.done = NULL;
-    A.capdone = A.ndone = 0;
+    ompc_u64map_fini(&A.done);
+    A.done_prune_at = 0;
     free(A.kstat);
     A.kstat = NULL;
 }
