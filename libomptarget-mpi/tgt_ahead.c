@@ -68,7 +68,6 @@ typedef struct aw_task {
     int hop_rank;
     char *kmsg;
     size_t klen;
-    struct aw_task *hnext;   /* table by seq, until it runs */
     struct aw_task *rnext;   /* ready queue */
 } aw_task_t;
 
@@ -96,13 +95,11 @@ typedef struct kstat {
 #define GATE_MIN_RUNS 4
 #define GATE_BAN_NS 1000000u
 
-#define AW_BUCKETS 4096u
-
 static struct {
     pthread_mutex_t mtx;
     pthread_cond_t cv;
-    aw_task_t *tasks[AW_BUCKETS];
-    aw_wait_t *waits[AW_BUCKETS];
+    ompc_u64map_t tasks;     /* seq -> aw_task_t *, until it runs */
+    ompc_u64map_t waits;     /* seq -> aw_wait_t list (by next) waiting for it */
     ompc_u64map_t done;      /* finished tasks > lwm (keys only) */
     size_t done_prune_at;    /* drop what lwm covers at this many keys */
     uint64_t lwm;
@@ -123,8 +120,6 @@ static struct {
     _Atomic uint64_t watches, watch_msgs; /* data requests sent, messages */
 } A = {.mtx = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER,
        .prompt = true};
-
-static size_t bucket(uint64_t seq) { return (size_t)(seq * 0x9E3779B97F4A7C15u >> 52) % AW_BUCKETS; }
 
 /* ----------------------------------------------------------- done set */
 static bool done_has(uint64_t seq)
@@ -240,26 +235,31 @@ static void make_ready(aw_task_t *t)
 
 static aw_task_t *task_find(uint64_t seq)
 {
-    for (aw_task_t *t = A.tasks[bucket(seq)]; t; t = t->hnext)
-        if (t->seq == seq)
-            return t;
-    return NULL;
+    uint64_t v;
+    return ompc_u64map_get(&A.tasks, seq, &v) ? (aw_task_t *)(uintptr_t)v : NULL;
+}
+
+static void task_link(aw_task_t *t)
+{
+    OMPC_ASSERT(!task_find(t->seq));
+    if (ompc_u64map_put(&A.tasks, t->seq, (uint64_t)(uintptr_t)t) != OMPC_OK)
+        ompc_fatal("out of memory launching a kernel");
+    A.nwaiting++;
 }
 
 static void task_unlink(aw_task_t *t)
 {
-    aw_task_t **pp = &A.tasks[bucket(t->seq)];
-    while (*pp != t)
-        pp = &(*pp)->hnext;
-    *pp = t->hnext;
+    ompc_u64map_remove(&A.tasks, t->seq, NULL);
     A.nwaiting--;
 }
 
 static void wait_add(aw_wait_t *w)
 {
-    size_t b = bucket(w->seq);
-    w->next = A.waits[b];
-    A.waits[b] = w;
+    uint64_t head = 0;
+    ompc_u64map_get(&A.waits, w->seq, &head);
+    w->next = (aw_wait_t *)(uintptr_t)head;
+    if (ompc_u64map_put(&A.waits, w->seq, (uint64_t)(uintptr_t)w) != OMPC_OK)
+        ompc_fatal("out of memory waiting for a task");
 }
 
 /* ----------------------------------------------------------- handlers */
@@ -384,9 +384,7 @@ static void launch_one(ev_exec_info_t *info, const uint64_t *m, watch_batch_t *w
     pthread_mutex_lock(&A.mtx);
     if (lwm > A.lwm)
         A.lwm = lwm;
-    t->hnext = A.tasks[bucket(seq)];
-    A.tasks[bucket(seq)] = t;
-    A.nwaiting++;
+    task_link(t);
     for (uint64_t i = 0; i < na; i++) {
         if (done_has(a[i]))
             continue;
@@ -683,14 +681,10 @@ static void task_done(aw_task_t *t, ompc_status_t st, uint64_t ns, bool on_gate)
     uint64_t now = ompc_now_ns();
     pthread_mutex_lock(&A.mtx);
     done_add(t->seq);
-    aw_wait_t **pp = &A.waits[bucket(t->seq)];
-    while (*pp) {
-        aw_wait_t *w = *pp;
-        if (w->seq != t->seq) {
-            pp = &w->next;
-            continue;
-        }
-        *pp = w->next;
+    uint64_t head = 0;
+    ompc_u64map_remove(&A.waits, t->seq, &head);
+    for (aw_wait_t *w = (aw_wait_t *)(uintptr_t)head, *wn; w; w = wn) {
+        wn = w->next;
         if (w->task) {
             if (--w->task->missing == 0) {
                 task_unlink(w->task);
@@ -849,19 +843,22 @@ void tgt_ahead_stop(void)
         fprintf(stderr, "[ompc stats] rank %d: %llu data requests to other workers "
                 "in %llu messages\n", tgt_rt->rank, (unsigned long long)nw,
                 (unsigned long long)nm);
-    for (size_t b = 0; b < AW_BUCKETS; b++) {
-        while (A.waits[b]) {
-            aw_wait_t *w = A.waits[b];
-            A.waits[b] = w->next;
+    size_t pos = 0;
+    uint64_t v;
+    while (ompc_u64map_next(&A.waits, &pos, NULL, &v)) {
+        for (aw_wait_t *w = (aw_wait_t *)(uintptr_t)v, *wn; w; w = wn) {
+            wn = w->next;
             free(w);
         }
-        while (A.tasks[b]) {
-            aw_task_t *t = A.tasks[b];
-            A.tasks[b] = t->hnext;
-            free(t->kmsg);
-            free(t);
-        }
     }
+    pos = 0;
+    while (ompc_u64map_next(&A.tasks, &pos, NULL, &v)) {
+        aw_task_t *t = (aw_task_t *)(uintptr_t)v;
+        free(t->kmsg);
+        free(t);
+    }
+    ompc_u64map_fini(&A.waits);
+    ompc_u64map_fini(&A.tasks);
     ompc_u64map_fini(&A.done);
     A.done_prune_at = 0;
     free(A.kstat);
