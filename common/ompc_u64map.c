@@ -4,17 +4,14 @@
 
 #define U64MAP_MIN_CAP 16u
 
-/* The slot where key's probe starts: a full 64-bit mix (murmur3's
- * finalizer) before the mask, so keys that differ only in high bits or
- * share low zero bits (addresses, strided ids) still spread. */
+/* The slot where key's probe starts: Fibonacci hashing, the top bits of
+ * key times 2^64 / golden ratio.  One multiply (the trace recorder looks
+ * names up on every span), and the top bits depend on every key bit, so
+ * sequential ids, strided addresses and keys that differ only in high
+ * bits all spread. */
 static size_t u64map_home(uint64_t key, size_t cap)
 {
-    key ^= key >> 33;
-    key *= 0xff51afd7ed558ccdull;
-    key ^= key >> 33;
-    key *= 0xc4ceb9fe1a85ec53ull;
-    key ^= key >> 33;
-    return (size_t)key & (cap - 1);
+    return (size_t)((key * 0x9e3779b97f4a7c15ull) >> (64 - __builtin_ctzll(cap)));
 }
 
 /* The slot holding key, or the empty slot where it would go. */
