@@ -32,18 +32,19 @@ int main(int argc, char **argv)
         case 'h':
             config_usage(stdout);
             return 0;
-        default:
+        default: /* optopt is the letter of an unknown short option */
             if (optopt)
-                fprintf(stderr, "ompc-config: unknown option -%c\n", optopt);
+                fprintf(stderr, "ompc-config: unknown option -%c (see ompc-config --help)\n",
+                        optopt);
             else
-                fprintf(stderr, "ompc-config: unknown option %s\n", argv[optind - 1]);
-            config_usage(stderr);
+                fprintf(stderr, "ompc-config: unknown option %s (see ompc-config --help)\n",
+                        argv[optind - 1]);
             return 2;
         }
     }
     if (optind < argc) {
-        fprintf(stderr, "ompc-config: unexpected argument %s\n", argv[optind]);
-        config_usage(stderr);
+        fprintf(stderr, "ompc-config: unexpected argument %s (see ompc-config --help)\n",
+                argv[optind]);
         return 2;
     }
     if (markdown) {

@@ -109,19 +109,27 @@ int main(int argc, char **argv)
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
+    opterr = 0; /* one line below instead of getopt's */
     int c;
     while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
         if (c == 'q') {
             quick = 1;
-            continue;
+        } else if (c == 'h') {
+            printf("usage: mpiexec -n 2 %s [--quick]\n", argv[0]);
+            return 0;
+        } else {
+            if (optopt)
+                fprintf(stderr, "ompc-ev-bench: unknown option -%c (usage: mpiexec -n 2 %s "
+                        "[--quick])\n", optopt, argv[0]);
+            else
+                fprintf(stderr, "ompc-ev-bench: unknown option %s (usage: mpiexec -n 2 %s "
+                        "[--quick])\n", argv[optind - 1], argv[0]);
+            return 2;
         }
-        /* getopt_long named an unknown option on stderr already */
-        fprintf(c == 'h' ? stdout : stderr, "usage: mpiexec -n 2 %s [--quick]\n", argv[0]);
-        return c == 'h' ? 0 : 2;
     }
     if (optind < argc) {
-        fprintf(stderr, "%s: unexpected argument %s\nusage: mpiexec -n 2 %s [--quick]\n",
-                argv[0], argv[optind], argv[0]);
+        fprintf(stderr, "ompc-ev-bench: unexpected argument %s (usage: mpiexec -n 2 %s "
+                "[--quick])\n", argv[optind], argv[0]);
         return 2;
     }
     int provided;
