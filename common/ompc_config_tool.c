@@ -2,12 +2,52 @@
  * table is checked against this output) or the effective values. */
 #include "ompc_common.h"
 
+#include <getopt.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
+static void config_usage(FILE *out)
+{
+    fprintf(out, "usage: ompc-config [--markdown]\n"
+                 "Prints the effective value of every OMPC_* variable, or with\n"
+                 "--markdown the table of variables, defaults and meanings.\n");
+}
+
 int main(int argc, char **argv)
 {
-    if (argc == 2 && strcmp(argv[1], "--markdown") == 0) {
+    static const struct option longopts[] = {
+        {"markdown", no_argument, NULL, 'm'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    bool markdown = false;
+    opterr = 0; /* the message below instead of getopt's */
+    int c;
+    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'm':
+            markdown = true;
+            break;
+        case 'h':
+            config_usage(stdout);
+            return 0;
+        default: /* optopt is the letter of an unknown short option */
+            if (optopt)
+                fprintf(stderr, "ompc-config: unknown option -%c (see ompc-config --help)\n",
+                        optopt);
+            else
+                fprintf(stderr, "ompc-config: unknown option %s (see ompc-config --help)\n",
+                        argv[optind - 1]);
+            return 2;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "ompc-config: unexpected argument %s (see ompc-config --help)\n",
+                argv[optind]);
+        return 2;
+    }
+    if (markdown) {
         size_t n;
         const ompc_config_var_t *v = ompc_config_table(&n);
         printf("| variable | default | meaning |\n|---|---|---|\n");
@@ -16,10 +56,6 @@ int main(int argc, char **argv)
                    v[i].help);
         return 0;
     }
-    if (argc == 1) {
-        ompc_config_print();
-        return 0;
-    }
-    fprintf(stderr, "usage: %s [--markdown]\n", argv[0]);
-    return 2;
+    ompc_config_print();
+    return 0;
 }

@@ -13,6 +13,7 @@
 #include "ompc_trace.h"
 
 #include "ompc_file.h"
+#include "ompc_u64map.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -77,11 +78,6 @@ typedef struct trace_strchunk {
     char data[];
 } trace_strchunk_t;
 
-typedef struct trace_intern_slot {
-    uint64_t hash;
-    const char *s;
-} trace_intern_slot_t;
-
 typedef struct trace_thread {
     struct trace_thread *next;     /* under trace.lock */
     uint32_t tid;                  /* immutable */
@@ -92,8 +88,7 @@ typedef struct trace_thread {
     trace_chunk_t *tail;
     size_t tail_n;
     trace_strchunk_t *strs;
-    trace_intern_slot_t *intern;
-    size_t intern_cap, intern_n;
+    ompc_u64map_t intern;          /* trace_hash -> arena string */
 } trace_thread_t;
 
 typedef struct trace_ctx {
@@ -221,52 +216,27 @@ static const char *thread_str_store(trace_thread_t *th, const char *s, size_t le
     return p + 4;
 }
 
-static int thread_intern_grow(trace_thread_t *th)
-{
-    size_t cap = th->intern_cap ? th->intern_cap * 2 : 64;
-    trace_intern_slot_t *slots = calloc(cap, sizeof(*slots));
-    if (!slots)
-        return -1;
-    for (size_t i = 0; i < th->intern_cap; i++) {
-        trace_intern_slot_t *e = &th->intern[i];
-        if (!e->s)
-            continue;
-        size_t j = e->hash & (cap - 1);
-        while (slots[j].s)
-            j = (j + 1) & (cap - 1);
-        slots[j] = *e;
-    }
-    free(th->intern);
-    th->intern = slots;
-    th->intern_cap = cap;
-    return 0;
-}
-
 /* Names and categories repeat endlessly; each distinct one is stored once
  * per thread.  The caller's pointer cannot be the key: kernel names may be
- * freed and their address reused for another string. */
+ * freed and their address reused for another string.  The key is the
+ * string's 64-bit hash; a second string with the same hash is stored
+ * apart each time (correct, only not shared). */
 static const char *thread_intern(trace_thread_t *th, const char *s)
 {
     size_t len = strnlen(s, OMPC_TRACE_STR_MAX);
-    uint64_t h = trace_hash(s, len);
-    if (th->intern_n * 2 >= th->intern_cap && thread_intern_grow(th) != 0)
-        return NULL;
-    size_t mask = th->intern_cap - 1;
-    for (size_t i = h & mask;; i = (i + 1) & mask) {
-        trace_intern_slot_t *e = &th->intern[i];
-        if (!e->s) {
-            const char *p = thread_str_store(th, s, len);
-            if (!p)
-                return NULL;
-            e->hash = h;
-            e->s = p;
-            th->intern_n++;
+    uint64_t h = trace_hash(s, len), v;
+    if (ompc_u64map_get(&th->intern, h, &v)) {
+        const char *p = (const char *)(uintptr_t)v;
+        if (trace_str_len(p) == len && memcmp(p, s, len) == 0)
             return p;
-        }
-        if (e->hash == h && trace_str_len(e->s) == len &&
-            memcmp(e->s, s, len) == 0)
-            return e->s;
+        return thread_str_store(th, s, len);
     }
+    const char *p = thread_str_store(th, s, len);
+    /* Not remembered when the map cannot grow: the next one is stored
+     * again, the event is kept. */
+    if (p)
+        (void)ompc_u64map_put(&th->intern, h, (uint64_t)(uintptr_t)p);
+    return p;
 }
 
 static trace_thread_t *trace_register(uint64_t gen)
@@ -395,7 +365,7 @@ static void trace_free_threads(trace_thread_t *th)
             free(s);
             s = sn;
         }
-        free(th->intern);
+        ompc_u64map_fini(&th->intern);
         free(th);
         th = next;
     }
@@ -584,40 +554,37 @@ static uint8_t *buf_append(trace_buf_t *b, size_t n)
     return r;
 }
 
-/* Strings deduplicated by content across threads while serializing.  Slots
- * refer to the copy in the strings section (by offset: the section grows),
- * so strings from anywhere, not only arenas, can be added. */
-typedef struct trace_strset_slot {
-    uint64_t hash;
-    size_t off;   /* of the bytes in out */
-    uint32_t len;
-    uint32_t id1; /* id + 1; 0 marks an empty slot */
-} trace_strset_slot_t;
-
+/* Strings deduplicated by content across threads while serializing: the
+ * string's hash maps to its id, the id to the offset of its bytes in the
+ * strings section (an offset: the section moves as it grows), so strings
+ * from anywhere, not only arenas, can be added.  A second string with the
+ * same hash gets an id of its own each time (correct, only not shared). */
 typedef struct trace_strset {
-    trace_strset_slot_t *slot;
-    size_t cap;
-    uint32_t n;
-    trace_buf_t out; /* the strings section */
+    ompc_u64map_t ids; /* trace_hash -> id */
+    size_t *off;       /* per id: its bytes in out, after the length */
+    uint32_t n, cap;
+    trace_buf_t out;   /* the strings section */
 } trace_strset_t;
 
-static int strset_grow(trace_strset_t *set)
+static int strset_add(trace_strset_t *set, const char *s, uint32_t len, uint32_t *id_p)
 {
-    size_t cap = set->cap ? set->cap * 2 : 1024;
-    trace_strset_slot_t *slot = calloc(cap, sizeof(*slot));
-    if (!slot)
+    if (set->n >= TRACE_NONE - 1)
         return -1;
-    for (size_t i = 0; i < set->cap; i++) {
-        if (!set->slot[i].id1)
-            continue;
-        size_t j = set->slot[i].hash & (cap - 1);
-        while (slot[j].id1)
-            j = (j + 1) & (cap - 1);
-        slot[j] = set->slot[i];
+    if (set->n == set->cap) {
+        uint32_t cap = set->cap ? 2 * set->cap : 1024;
+        size_t *off = realloc(set->off, (size_t)cap * sizeof(*off));
+        if (!off)
+            return -1;
+        set->off = off;
+        set->cap = cap;
     }
-    free(set->slot);
-    set->slot = slot;
-    set->cap = cap;
+    uint8_t *p = buf_append(&set->out, 4 + (size_t)len);
+    if (!p)
+        return -1;
+    enc_u32(p, len);
+    memcpy(p + 4, s, len);
+    set->off[set->n] = (size_t)(p + 4 - set->out.p);
+    *id_p = set->n++;
     return 0;
 }
 
@@ -625,33 +592,19 @@ static int strset_grow(trace_strset_t *set)
 static int strset_id(trace_strset_t *set, const char *s, uint32_t len,
                      uint32_t *id_p)
 {
-    uint64_t h = trace_hash(s, len);
-    if ((size_t)set->n * 2 >= set->cap && strset_grow(set) != 0)
-        return -1;
-    size_t mask = set->cap - 1;
-    for (size_t i = h & mask;; i = (i + 1) & mask) {
-        trace_strset_slot_t *e = &set->slot[i];
-        if (!e->id1) {
-            if (set->n >= TRACE_NONE - 1)
-                return -1;
-            uint8_t *p = buf_append(&set->out, 4 + (size_t)len);
-            if (!p)
-                return -1;
-            enc_u32(p, len);
-            memcpy(p + 4, s, len);
-            *e = (trace_strset_slot_t){.hash = h,
-                                       .off = (size_t)(p + 4 - set->out.p),
-                                       .len = len,
-                                       .id1 = ++set->n};
-            *id_p = e->id1 - 1;
+    uint64_t h = trace_hash(s, len), id;
+    if (ompc_u64map_get(&set->ids, h, &id)) {
+        const uint8_t *q = set->out.p + set->off[id];
+        if (dec_u32(q - 4) == len && memcmp(q, s, len) == 0) {
+            *id_p = (uint32_t)id;
             return 0;
         }
-        if (e->hash == h && e->len == len &&
-            memcmp(set->out.p + e->off, s, len) == 0) {
-            *id_p = e->id1 - 1;
-            return 0;
-        }
+        return strset_add(set, s, len, id_p);
     }
+    if (strset_add(set, s, len, id_p) != 0 ||
+        ompc_u64map_put(&set->ids, h, *id_p) != OMPC_OK)
+        return -1;
+    return 0;
 }
 
 /* strset_id for an arena string, which may be absent (TRACE_NONE). */
@@ -744,7 +697,8 @@ static ompc_status_t trace_serialize_locked(void **blob_p, size_t *size_p)
 out:
     free(evs.p);
     free(set.out.p);
-    free(set.slot);
+    free(set.off);
+    ompc_u64map_fini(&set.ids);
     free(name_ids);
     free(by_tid);
     return st;

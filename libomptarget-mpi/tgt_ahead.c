@@ -14,6 +14,7 @@
 #define _GNU_SOURCE
 #include "tgt_graph.h"
 #include "ompc_trace.h"
+#include "ompc_u64map.h"
 
 #include <sched.h>
 #include <stdio.h>
@@ -67,7 +68,6 @@ typedef struct aw_task {
     int hop_rank;
     char *kmsg;
     size_t klen;
-    struct aw_task *hnext;   /* table by seq, until it runs */
     struct aw_task *rnext;   /* ready queue */
 } aw_task_t;
 
@@ -95,15 +95,13 @@ typedef struct kstat {
 #define GATE_MIN_RUNS 4
 #define GATE_BAN_NS 1000000u
 
-#define AW_BUCKETS 4096u
-
 static struct {
     pthread_mutex_t mtx;
     pthread_cond_t cv;
-    aw_task_t *tasks[AW_BUCKETS];
-    aw_wait_t *waits[AW_BUCKETS];
-    uint64_t *done;          /* open addressing, 0 = empty; tasks > lwm */
-    size_t ndone, capdone;
+    ompc_u64map_t tasks;     /* seq -> aw_task_t *, until it runs */
+    ompc_u64map_t waits;     /* seq -> aw_wait_t list (by next) waiting for it */
+    ompc_u64map_t done;      /* finished tasks > lwm (keys only) */
+    size_t done_prune_at;    /* drop what lwm covers at this many keys */
     uint64_t lwm;
     aw_task_t *rq_head, *rq_tail;
     bool stop;
@@ -123,65 +121,30 @@ static struct {
 } A = {.mtx = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER,
        .prompt = true};
 
-static size_t bucket(uint64_t seq) { return (size_t)(seq * 0x9E3779B97F4A7C15u >> 52) % AW_BUCKETS; }
-
 /* ----------------------------------------------------------- done set */
-/* Where seq's probe starts in a table of cap (a power of two) slots: the
- * top bits of a multiplicative hash.  (bucket() has 12 bits only: in a
- * larger table every probe would start in its first 4096 slots and the
- * runs would grow with the table.) */
-static size_t done_slot(uint64_t seq, size_t cap)
-{
-    return (size_t)((seq * 0x9E3779B97F4A7C15u) >> (64 - __builtin_ctzll(cap)));
-}
-
 static bool done_has(uint64_t seq)
 {
-    if (seq <= A.lwm)
-        return true;
-    if (!A.capdone)
-        return false;
-    for (size_t i = done_slot(seq, A.capdone);; i = (i + 1) & (A.capdone - 1)) {
-        if (A.done[i] == seq)
-            return true;
-        if (A.done[i] == 0)
-            return false;
-    }
+    return seq <= A.lwm || ompc_u64map_get(&A.done, seq, NULL);
 }
 
-static void done_put(uint64_t *tab, size_t cap, uint64_t seq)
+static bool done_covered(uint64_t seq, uint64_t val, void *arg)
 {
-    size_t i = done_slot(seq, cap);
-    while (tab[i])
-        i = (i + 1) & (cap - 1);
-    tab[i] = seq;
+    (void)val;
+    return seq <= *(const uint64_t *)arg;
 }
 
 static void done_add(uint64_t seq)
 {
     if (seq <= A.lwm)
         return;
-    if (2 * (A.ndone + 1) > A.capdone) {
-        /* Rebuild, dropping what the low-water mark covers. */
-        size_t live = 0;
-        for (size_t i = 0; i < A.capdone; i++)
-            live += A.done[i] > A.lwm;
-        size_t cap = 64;
-        while (cap < 4 * (live + 1))
-            cap *= 2;
-        uint64_t *tab = calloc(cap, sizeof(*tab));
-        if (!tab)
-            ompc_fatal("out of memory tracking finished tasks");
-        for (size_t i = 0; i < A.capdone; i++)
-            if (A.done[i] > A.lwm)
-                done_put(tab, cap, A.done[i]);
-        free(A.done);
-        A.done = tab;
-        A.capdone = cap;
-        A.ndone = live;
+    if (ompc_u64map_size(&A.done) >= A.done_prune_at) {
+        /* Drop what the low-water mark covers once the set has doubled
+         * since the last time: amortized O(1) per task. */
+        ompc_u64map_remove_if(&A.done, done_covered, &A.lwm);
+        A.done_prune_at = 2 * ompc_u64map_size(&A.done) + 32;
     }
-    done_put(A.done, A.capdone, seq);
-    A.ndone++;
+    if (ompc_u64map_put(&A.done, seq, 0) != OMPC_OK)
+        ompc_fatal("out of memory tracking finished tasks");
 }
 
 /* ------------------------------------------------------------ sending */
@@ -272,26 +235,31 @@ static void make_ready(aw_task_t *t)
 
 static aw_task_t *task_find(uint64_t seq)
 {
-    for (aw_task_t *t = A.tasks[bucket(seq)]; t; t = t->hnext)
-        if (t->seq == seq)
-            return t;
-    return NULL;
+    uint64_t v;
+    return ompc_u64map_get(&A.tasks, seq, &v) ? (aw_task_t *)(uintptr_t)v : NULL;
+}
+
+static void task_link(aw_task_t *t)
+{
+    OMPC_ASSERT(!task_find(t->seq));
+    if (ompc_u64map_put(&A.tasks, t->seq, (uint64_t)(uintptr_t)t) != OMPC_OK)
+        ompc_fatal("out of memory launching a kernel");
+    A.nwaiting++;
 }
 
 static void task_unlink(aw_task_t *t)
 {
-    aw_task_t **pp = &A.tasks[bucket(t->seq)];
-    while (*pp != t)
-        pp = &(*pp)->hnext;
-    *pp = t->hnext;
+    ompc_u64map_remove(&A.tasks, t->seq, NULL);
     A.nwaiting--;
 }
 
 static void wait_add(aw_wait_t *w)
 {
-    size_t b = bucket(w->seq);
-    w->next = A.waits[b];
-    A.waits[b] = w;
+    uint64_t head = 0;
+    ompc_u64map_get(&A.waits, w->seq, &head);
+    w->next = (aw_wait_t *)(uintptr_t)head;
+    if (ompc_u64map_put(&A.waits, w->seq, (uint64_t)(uintptr_t)w) != OMPC_OK)
+        ompc_fatal("out of memory waiting for a task");
 }
 
 /* ----------------------------------------------------------- handlers */
@@ -416,9 +384,7 @@ static void launch_one(ev_exec_info_t *info, const uint64_t *m, watch_batch_t *w
     pthread_mutex_lock(&A.mtx);
     if (lwm > A.lwm)
         A.lwm = lwm;
-    t->hnext = A.tasks[bucket(seq)];
-    A.tasks[bucket(seq)] = t;
-    A.nwaiting++;
+    task_link(t);
     for (uint64_t i = 0; i < na; i++) {
         if (done_has(a[i]))
             continue;
@@ -715,14 +681,10 @@ static void task_done(aw_task_t *t, ompc_status_t st, uint64_t ns, bool on_gate)
     uint64_t now = ompc_now_ns();
     pthread_mutex_lock(&A.mtx);
     done_add(t->seq);
-    aw_wait_t **pp = &A.waits[bucket(t->seq)];
-    while (*pp) {
-        aw_wait_t *w = *pp;
-        if (w->seq != t->seq) {
-            pp = &w->next;
-            continue;
-        }
-        *pp = w->next;
+    uint64_t head = 0;
+    ompc_u64map_remove(&A.waits, t->seq, &head);
+    for (aw_wait_t *w = (aw_wait_t *)(uintptr_t)head, *wn; w; w = wn) {
+        wn = w->next;
         if (w->task) {
             if (--w->task->missing == 0) {
                 task_unlink(w->task);
@@ -881,22 +843,24 @@ void tgt_ahead_stop(void)
         fprintf(stderr, "[ompc stats] rank %d: %llu data requests to other workers "
                 "in %llu messages\n", tgt_rt->rank, (unsigned long long)nw,
                 (unsigned long long)nm);
-    for (size_t b = 0; b < AW_BUCKETS; b++) {
-        while (A.waits[b]) {
-            aw_wait_t *w = A.waits[b];
-            A.waits[b] = w->next;
+    size_t pos = 0;
+    uint64_t v;
+    while (ompc_u64map_next(&A.waits, &pos, NULL, &v)) {
+        for (aw_wait_t *w = (aw_wait_t *)(uintptr_t)v, *wn; w; w = wn) {
+            wn = w->next;
             free(w);
         }
-        while (A.tasks[b]) {
-            aw_task_t *t = A.tasks[b];
-            A.tasks[b] = t->hnext;
-            free(t->kmsg);
-            free(t);
-        }
     }
-    free(A.done);
-    A.done = NULL;
-    A.capdone = A.ndone = 0;
+    pos = 0;
+    while (ompc_u64map_next(&A.tasks, &pos, NULL, &v)) {
+        aw_task_t *t = (aw_task_t *)(uintptr_t)v;
+        free(t->kmsg);
+        free(t);
+    }
+    ompc_u64map_fini(&A.waits);
+    ompc_u64map_fini(&A.tasks);
+    ompc_u64map_fini(&A.done);
+    A.done_prune_at = 0;
     free(A.kstat);
     A.kstat = NULL;
 }

@@ -1,17 +1,25 @@
 /* Reader of ompc-sched's task graphs in JSON (see sched_json.h).
  *
- * A small recursive-descent parser over the whole input (RFC 8259 grammar,
- * no extensions) that reads only the fields it knows and skips everything
- * else.  The first mistake in the input ends the parse with one message,
- * "NAME:LINE:COL: what is wrong", where LINE:COL is the offending token.
- * The parser is deep in recursion when it finds one, so it leaves through
- * longjmp to the entry point, which frees everything the reader holds (all
- * of it hangs off sj_t) and returns a status: no caller sees the jump. */
+ * Jansson parses the input (RFC 8259: UTF-8, no comments, no trailing
+ * commas, duplicate keys refused); this file checks the schema, reads the
+ * fields it knows, ignores the others and builds the graph.  The first
+ * mistake ends the read with one message, "NAME:LINE:COL: what is wrong",
+ * where LINE:COL is the offending token or value.
+ *
+ * Jansson's values carry no position in the text, so a value is named by
+ * its path (member and element indexes from the top) and a message finds
+ * it again by walking the text, which jansson has accepted, along that
+ * path (sj_locate).  Only messages need positions, so the walk happens
+ * once, on failure.
+ *
+ * A mistake leaves through longjmp to the entry point, which frees
+ * everything the reader holds (all of it hangs off sj_t) and returns a
+ * status: no caller sees the jump, and no jump crosses jansson's code. */
 #include "sched_json.h"
 
 #include "sched_internal.h"
 
-#include <errno.h>
+#include <jansson.h>
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -22,12 +30,8 @@
 
 /* "no position": messages about the file as a whole. */
 #define SJ_NOPOS ((size_t)-1)
-/* Deeper nesting than this in skipped values is refused rather than risked
- * on the stack. */
-#define SJ_MAX_DEPTH 512
-#define SJ_KEY_MAX 32
 /* Every cost, time, communication value and byte count read is in
- * 0..SJ_NUM_MAX.  JSON has no inf or NaN and jr_number refuses literals
+ * 0..SJ_NUM_MAX.  JSON has no inf or NaN and jansson refuses literals
  * that overflow, but a finite 1e308 still makes the schedule's sums
  * infinite.  A schedule time is a sum along one path of costs, edge costs,
  * latencies plus bytes * inv_bw, and one ready or avail time: with every
@@ -39,26 +43,36 @@
 #define SJ_NUM_MAX SCHED_JSON_NUM_MAX
 #define SJ_NUM_MAX_STR SCHED_JSON_NUM_MAX_STR
 
+/* Where a value is: the member (in an object, in input order, which
+ * jansson keeps) or element (in an array) to take at each level from the
+ * top-level value.  The deepest value read is a cost entry: top-level
+ * member "tasks", a task, its member "cost", an entry. */
+#define SJ_PATH_MAX 4
+typedef struct sj_path {
+    int n;
+    int64_t step[SJ_PATH_MAX];
+} sj_path_t;
+
 /* A run of numbers in sj_t.num (a JSON array of numbers). */
 typedef struct sj_array {
     int64_t off, n;
-    size_t pos;
+    sj_path_t path;
     bool has;
 } sj_array_t;
 
 typedef struct sj_task {
-    size_t pos; /* the task's '{' */
+    sj_path_t path;
     int64_t id;
     bool has_id;
     int64_t pinned;
-    size_t pinned_pos;
+    sj_path_t pinned_path;
     sj_array_t cost, ready;
 } sj_task_t;
 
 typedef struct sj_edge {
-    size_t pos;
+    sj_path_t path;
     int64_t from, to;
-    size_t from_pos, to_pos;
+    sj_path_t from_path, to_path;
     bool has_from, has_to, has_cost, has_bytes;
     double cost, bytes;
 } sj_edge_t;
@@ -71,15 +85,16 @@ typedef struct sj_idx {
 struct sched_json {
     const char *name;
     const char *text;
-    size_t len, pos;
-    /* Where a failure goes (see sj_vdie), its status and message. */
+    size_t len;
+    /* Where a failure goes (see sj_fail), its status and message. */
     jmp_buf *fail;
     ompc_status_t st;
     char why[512];
 
-    size_t top_pos;
+    json_t *root; /* the parsed input, until the graph is built */
+    sj_path_t top;
     int64_t workers;
-    size_t workers_pos;
+    sj_path_t workers_path;
     bool has_workers, has_tasks, has_edges;
     sj_array_t avail, lat, inv_bw;
     sj_task_t *task;
@@ -102,6 +117,7 @@ typedef struct sched_json sj_t;
 
 static void sj_free(sj_t *t)
 {
+    json_decref(t->root);
     free(t->cycle);
     free(t->out_finish);
     free(t->out_start);
@@ -134,7 +150,7 @@ static void sj_linecol(const sj_t *t, size_t pos, long *line_p, long *col_p)
     *col_p = col;
 }
 
-/* Every mistake found ends the parse here: the message goes to t->why and
+/* Every mistake found ends the read here: the message goes to t->why and
  * control to the public entry point's setjmp, which frees what t holds.
  * Nothing between that setjmp and here owns memory outside t. */
 static _Noreturn __attribute__((format(printf, 4, 5))) void
@@ -177,505 +193,293 @@ static void sj_reserve(sj_t *t, void **v, int64_t *cap, int64_t need, size_t ele
     *cap = c;
 }
 
-/* ----------------------------------------------------------- JSON lexing */
-static int jr_peek(const sj_t *t)
+/* ------------------------------------------------- positions for messages */
+static sj_path_t sj_path_add(sj_path_t p, int64_t step)
 {
-    return t->pos < t->len ? (unsigned char)t->text[t->pos] : -1;
+    OMPC_ASSERT(p.n < SJ_PATH_MAX);
+    p.step[p.n++] = step;
+    return p;
 }
 
-static void jr_ws(sj_t *t)
+static bool sj_is_ws(char c)
 {
-    while (t->pos < t->len) {
-        char c = t->text[t->pos];
-        if (c != ' ' && c != '\t' && c != '\n' && c != '\r')
-            break;
-        t->pos++;
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
+
+static size_t sj_ws(const sj_t *t, size_t p)
+{
+    while (p < t->len && sj_is_ws(t->text[p]))
+        p++;
+    return p;
+}
+
+/* The byte after the value that starts at p.  The text is valid JSON
+ * (jansson read all of it), so brackets balance outside strings and a
+ * number or literal ends at white space, ',', ']' or '}'.  No recursion:
+ * jansson accepts nesting deeper than a stack frame per level allows. */
+static size_t sj_skip(const sj_t *t, size_t p)
+{
+    const char *s = t->text;
+    if (p < t->len && s[p] != '"' && s[p] != '{' && s[p] != '[') {
+        while (p < t->len && !sj_is_ws(s[p]) && s[p] != ',' && s[p] != ']' && s[p] != '}')
+            p++;
+        return p;
     }
-}
-
-/* "expected X" at the current byte, saying what is there instead. */
-static _Noreturn void jr_expected(sj_t *t, const char *what)
-{
-    int c = jr_peek(t);
-    if (c < 0)
-        sj_die(t, t->pos, "expected %s, found the end of the input", what);
-    if (c >= 0x20 && c < 0x7f)
-        sj_die(t, t->pos, "expected %s, found '%c'", what, c);
-    sj_die(t, t->pos, "expected %s, found byte 0x%02x", what, (unsigned)c);
-}
-
-static int jr_hex(int c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
-/* Four hex digits after "\u". */
-static unsigned jr_u16(sj_t *t, size_t esc_pos)
-{
-    unsigned v = 0;
-    for (int k = 0; k < 4; k++) {
-        int h = jr_hex(jr_peek(t));
-        if (h < 0)
-            sj_die(t, esc_pos, "invalid \\u escape: expected four hex digits");
-        v = v * 16 + (unsigned)h;
-        t->pos++;
-    }
-    return v;
-}
-
-/* Appends byte c to out (size outsz) at *n, counting past the end so the
- * caller sees the true length. */
-static void jr_put(char *out, size_t outsz, size_t *n, unsigned c)
-{
-    if (out && *n + 1 < outsz)
-        out[*n] = (char)c;
-    (*n)++;
-}
-
-/* A string at the current position.  Decoded into out (NUL-terminated,
- * truncated to outsz-1 bytes; out may be NULL to skip); returns the decoded
- * length, which exceeds outsz-1 when truncated. */
-static size_t jr_string(sj_t *t, char *out, size_t outsz)
-{
-    size_t start = t->pos, n = 0;
-    if (jr_peek(t) != '"')
-        jr_expected(t, "a string");
-    t->pos++;
-    for (;;) {
-        int c = jr_peek(t);
-        if (c < 0)
-            sj_die(t, start, "unterminated string");
-        if (c == '"') {
-            t->pos++;
-            break;
-        }
-        if (c < 0x20)
-            sj_die(t, t->pos, "control character 0x%02x inside a string (write it "
-                                "as an escape)", (unsigned)c);
-        if (c != '\\') {
-            jr_put(out, outsz, &n, (unsigned)c);
-            t->pos++;
-            continue;
-        }
-        size_t esc = t->pos++;
-        int e = jr_peek(t);
-        t->pos++;
-        switch (e) {
-        case '"': case '\\': case '/':
-            jr_put(out, outsz, &n, (unsigned)e);
-            break;
-        case 'b': jr_put(out, outsz, &n, '\b'); break;
-        case 'f': jr_put(out, outsz, &n, '\f'); break;
-        case 'n': jr_put(out, outsz, &n, '\n'); break;
-        case 'r': jr_put(out, outsz, &n, '\r'); break;
-        case 't': jr_put(out, outsz, &n, '\t'); break;
-        case 'u': {
-            unsigned cp = jr_u16(t, esc);
-            if (cp >= 0xdc00 && cp <= 0xdfff)
-                sj_die(t, esc, "invalid \\u escape: unpaired low surrogate");
-            if (cp >= 0xd800 && cp <= 0xdbff) {
-                if (jr_peek(t) != '\\' || t->pos + 1 >= t->len || t->text[t->pos + 1] != 'u')
-                    sj_die(t, esc, "invalid \\u escape: high surrogate without a low one");
-                t->pos += 2;
-                unsigned lo = jr_u16(t, esc);
-                if (lo < 0xdc00 || lo > 0xdfff)
-                    sj_die(t, esc, "invalid \\u escape: high surrogate without a low one");
-                cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
+    int64_t depth = 0;
+    bool in_string = false;
+    for (; p < t->len; p++) {
+        char c = s[p];
+        if (in_string) {
+            if (c == '\\') {
+                p++;
+            } else if (c == '"') {
+                in_string = false;
+                if (depth == 0)
+                    return p + 1;
             }
-            /* UTF-8, so keys written with escapes match plain ones. */
-            if (cp < 0x80) {
-                jr_put(out, outsz, &n, cp);
-            } else if (cp < 0x800) {
-                jr_put(out, outsz, &n, 0xc0 | (cp >> 6));
-                jr_put(out, outsz, &n, 0x80 | (cp & 0x3f));
-            } else if (cp < 0x10000) {
-                jr_put(out, outsz, &n, 0xe0 | (cp >> 12));
-                jr_put(out, outsz, &n, 0x80 | ((cp >> 6) & 0x3f));
-                jr_put(out, outsz, &n, 0x80 | (cp & 0x3f));
-            } else {
-                jr_put(out, outsz, &n, 0xf0 | (cp >> 18));
-                jr_put(out, outsz, &n, 0x80 | ((cp >> 12) & 0x3f));
-                jr_put(out, outsz, &n, 0x80 | ((cp >> 6) & 0x3f));
-                jr_put(out, outsz, &n, 0x80 | (cp & 0x3f));
-            }
-            break;
-        }
-        default:
-            if (e < 0)
-                sj_die(t, start, "unterminated string");
-            sj_die(t, esc, "invalid escape in a string");
+        } else if (c == '"') {
+            in_string = true;
+        } else if (c == '{' || c == '[') {
+            depth++;
+        } else if ((c == '}' || c == ']') && --depth == 0) {
+            return p + 1;
         }
     }
-    if (out && outsz > 0)
-        out[n < outsz ? n : outsz - 1] = '\0';
-    return n;
+    return t->len;
 }
 
-typedef struct jr_num {
-    size_t pos, len; /* the literal in the input */
-    double v;
-    bool is_int;    /* written without fraction or exponent */
-    bool int_fits;  /* ... and within int64_t */
-    int64_t i;
-} jr_num_t;
-
-static bool jr_digit(int c)
+/* The first byte of the value at path. */
+static size_t sj_locate(const sj_t *t, const sj_path_t *path)
 {
-    return c >= '0' && c <= '9';
-}
-
-static jr_num_t jr_number(sj_t *t)
-{
-    jr_num_t num = {.pos = t->pos, .is_int = true};
-    if (jr_peek(t) == '-')
-        t->pos++;
-    if (jr_peek(t) == '0') {
-        t->pos++;
-    } else if (jr_digit(jr_peek(t))) {
-        while (jr_digit(jr_peek(t)))
-            t->pos++;
-    } else {
-        jr_expected(t, "a digit");
-    }
-    if (jr_peek(t) == '.') {
-        t->pos++;
-        if (!jr_digit(jr_peek(t)))
-            jr_expected(t, "a digit after '.'");
-        while (jr_digit(jr_peek(t)))
-            t->pos++;
-        num.is_int = false;
-    }
-    if (jr_peek(t) == 'e' || jr_peek(t) == 'E') {
-        t->pos++;
-        if (jr_peek(t) == '+' || jr_peek(t) == '-')
-            t->pos++;
-        if (!jr_digit(jr_peek(t)))
-            jr_expected(t, "a digit in the exponent");
-        while (jr_digit(jr_peek(t)))
-            t->pos++;
-        num.is_int = false;
-    }
-    num.len = t->pos - num.pos;
-    /* strtod and strtoll accept more than JSON (hex, "inf", leading
-     * blanks): they only ever see the literal checked above, copied out. */
-    char small[64], *lit = small;
-    if (num.len >= sizeof(small)) {
-        lit = malloc(num.len + 1);
-        if (!lit)
-            sj_nomem(t);
-    }
-    memcpy(lit, t->text + num.pos, num.len);
-    lit[num.len] = '\0';
-    num.v = strtod(lit, NULL);
-    if (num.is_int) {
-        errno = 0;
-        long long i = strtoll(lit, NULL, 10);
-        num.int_fits = errno != ERANGE;
-        num.i = (int64_t)i;
-    }
-    if (lit != small)
-        free(lit);
-    if (!isfinite(num.v))
-        sj_die(t, num.pos, "number %.*s is out of range", (int)num.len,
-               t->text + num.pos);
-    return num;
-}
-
-static void jr_literal(sj_t *t, const char *word)
-{
-    size_t n = strlen(word);
-    if (t->len - t->pos < n || memcmp(t->text + t->pos, word, n) != 0)
-        sj_die(t, t->pos, "invalid literal (expected true, false or null)");
-    t->pos += n;
-}
-
-static void jr_skip(sj_t *t, int depth);
-
-/* Object members: call with *first = true right after the '{'; returns
- * false after the closing '}', else reads the key (into key, see
- * jr_string) and the ':' and leaves the value to the caller. */
-static bool jr_member(sj_t *t, bool *first, char *key, size_t keysz, size_t *key_pos_p)
-{
-    jr_ws(t);
-    if (jr_peek(t) == '}' && *first) {
-        t->pos++;
-        return false;
-    }
-    if (!*first) {
-        if (jr_peek(t) == '}') {
-            t->pos++;
-            return false;
+    size_t p = sj_ws(t, 0);
+    for (int d = 0; d < path->n && p < t->len; d++) {
+        bool object = t->text[p] == '{';
+        p = sj_ws(t, p + 1);
+        for (int64_t k = 0; p < t->len; k++) {
+            if (object) /* the key and the ':' */
+                p = sj_ws(t, sj_ws(t, sj_skip(t, p)) + 1);
+            if (k == path->step[d])
+                break;
+            /* the value and the ',' */
+            p = sj_ws(t, sj_ws(t, sj_skip(t, p)) + 1);
         }
-        if (jr_peek(t) != ',')
-            jr_expected(t, "',' or '}'");
-        t->pos++;
-        jr_ws(t);
     }
-    *first = false;
-    if (jr_peek(t) != '"')
-        jr_expected(t, "a key (a string)");
-    *key_pos_p = t->pos;
-    /* Too long, or holding a \u0000: not a key we know. */
-    size_t n = jr_string(t, key, keysz);
-    if (n >= keysz || strlen(key) != n)
-        key[0] = '\0';
-    jr_ws(t);
-    if (jr_peek(t) != ':')
-        jr_expected(t, "':' after the key");
-    t->pos++;
-    jr_ws(t);
-    return true;
+    return p < t->len ? p : t->len;
 }
 
-/* Array elements, in the same way: false after the closing ']'. */
-static bool jr_element(sj_t *t, bool *first)
+/* "expected X" at the value at path, saying what is there instead (a JSON
+ * value starts with a printable character). */
+static _Noreturn void sj_expected(sj_t *t, const sj_path_t *path, const char *what)
 {
-    jr_ws(t);
-    if (jr_peek(t) == ']' && *first) {
-        t->pos++;
-        return false;
-    }
-    if (!*first) {
-        if (jr_peek(t) == ']') {
-            t->pos++;
-            return false;
-        }
-        if (jr_peek(t) != ',')
-            jr_expected(t, "',' or ']'");
-        t->pos++;
-        jr_ws(t);
-    }
-    *first = false;
-    return true;
+    size_t pos = sj_locate(t, path);
+    if (pos >= t->len)
+        sj_die(t, pos, "expected %s, found the end of the input", what);
+    sj_die(t, pos, "expected %s, found '%c'", what, t->text[pos]);
 }
 
-static void jr_skip(sj_t *t, int depth)
+/* The number at path as the input wrote it, for messages: *lit_p and its
+ * length. */
+static int sj_literal(const sj_t *t, const sj_path_t *path, const char **lit_p)
 {
-    if (depth > SJ_MAX_DEPTH)
-        sj_die(t, t->pos, "values nested deeper than %d levels", SJ_MAX_DEPTH);
-    char key[SJ_KEY_MAX];
-    size_t key_pos;
-    bool first = true;
-    int c = jr_peek(t);
-    switch (c) {
-    case '{':
-        t->pos++;
-        while (jr_member(t, &first, key, sizeof(key), &key_pos))
-            jr_skip(t, depth + 1);
-        break;
-    case '[':
-        t->pos++;
-        while (jr_element(t, &first))
-            jr_skip(t, depth + 1);
-        break;
-    case '"':
-        jr_string(t, NULL, 0);
-        break;
-    case 't':
-        jr_literal(t, "true");
-        break;
-    case 'f':
-        jr_literal(t, "false");
-        break;
-    case 'n':
-        jr_literal(t, "null");
-        break;
-    default:
-        if (c == '-' || jr_digit(c))
-            jr_number(t);
-        else
-            jr_expected(t, "a value");
-    }
+    size_t pos = sj_locate(t, path);
+    *lit_p = t->text + pos;
+    return (int)(sj_skip(t, pos) - pos);
 }
 
 /* ------------------------------------------------- typed field readers */
-static int64_t jr_int(sj_t *t, const char *what, int64_t min, int64_t max,
-                      size_t *pos_p)
+static int64_t sj_int(sj_t *t, const json_t *v, const sj_path_t *path, const char *what,
+                      int64_t min, int64_t max)
 {
-    int c = jr_peek(t);
-    if (c != '-' && !jr_digit(c))
-        jr_expected(t, "an integer");
-    jr_num_t num = jr_number(t);
-    if (!num.is_int)
-        sj_die(t, num.pos, "\"%s\" must be an integer, not %.*s", what, (int)num.len,
-               t->text + num.pos);
-    if (!num.int_fits || num.i < min || num.i > max)
-        sj_die(t, num.pos, "\"%s\" = %.*s is out of range (%lld..%lld)", what,
-               (int)num.len, t->text + num.pos, (long long)min, (long long)max);
-    if (pos_p)
-        *pos_p = num.pos;
-    return num.i;
+    if (!json_is_number(v))
+        sj_expected(t, path, "an integer");
+    const char *lit;
+    if (!json_is_integer(v)) {
+        int len = sj_literal(t, path, &lit);
+        sj_die(t, sj_locate(t, path), "\"%s\" must be an integer, not %.*s", what, len,
+               lit);
+    }
+    /* jansson refuses integers beyond json_int_t (long long). */
+    json_int_t i = json_integer_value(v);
+    if (i < min || i > max) {
+        int len = sj_literal(t, path, &lit);
+        sj_die(t, sj_locate(t, path), "\"%s\" = %.*s is out of range (%lld..%lld)", what,
+               len, lit, (long long)min, (long long)max);
+    }
+    return (int64_t)i;
 }
 
-/* A number in 0..SJ_NUM_MAX (jr_number already refused non-finite
- * ones); `index` is its place in an array, or -1 for a lone value. */
-static double jr_value(sj_t *t, const char *what, int64_t index)
+/* A number in 0..SJ_NUM_MAX (jansson refuses literals that overflow a
+ * double); `index` is its place in an array, or -1 for a lone value. */
+static double sj_value(sj_t *t, const json_t *v, const sj_path_t *path, const char *what,
+                       int64_t index)
 {
-    int c = jr_peek(t);
-    if (c != '-' && !jr_digit(c))
-        jr_expected(t, "a number");
-    jr_num_t num = jr_number(t);
-    int len = (int)num.len;
-    const char *lit = t->text + num.pos;
-    if (num.v < 0 && index < 0)
-        sj_die(t, num.pos, "\"%s\" = %.*s is negative", what, len, lit);
-    if (num.v < 0)
-        sj_die(t, num.pos, "\"%s\" entry %lld is negative (%.*s)", what,
-               (long long)index, len, lit);
-    if (num.v > SJ_NUM_MAX && index < 0)
-        sj_die(t, num.pos, "\"%s\" = %.*s is above the limit " SJ_NUM_MAX_STR, what,
-               len, lit);
-    if (num.v > SJ_NUM_MAX)
-        sj_die(t, num.pos, "\"%s\" entry %lld is above the limit " SJ_NUM_MAX_STR
-                             " (%.*s)", what, (long long)index, len, lit);
-    return num.v;
+    if (!json_is_number(v))
+        sj_expected(t, path, "a number");
+    double d = json_number_value(v);
+    if (d >= 0 && d <= SJ_NUM_MAX)
+        return d;
+    const char *lit;
+    int len = sj_literal(t, path, &lit);
+    size_t pos = sj_locate(t, path);
+    if (d < 0 && index < 0)
+        sj_die(t, pos, "\"%s\" = %.*s is negative", what, len, lit);
+    if (d < 0)
+        sj_die(t, pos, "\"%s\" entry %lld is negative (%.*s)", what, (long long)index, len,
+               lit);
+    if (index < 0)
+        sj_die(t, pos, "\"%s\" = %.*s is above the limit " SJ_NUM_MAX_STR, what, len, lit);
+    sj_die(t, pos, "\"%s\" entry %lld is above the limit " SJ_NUM_MAX_STR " (%.*s)", what,
+           (long long)index, len, lit);
 }
 
 /* An array of numbers, appended to t->num. */
-static void jr_num_array(sj_t *t, const char *what, sj_array_t *a)
+static void sj_num_array(sj_t *t, const json_t *v, sj_path_t path, const char *what,
+                         sj_array_t *a)
 {
-    a->pos = t->pos;
-    a->off = t->nnum;
-    a->n = 0;
-    a->has = true;
-    if (jr_peek(t) != '[')
-        jr_expected(t, "an array of numbers");
-    t->pos++;
-    bool first = true;
-    while (jr_element(t, &first)) {
-        double v = jr_value(t, what, a->n);
-        sj_reserve(t, (void **)&t->num, &t->num_cap, t->nnum + 1, sizeof(double));
-        t->num[t->nnum++] = v;
-        a->n++;
+    if (!json_is_array(v))
+        sj_expected(t, &path, "an array of numbers");
+    int64_t n = (int64_t)json_array_size(v);
+    *a = (sj_array_t){.off = t->nnum, .n = n, .path = path, .has = true};
+    sj_reserve(t, (void **)&t->num, &t->num_cap, t->nnum + n, sizeof(double));
+    for (int64_t i = 0; i < n; i++) {
+        sj_path_t ep = sj_path_add(path, i);
+        t->num[t->nnum + i] = sj_value(t, json_array_get(v, (size_t)i), &ep, what, i);
     }
-}
-
-static void sj_dup_key(sj_t *t, bool seen, size_t key_pos, const char *key)
-{
-    if (seen)
-        sj_die(t, key_pos, "duplicate key \"%s\"", key);
+    t->nnum += n;
 }
 
 /* ------------------------------------------------------ the input schema */
-static void sj_parse_task(sj_t *t)
+static void sj_parse_task(sj_t *t, json_t *obj, sj_path_t path)
 {
-    if (jr_peek(t) != '{')
-        jr_expected(t, "a task (an object)");
-    sj_reserve(t, (void **)&t->task, &t->task_cap, t->ntasks + 1, sizeof(sj_task_t));
+    if (!json_is_object(obj))
+        sj_expected(t, &path, "a task (an object)");
     sj_task_t *k = &t->task[t->ntasks++];
-    *k = (sj_task_t){.pos = t->pos, .pinned = -1};
-    t->pos++;
-    char key[SJ_KEY_MAX];
-    size_t key_pos;
-    bool first = true, has_pinned = false;
-    while (jr_member(t, &first, key, sizeof(key), &key_pos)) {
+    *k = (sj_task_t){.path = path, .pinned = -1};
+    int64_t m = 0;
+    for (void *it = json_object_iter(obj); it;
+         it = json_object_iter_next(obj, it), m++) {
+        const char *key = json_object_iter_key(it);
+        json_t *v = json_object_iter_value(it);
+        sj_path_t vp = sj_path_add(path, m);
         if (strcmp(key, "id") == 0) {
-            sj_dup_key(t, k->has_id, key_pos, key);
-            k->id = jr_int(t, "id", 0, INT64_MAX, NULL);
+            k->id = sj_int(t, v, &vp, "id", 0, INT64_MAX);
             k->has_id = true;
         } else if (strcmp(key, "cost") == 0) {
-            sj_dup_key(t, k->cost.has, key_pos, key);
-            jr_num_array(t, "cost", &k->cost);
+            sj_num_array(t, v, vp, "cost", &k->cost);
         } else if (strcmp(key, "ready") == 0) {
-            sj_dup_key(t, k->ready.has, key_pos, key);
-            jr_num_array(t, "ready", &k->ready);
+            sj_num_array(t, v, vp, "ready", &k->ready);
         } else if (strcmp(key, "pinned") == 0) {
-            sj_dup_key(t, has_pinned, key_pos, key);
-            k->pinned = jr_int(t, "pinned", -1, INT32_MAX, &k->pinned_pos);
-            has_pinned = true;
-        } else {
-            jr_skip(t, 1);
+            k->pinned = sj_int(t, v, &vp, "pinned", -1, INT32_MAX);
+            k->pinned_path = vp;
         }
     }
 }
 
-static void sj_parse_edge(sj_t *t)
+static void sj_parse_edge(sj_t *t, json_t *obj, sj_path_t path)
 {
-    if (jr_peek(t) != '{')
-        jr_expected(t, "an edge (an object)");
-    sj_reserve(t, (void **)&t->edge, &t->edge_cap, t->nedges + 1, sizeof(sj_edge_t));
+    if (!json_is_object(obj))
+        sj_expected(t, &path, "an edge (an object)");
     sj_edge_t *e = &t->edge[t->nedges++];
-    *e = (sj_edge_t){.pos = t->pos};
-    t->pos++;
-    char key[SJ_KEY_MAX];
-    size_t key_pos;
-    bool first = true;
-    while (jr_member(t, &first, key, sizeof(key), &key_pos)) {
+    *e = (sj_edge_t){.path = path};
+    int64_t m = 0;
+    for (void *it = json_object_iter(obj); it;
+         it = json_object_iter_next(obj, it), m++) {
+        const char *key = json_object_iter_key(it);
+        json_t *v = json_object_iter_value(it);
+        sj_path_t vp = sj_path_add(path, m);
         if (strcmp(key, "from") == 0) {
-            sj_dup_key(t, e->has_from, key_pos, key);
-            e->from = jr_int(t, "from", 0, INT64_MAX, &e->from_pos);
+            e->from = sj_int(t, v, &vp, "from", 0, INT64_MAX);
+            e->from_path = vp;
             e->has_from = true;
         } else if (strcmp(key, "to") == 0) {
-            sj_dup_key(t, e->has_to, key_pos, key);
-            e->to = jr_int(t, "to", 0, INT64_MAX, &e->to_pos);
+            e->to = sj_int(t, v, &vp, "to", 0, INT64_MAX);
+            e->to_path = vp;
             e->has_to = true;
         } else if (strcmp(key, "cost") == 0) {
-            sj_dup_key(t, e->has_cost, key_pos, key);
-            e->cost = jr_value(t, "cost", -1);
+            e->cost = sj_value(t, v, &vp, "cost", -1);
             e->has_cost = true;
         } else if (strcmp(key, "bytes") == 0) {
-            sj_dup_key(t, e->has_bytes, key_pos, key);
-            e->bytes = jr_value(t, "bytes", -1);
+            e->bytes = sj_value(t, v, &vp, "bytes", -1);
             e->has_bytes = true;
-        } else {
-            jr_skip(t, 1);
         }
     }
 }
 
 static void sj_parse(sj_t *t)
 {
-    jr_ws(t);
-    if (jr_peek(t) != '{')
-        jr_expected(t, "a JSON object at the top level");
-    t->top_pos = t->pos++;
-    char key[SJ_KEY_MAX];
-    size_t key_pos;
-    bool first = true;
-    while (jr_member(t, &first, key, sizeof(key), &key_pos)) {
+    json_t *top = t->root;
+    if (!json_is_object(top))
+        sj_expected(t, &t->top, "a JSON object at the top level");
+    int64_t m = 0;
+    for (void *it = json_object_iter(top); it;
+         it = json_object_iter_next(top, it), m++) {
+        const char *key = json_object_iter_key(it);
+        json_t *v = json_object_iter_value(it);
+        sj_path_t vp = sj_path_add(t->top, m);
         if (strcmp(key, "workers") == 0) {
-            sj_dup_key(t, t->has_workers, key_pos, key);
-            t->workers = jr_int(t, "workers", 1, INT32_MAX, &t->workers_pos);
+            t->workers = sj_int(t, v, &vp, "workers", 1, INT32_MAX);
+            t->workers_path = vp;
             t->has_workers = true;
         } else if (strcmp(key, "tasks") == 0 || strcmp(key, "edges") == 0) {
             bool tasks = key[0] == 't';
-            sj_dup_key(t, tasks ? t->has_tasks : t->has_edges, key_pos, key);
-            if (jr_peek(t) != '[')
-                jr_expected(t, tasks ? "an array of tasks" : "an array of edges");
-            t->pos++;
-            bool efirst = true;
-            while (jr_element(t, &efirst)) {
+            if (!json_is_array(v))
+                sj_expected(t, &vp, tasks ? "an array of tasks" : "an array of edges");
+            int64_t n = (int64_t)json_array_size(v);
+            if (tasks)
+                sj_reserve(t, (void **)&t->task, &t->task_cap, n, sizeof(sj_task_t));
+            else
+                sj_reserve(t, (void **)&t->edge, &t->edge_cap, n, sizeof(sj_edge_t));
+            for (int64_t i = 0; i < n; i++) {
+                json_t *elem = json_array_get(v, (size_t)i);
                 if (tasks)
-                    sj_parse_task(t);
+                    sj_parse_task(t, elem, sj_path_add(vp, i));
                 else
-                    sj_parse_edge(t);
+                    sj_parse_edge(t, elem, sj_path_add(vp, i));
             }
             if (tasks)
                 t->has_tasks = true;
             else
                 t->has_edges = true;
         } else if (strcmp(key, "avail") == 0) {
-            sj_dup_key(t, t->avail.has, key_pos, key);
-            jr_num_array(t, "avail", &t->avail);
+            sj_num_array(t, v, vp, "avail", &t->avail);
         } else if (strcmp(key, "comm_lat") == 0) {
-            sj_dup_key(t, t->lat.has, key_pos, key);
-            jr_num_array(t, "comm_lat", &t->lat);
+            sj_num_array(t, v, vp, "comm_lat", &t->lat);
         } else if (strcmp(key, "comm_inv_bw") == 0) {
-            sj_dup_key(t, t->inv_bw.has, key_pos, key);
-            jr_num_array(t, "comm_inv_bw", &t->inv_bw);
-        } else {
-            jr_skip(t, 1);
+            sj_num_array(t, v, vp, "comm_inv_bw", &t->inv_bw);
         }
     }
-    jr_ws(t);
-    if (t->pos < t->len)
-        sj_die(t, t->pos, "unexpected data after the top-level object");
+}
+
+/* A mistake jansson found.  Its message names the token it stopped at
+ * ("... near 'TOKEN'", for tokens of at most 20 bytes), and its position
+ * counts the bytes it read, which end right after that token: the message
+ * points at the token's first byte, like the checks above, else at the
+ * first byte not read. */
+static _Noreturn void sj_syntax_error(sj_t *t, const json_error_t *err)
+{
+    if (json_error_code(err) == json_error_out_of_memory)
+        sj_nomem(t);
+    char msg[sizeof(err->text)];
+    snprintf(msg, sizeof(msg), "%s", err->text);
+    for (char *c = msg; *c; c++) /* one line, whatever the input held */
+        if ((unsigned char)*c < 0x20)
+            *c = '?';
+    size_t pos = err->position >= 0 && (size_t)err->position <= t->len
+                     ? (size_t)err->position
+                     : t->len;
+    const char *near = strstr(msg, " near '");
+    size_t msglen = strlen(msg);
+    if (near && msglen > 0 && msg[msglen - 1] == '\'') {
+        const char *tok = near + strlen(" near '");
+        size_t toklen = (size_t)(msg + msglen - 1 - tok);
+        if (toklen > 0 && toklen <= pos &&
+            memcmp(t->text + pos - toklen, tok, toklen) == 0) {
+            pos -= toklen;
+            if (json_error_code(err) == json_error_duplicate_key)
+                sj_die(t, pos, "duplicate key %.*s", (int)toklen, tok);
+        }
+    }
+    sj_die(t, pos, "%s", msg);
 }
 
 /* ------------------------------------------------------- graph assembly */
@@ -713,39 +517,40 @@ static void sj_array_check(sj_t *t, const sj_array_t *a, const char *what,
                            int64_t want, const char *unit)
 {
     if (a->has && a->n != want)
-        sj_die(t, a->pos, "\"%s\" has %lld entries, expected %lld (%s)", what,
-               (long long)a->n, (long long)want, unit);
+        sj_die(t, sj_locate(t, &a->path), "\"%s\" has %lld entries, expected %lld (%s)",
+               what, (long long)a->n, (long long)want, unit);
 }
 
 static void sj_build(sj_t *t, sched_graph_t *g)
 {
     if (!t->has_workers)
-        sj_die(t, t->top_pos, "missing \"workers\" (the number of workers)");
+        sj_die(t, sj_locate(t, &t->top), "missing \"workers\" (the number of workers)");
     if (!t->has_tasks)
-        sj_die(t, t->top_pos, "missing \"tasks\"");
+        sj_die(t, sj_locate(t, &t->top), "missing \"tasks\"");
     int64_t P = t->workers, n = t->ntasks;
     if ((uint64_t)n > SIZE_MAX / sizeof(double) / (uint64_t)P)
-        sj_die(t, t->top_pos, "%lld tasks on %lld workers are too many",
+        sj_die(t, sj_locate(t, &t->top), "%lld tasks on %lld workers are too many",
                (long long)n, (long long)P);
     bool any_ready = false, any_pinned = false;
     for (int64_t i = 0; i < n; i++) {
         const sj_task_t *k = &t->task[i];
         if (!k->has_id)
-            sj_die(t, k->pos, "task has no \"id\"");
+            sj_die(t, sj_locate(t, &k->path), "task has no \"id\"");
         if (!k->cost.has)
-            sj_die(t, k->pos, "task %lld has no \"cost\"", (long long)k->id);
+            sj_die(t, sj_locate(t, &k->path), "task %lld has no \"cost\"",
+                   (long long)k->id);
         if (k->cost.n != P)
-            sj_die(t, k->cost.pos, "task %lld: \"cost\" has %lld entries, expected "
-                                     "%lld (one per worker)", (long long)k->id,
-                     (long long)k->cost.n, (long long)P);
+            sj_die(t, sj_locate(t, &k->cost.path),
+                   "task %lld: \"cost\" has %lld entries, expected %lld (one per worker)",
+                   (long long)k->id, (long long)k->cost.n, (long long)P);
         if (k->ready.has && k->ready.n != P)
-            sj_die(t, k->ready.pos, "task %lld: \"ready\" has %lld entries, expected "
-                                      "%lld (one per worker)", (long long)k->id,
-                     (long long)k->ready.n, (long long)P);
+            sj_die(t, sj_locate(t, &k->ready.path),
+                   "task %lld: \"ready\" has %lld entries, expected %lld (one per worker)",
+                   (long long)k->id, (long long)k->ready.n, (long long)P);
         if (k->pinned >= P)
-            sj_die(t, k->pinned_pos, "task %lld: \"pinned\" = %lld, but the workers "
-                                       "are 0..%lld", (long long)k->id,
-                     (long long)k->pinned, (long long)(P - 1));
+            sj_die(t, sj_locate(t, &k->pinned_path),
+                   "task %lld: \"pinned\" = %lld, but the workers are 0..%lld",
+                   (long long)k->id, (long long)k->pinned, (long long)(P - 1));
         any_ready = any_ready || k->ready.has;
         any_pinned = any_pinned || k->pinned >= 0;
     }
@@ -753,7 +558,7 @@ static void sj_build(sj_t *t, sched_graph_t *g)
     sj_array_check(t, &t->lat, "comm_lat", P * P, "workers * workers");
     sj_array_check(t, &t->inv_bw, "comm_inv_bw", P * P, "workers * workers");
     if (t->lat.has != t->inv_bw.has)
-        sj_die(t, t->lat.has ? t->lat.pos : t->inv_bw.pos,
+        sj_die(t, sj_locate(t, t->lat.has ? &t->lat.path : &t->inv_bw.path),
                "\"comm_lat\" and \"comm_inv_bw\" go together");
 
     t->ids = sj_alloc(t, n, sizeof(*t->ids));
@@ -763,8 +568,8 @@ static void sj_build(sj_t *t, sched_graph_t *g)
     for (int64_t k = 1; k < n; k++)
         if (t->ids[k].id == t->ids[k - 1].id) {
             long line, col;
-            sj_linecol(t, t->task[t->ids[k - 1].index].pos, &line, &col);
-            sj_die(t, t->task[t->ids[k].index].pos,
+            sj_linecol(t, sj_locate(t, &t->task[t->ids[k - 1].index].path), &line, &col);
+            sj_die(t, sj_locate(t, &t->task[t->ids[k].index].path),
                    "duplicate task id %lld (first at line %ld, column %ld)",
                    (long long)t->ids[k].id, line, col);
         }
@@ -773,18 +578,19 @@ static void sj_build(sj_t *t, sched_graph_t *g)
     for (int64_t k = 0; k < t->nedges; k++) {
         const sj_edge_t *e = &t->edge[k];
         if (!e->has_from)
-            sj_die(t, e->pos, "edge has no \"from\"");
+            sj_die(t, sj_locate(t, &e->path), "edge has no \"from\"");
         if (!e->has_to)
-            sj_die(t, e->pos, "edge has no \"to\"");
+            sj_die(t, sj_locate(t, &e->path), "edge has no \"to\"");
         if (!e->has_cost && !t->lat.has)
-            sj_die(t, e->pos, "edge %lld -> %lld has no \"cost\"", (long long)e->from,
-                   (long long)e->to);
+            sj_die(t, sj_locate(t, &e->path), "edge %lld -> %lld has no \"cost\"",
+                   (long long)e->from, (long long)e->to);
         int64_t from = sj_lookup(t, e->from), to = sj_lookup(t, e->to);
         if (from < 0)
-            sj_die(t, e->from_pos, "edge refers to unknown task id %lld",
+            sj_die(t, sj_locate(t, &e->from_path), "edge refers to unknown task id %lld",
                    (long long)e->from);
         if (to < 0)
-            sj_die(t, e->to_pos, "edge refers to unknown task id %lld", (long long)e->to);
+            sj_die(t, sj_locate(t, &e->to_path), "edge refers to unknown task id %lld",
+                   (long long)e->to);
         t->gedge[k] = (sched_edge_t){from, to, e->cost, e->bytes};
     }
 
@@ -844,8 +650,21 @@ ompc_status_t sched_json_read(const char *name, const char *text, size_t len,
         free(t);
         return st;
     }
+    /* JSON_DECODE_ANY: a top level that is not an object gets this
+     * reader's message; JSON_ALLOW_NUL: "\u0000" in a string is valid JSON
+     * (jansson still refuses it in keys). */
+    if (sj_ws(t, 0) == len) /* clearer than jansson's "unexpected token" */
+        sj_expected(t, &t->top, "a JSON object at the top level");
+    json_error_t err;
+    t->root = json_loadb(text, len,
+                         JSON_REJECT_DUPLICATES | JSON_DECODE_ANY | JSON_ALLOW_NUL, &err);
+    if (!t->root)
+        sj_syntax_error(t, &err);
     sj_parse(t);
     sj_build(t, &t->graph);
+    /* The graph holds copies; messages from here on need the text only. */
+    json_decref(t->root);
+    t->root = NULL;
     t->fail = NULL;
     *js_p = t;
     return OMPC_OK;
@@ -874,7 +693,7 @@ static _Noreturn void sj_explain_invalid(sj_t *t, const char *msg)
     size_t pos = SJ_NOPOS;
     for (int64_t k = 0; k < g->nedges && pos == SJ_NOPOS; k++)
         if (g->edges[k].from == t->cycle[0] && g->edges[k].to == t->cycle[1 % len])
-            pos = t->edge[k].pos;
+            pos = sj_locate(t, &t->edge[k].path);
     char buf[400];
     size_t used = 0;
     for (int64_t a = 0; a <= len && used < sizeof(buf); a++) {

@@ -8,6 +8,7 @@
 #include "sched_json.h"
 
 #include <errno.h>
+#include <getopt.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -105,47 +106,43 @@ int main(int argc, char **argv)
 {
     const char *policy_name = "heft", *path = NULL;
     uint64_t seed = 0;
-    bool options_done = false;
-    for (int a = 1; a < argc; a++) {
-        const char *arg = argv[a];
-        const char *val = NULL;
-        if (options_done || arg[0] != '-' || strcmp(arg, "-") == 0) {
-            if (path)
-                tool_usage_error("more than one input file (%s)", arg);
-            path = arg;
-            continue;
-        }
-        if (strcmp(arg, "--") == 0) {
-            options_done = true;
-        } else if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
+    static const struct option longopts[] = {
+        {"policy", required_argument, NULL, 'p'},
+        {"seed", required_argument, NULL, 's'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    opterr = 0; /* the messages below instead of getopt's */
+    int c;
+    while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'h':
             tool_usage(stdout);
             return 0;
-        } else if (strncmp(arg, "--policy", 8) == 0 || strncmp(arg, "--seed", 6) == 0) {
-            bool is_policy = arg[2] == 'p';
-            const char *rest = arg + (is_policy ? 8 : 6);
-            if (rest[0] == '=') {
-                val = rest + 1;
-            } else if (rest[0] == '\0') {
-                if (a + 1 >= argc)
-                    tool_usage_error("%s needs a value", arg);
-                val = argv[++a];
-            } else {
-                tool_usage_error("unknown option %s (see ompc-sched --help)", arg);
-            }
-            if (is_policy) {
-                policy_name = val;
-            } else {
-                char *end;
-                errno = 0;
-                unsigned long long s = strtoull(val, &end, 10);
-                if (val[0] < '0' || val[0] > '9' || *end != '\0' || errno == ERANGE)
-                    tool_usage_error("--seed: \"%s\" is not an unsigned 64-bit integer",
-                                     val);
-                seed = (uint64_t)s;
-            }
-        } else {
-            tool_usage_error("unknown option %s (see ompc-sched --help)", arg);
+        case 'p':
+            policy_name = optarg;
+            break;
+        case 's': {
+            char *end;
+            errno = 0;
+            unsigned long long s = strtoull(optarg, &end, 10);
+            if (optarg[0] < '0' || optarg[0] > '9' || *end != '\0' || errno == ERANGE)
+                tool_usage_error("--seed: \"%s\" is not an unsigned 64-bit integer", optarg);
+            seed = (uint64_t)s;
+            break;
         }
+        case ':':
+            tool_usage_error("%s needs a value", argv[optind - 1]);
+        default: /* optopt is the letter of an unknown short option */
+            if (optopt)
+                tool_usage_error("unknown option -%c (see ompc-sched --help)", optopt);
+            tool_usage_error("unknown option %s (see ompc-sched --help)", argv[optind - 1]);
+        }
+    }
+    for (int a = optind; a < argc; a++) {
+        if (path)
+            tool_usage_error("more than one input file (%s)", argv[a]);
+        path = argv[a];
     }
     const sched_policy_t *policy = sched_policy_find(policy_name);
     if (!policy)

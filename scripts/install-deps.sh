@@ -12,6 +12,8 @@ packages=(
   libmpich-dev      # MPICH headers and mpicc.mpich
   libhwloc-dev      # node topology (cores per worker)
   libffi-dev        # calling device kernels with arbitrary signatures
+  libjansson-dev    # ompc-sched: reading task graphs in JSON
+  libpng-dev        # awave: writing its pictures
   cmake             # >= 3.25 (Debian 12 ships 3.25.1)
   make
   pkg-config

@@ -10,6 +10,7 @@
 #define _GNU_SOURCE
 #include "ompc_ev.h"
 
+#include <getopt.h>
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -103,13 +104,33 @@ static void human(size_t n, char *out, size_t cap)
 
 int main(int argc, char **argv)
 {
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--quick") == 0) {
+    static const struct option longopts[] = {
+        {"quick", no_argument, NULL, 'q'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    opterr = 0; /* one line below instead of getopt's */
+    int c;
+    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+        if (c == 'q') {
             quick = 1;
+        } else if (c == 'h') {
+            printf("usage: mpiexec -n 2 %s [--quick]\n", argv[0]);
+            return 0;
         } else {
-            fprintf(stderr, "usage: mpiexec -n 2 %s [--quick]\n", argv[0]);
+            if (optopt)
+                fprintf(stderr, "ompc-ev-bench: unknown option -%c (usage: mpiexec -n 2 %s "
+                        "[--quick])\n", optopt, argv[0]);
+            else
+                fprintf(stderr, "ompc-ev-bench: unknown option %s (usage: mpiexec -n 2 %s "
+                        "[--quick])\n", argv[optind - 1], argv[0]);
             return 2;
         }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "ompc-ev-bench: unexpected argument %s (usage: mpiexec -n 2 %s "
+                "[--quick])\n", argv[optind], argv[0]);
+        return 2;
     }
     int provided;
     MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);

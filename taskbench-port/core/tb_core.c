@@ -12,6 +12,7 @@
 #include "tb_core_internal.h"
 
 #include <errno.h>
+#include <getopt.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -980,24 +981,66 @@ int tb_app_parse_ex(tb_app_t *app, int argc, char **argv, unsigned flags)
     app->ngraphs = 1;
     int rc = 0;
 
-    for (int i = 1; i < argc && rc == 0; ++i) {
-        const char *a = argv[i];
+    /* Task Bench's flags are words after one dash (-steps 4): getopt_long_only,
+     * returning non-options in place ("-" first, so that -and splits the
+     * graphs where it stands) and leaving messages to this function (":"
+     * and opterr). */
+    static const struct option longopts[] = {
+        {"help", no_argument, NULL, 'h'},
+        {"dump-deps", no_argument, NULL, 'D'},
+        {"skip-graph-validation", no_argument, NULL, 'S'},
+        {"and", no_argument, NULL, 'A'},
+        {"nodes", required_argument, NULL, 'V'},
+        {"worker", required_argument, NULL, 'V'},
+        {"steps", required_argument, NULL, 'V'},
+        {"width", required_argument, NULL, 'V'},
+        {"type", required_argument, NULL, 'V'},
+        {"radix", required_argument, NULL, 'V'},
+        {"period", required_argument, NULL, 'V'},
+        {"fraction", required_argument, NULL, 'V'},
+        {"kernel", required_argument, NULL, 'V'},
+        {"iter", required_argument, NULL, 'V'},
+        {"output", required_argument, NULL, 'V'},
+        {"scratch", required_argument, NULL, 'V'},
+        {"sample", required_argument, NULL, 'V'},
+        {"imbalance", required_argument, NULL, 'V'},
+        {"field", required_argument, NULL, 'V'},
+        {NULL, 0, NULL, 0},
+    };
+    opterr = 0;
+    optind = 0; /* glibc: start over, this may not be the first parse */
+    while (rc == 0) {
+        int at = optind > 0 ? optind : 1, li = -1;
+        int c = getopt_long_only(argc, argv, "-:hv", longopts, &li);
+        if (c == -1)
+            break;
+        /* Task Bench takes no abbreviation (-st for -steps): a long option
+         * must be written out, else it is as unknown as any other word. */
+        if (li >= 0 && c != ':') {
+            const char *w = argv[at] + 1 + (argv[at][1] == '-');
+            size_t n = strcspn(w, "=");
+            if (n != strlen(longopts[li].name) || strncmp(w, longopts[li].name, n) != 0)
+                c = '?';
+        }
+        const char *a = argv[at];
+        char flag[32] = "";
+        if (li >= 0)
+            snprintf(flag, sizeof flag, "-%s", longopts[li].name);
         int64_t iv = 0;
         double dv = 0;
-        /* flags without a value */
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+        if (c == 'h') {
             tb_usage(argc > 0 ? argv[0] : "task_bench", stdout);
             tb_app_free(app);
             exit(0);
-        } else if (!strcmp(a, "-v") || !strcmp(a, "-vv")) {
+        } else if (c == 'v') { /* -v, and -vv as two of them */
             app->verbose = true;
             continue;
-        } else if (!strcmp(a, "-dump-deps")) {
+        } else if (c == 'D') {
             app->dump_deps = true;
             continue;
-        } else if (!strcmp(a, "-skip-graph-validation")) {
+        } else if (c == 'S') {
             continue; /* Task Bench's debug-build check; nothing to skip */
-        } else if (!strcmp(a, "-and")) {
+        } else if (c == 'A') {
             if (app->ngraphs >= TB_MAX_GRAPHS) {
                 fprintf(stderr, "error: too many graphs (-and): at most %d\n",
                         TB_MAX_GRAPHS);
@@ -1019,29 +1062,25 @@ int tb_app_parse_ex(tb_app_t *app, int argc, char **argv, unsigned flags)
             tb_graph_defaults(g, app->ngraphs);
             app->ngraphs++;
             continue;
-        }
-
-        static const char *const with_value[] = {
-            "-nodes", "-worker", "-steps", "-width", "-type", "-radix",
-            "-period", "-fraction", "-kernel", "-iter", "-output", "-scratch",
-            "-sample", "-imbalance", "-field"};
-        bool known = false;
-        for (size_t k = 0; k < sizeof with_value / sizeof *with_value; ++k)
-            known = known || !strcmp(a, with_value[k]);
-        if (!known) {
-            if (flags & TB_PARSE_IGNORE_UNKNOWN)
-                continue;
-            fprintf(stderr, "error: Unknown flag \"%s\" (-h lists the flags)\n",
-                    a);
-            rc = 2;
-            break;
-        }
-        if (i + 1 >= argc) {
+        } else if (c == ':') {
             fprintf(stderr, "error: Flag \"%s\" requires an argument\n", a);
             rc = 2;
             break;
+        } else if (c != 'V') {
+            /* An unknown word (c == 1 for one without a dash), or an
+             * unknown letter in a group of them (-vx: optopt). */
+            if (flags & TB_PARSE_IGNORE_UNKNOWN)
+                continue;
+            if (c == '?' && optopt && li < 0)
+                fprintf(stderr, "error: Unknown flag \"-%c\" (-h lists the flags)\n",
+                        optopt);
+            else
+                fprintf(stderr, "error: Unknown flag \"%s\" (-h lists the flags)\n", a);
+            rc = 2;
+            break;
         }
-        const char *v = argv[++i];
+        const char *v = optarg;
+        a = flag;
 
         if (!strcmp(a, "-nodes")) {
             if ((rc = tb_parse_int(a, v, 1, INT32_MAX, &iv)) == 0)
@@ -1113,6 +1152,11 @@ int tb_app_parse_ex(tb_app_t *app, int argc, char **argv, unsigned flags)
         }
     }
 
+    /* What follows "--" (getopt's end of the flags) is no flag either. */
+    if (rc == 0 && optind < argc && !(flags & TB_PARSE_IGNORE_UNKNOWN)) {
+        fprintf(stderr, "error: Unknown flag \"%s\" (-h lists the flags)\n", argv[optind]);
+        rc = 2;
+    }
     for (int32_t i = 0; i < app->ngraphs && rc == 0; ++i) {
         tb_graph_t *gi = &app->graphs[i];
         if (gi->period < 0)

@@ -22,6 +22,9 @@
 #   progress:  --progress=0 prints data/source/migration percentages within
 #              each shot, every shot prints its run time, PREFIX.json has
 #              one time per shot; without --progress no percentage at all.
+#   png:       the pictures (PREFIX.png, PREFIX-vel.png) decode, hold the
+#              image's pixels exactly and are compressed
+#              (awave_png_check.py).
 # MPIEXEC names the launcher.
 set -u
 mode=$1 awave=$2 dir=$3
@@ -161,6 +164,11 @@ case "$mode" in
     fi
     grep -c "%" "$dir/p.log" | sed 's/^/progress lines: /'
     echo "awave_check: ok (progress within shots, run time of each shot, quiet by default)" ;;
-  *) echo "usage: awave_check.sh energy|identical|roundtrip|segy|segy_bad|checkpoint|progress AWAVE DIR [options]"
+  png)
+    "$mpiexec" -n 3 "$awave" --out "$dir/pic" "$@" >"$dir/pic.log" 2>&1 ||
+      { cat "$dir/pic.log"; echo "awave_check: FAIL"; exit 1; }
+    python3 "$(dirname "$0")/awave_png_check.py" "$dir/pic" || exit 1
+    echo "awave_check: ok" ;;
+  *) echo "usage: awave_check.sh energy|identical|roundtrip|segy|segy_bad|checkpoint|progress|png AWAVE DIR [options]"
      exit 2 ;;
 esac

@@ -104,6 +104,10 @@ static void test_ignore_unknown(void)
           "unknown flags ignored on request");
     CHECK(app.graphs[0].timesteps == 2, "steps");
     tb_app_free(&app);
+    /* getopt would take -n for -nodes: flags are whole words only. */
+    CHECK(parse_ex(&app, "-n 4 -steps 3", TB_PARSE_IGNORE_UNKNOWN) == 0, "-n ignored");
+    CHECK(app.nodes == 0 && app.graphs[0].timesteps == 3, "-n taken as -nodes");
+    tb_app_free(&app);
     fprintf(stderr, "(an \"Unknown flag\" error is expected next)\n");
     CHECK(parse_ex(&app, "-ll:cpu 4", 0) == 2, "unknown flags rejected");
     CHECK(app.graphs == NULL && app.ngraphs == 0, "nothing left to free");
