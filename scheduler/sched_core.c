@@ -481,6 +481,15 @@ ompc_status_t sched_run(const sched_policy_t *p, const sched_graph_t *g,
 {
     if (!p || !p->run)
         return sched_error(-1, "no policy (NULL, or NULL run)");
+    /* An empty graph has one schedule, whatever the policy: none of them
+     * should size per-worker state for it (a billion workers is valid
+     * input; docs/performance.md, "HEFT with no task on a billion workers"). */
+    if (g && g->ntasks == 0) {
+        ompc_status_t st = sched_graph_validate(g, r);
+        if (st == OMPC_OK && r)
+            r->makespan = 0.0;
+        return st;
+    }
     /* Built-in policies validate on their own; only a foreign one needs
      * the check done here. */
     bool builtin = false;
