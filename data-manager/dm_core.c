@@ -439,43 +439,41 @@ bool dm_buf_has_data(dm_ctx_t *dm, dm_buf_t *b)
     return h;
 }
 
-ompc_status_t dm_write_adopt(dm_ctx_t *dm, dm_buf_t *b, void *data)
+/* Makes snap the buffer's whole contents, owned (adopt) or lent (borrow);
+ * false, with nothing changed, while a transfer still reads the old
+ * snapshot or the buffer is fixed (the caller copies instead). */
+static bool snap_install(dm_ctx_t *dm, dm_buf_t *b, const void *snap, bool lent)
 {
     pthread_mutex_lock(&dm->mtx);
     if (b->fixed || b->busy > 0) {
-        /* A transfer still reads the old snapshot: copy instead. */
         pthread_mutex_unlock(&dm->mtx);
-        ompc_status_t st = dm_write(dm, b, 0, data, b->size);
-        free(data);
-        return st;
+        return false;
     }
     dm_snap_release(b);
-    b->snap = data;
+    b->snap = (void *)(uintptr_t)snap;
+    b->snap_borrowed = lent;
     b->snap_valid = true;
     b->has_data = true;
     dm_changed(dm, b, 0);
     dm->stats.bytes_host_to_dev += b->size;
     pthread_mutex_unlock(&dm->mtx);
-    return OMPC_OK;
+    return true;
+}
+
+ompc_status_t dm_write_adopt(dm_ctx_t *dm, dm_buf_t *b, void *data)
+{
+    if (snap_install(dm, b, data, false))
+        return OMPC_OK;
+    ompc_status_t st = dm_write(dm, b, 0, data, b->size);
+    free(data);
+    return st;
 }
 
 ompc_status_t dm_write_borrow(dm_ctx_t *dm, dm_buf_t *b, const void *src)
 {
-    pthread_mutex_lock(&dm->mtx);
-    if (b->fixed || b->busy > 0) {
-        /* A transfer still reads the old snapshot: copy instead. */
-        pthread_mutex_unlock(&dm->mtx);
-        return dm_write(dm, b, 0, src, b->size);
-    }
-    dm_snap_release(b);
-    b->snap = (void *)(uintptr_t)src;
-    b->snap_borrowed = true;
-    b->snap_valid = true;
-    b->has_data = true;
-    dm_changed(dm, b, 0);
-    dm->stats.bytes_host_to_dev += b->size;
-    pthread_mutex_unlock(&dm->mtx);
-    return OMPC_OK;
+    if (snap_install(dm, b, src, true))
+        return OMPC_OK;
+    return dm_write(dm, b, 0, src, b->size);
 }
 
 ompc_status_t dm_unborrow(dm_ctx_t *dm, dm_buf_t *b)
