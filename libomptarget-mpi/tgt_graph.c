@@ -1,7 +1,7 @@
 /* The deferred task graph: recording, dependences, flushes, scheduling and
  * the dispatch threads that run nodes (tgt_graph.h says what and why). */
 #define _GNU_SOURCE
-#include "tgt_graph.h"
+#include "tgt_graph_internal.h"
 
 #include "ompc_sched.h"
 #include "ompc_trace.h"
@@ -14,21 +14,6 @@
 #include <string.h>
 #include <unistd.h>
 
-typedef enum { OP_WRITE, OP_READ, OP_HOST_STORE, OP_FREE, OP_DONE } op_kind_t;
-
-typedef struct tgt_op {
-    op_kind_t kind;
-    dm_buf_t *buf;
-    size_t off, len;
-    void *host;              /* READ: destination; HOST_STORE: the slot */
-    void *data;              /* WRITE: owned snapshot, or the program's
-                              * bytes if borrowed; HOST_STORE: value;
-                              * READ: the bytes, once they came back with
-                              * the kernel's reply (NULL: dm_read them) */
-    bool back;               /* READ: asked for in the kernel's reply */
-    bool borrowed;           /* WRITE: data is the program's (see BORROW_MIN) */
-} tgt_op_t;
-
 /* A copy to the device of at least this many bytes is not snapshotted
  * when the same kernel node copies those host bytes back (map(tofrom:)):
  * it is sent from the program's memory when the node runs.  No program
@@ -38,166 +23,11 @@ typedef struct tgt_op {
  * travel inside the launch). */
 #define BORROW_MIN (64 * 1024)
 
-/* At most this many copies travel inside one kernel launch. */
-#define INLINE_BUFS 16
-
-typedef enum {
-    N_RECORDING,             /* ops still being added */
-    N_PENDING,               /* recorded, not scheduled yet */
-    N_SCHEDULING,            /* a flush is placing it */
-    N_WAITING,               /* placed, predecessors not done */
-    N_READY,                 /* queued for a dispatch thread */
-    N_RUNNING,
-    N_DONE,
-} node_state_t;
-
-typedef struct node_list {
-    tgt_node_t **v;
-    size_t n, cap;
-} node_list_t;
-
-struct tgt_node {
-    uint64_t seq;
-    _Atomic int refs;
-    node_state_t state;
-    const tgt_ident_t *loc;
-    const tgt_kernel_t *k;   /* NULL: data-only node */
-    char *msg;
-    size_t msg_len;
-    dm_buf_t **bufs;         /* the kernel's buffers (made valid on exec) */
-    size_t nbufs;
-    dm_buf_t **wr;           /* the ones it may write */
-    size_t nwr;
-    tgt_op_t *ops;           /* ops[0, npre) before the kernel, the rest after */
-    size_t nops, capops, npre;
-    bool post;
-    node_list_t preds;       /* references held until this node is done */
-    node_list_t succs;
-    int npred_left;
-    int nunsent;             /* preds neither done nor launched ahead */
-    bool ahead;              /* launched ahead (tgt_ahead.c) */
-    bool kdone;              /* ahead: its executor reported it done */
-    bool sent;               /* ahead: the launching thread is done with it */
-    bool inlined;            /* inline_writes ran */
-    bool deferred;           /* in G.held (see hold_unmeasured) */
-    bool holds;              /* something was held back until it is done */
-    bool was_held;           /* counted in stats.held */
-    dm_buf_t **pulled;       /* ahead: copies that arrive on exec for it */
-    uint64_t *pulled_tag;    /* the writer whose data each one brings */
-    size_t npulled;
-    struct ahead_buf **abufs; /* ahead: per-buffer plans it takes part in */
-    size_t nabufs;
-    uint64_t batch;          /* flush that scheduled it */
-    int64_t sched_idx;
-    int32_t pref;            /* HEFT: worker from the whole flush's shape, or -1 */
-    int exec;
-    int placed_on;           /* executor whose G.placed counts it, or -1 */
-    double est_finish;       /* seconds on the graph clock */
-    ev_handle_t *h;
-    ompc_status_t kst;
-    uint64_t kernel_ns;      /* measured on the executor */
-    uint64_t *reply;         /* direct launch with read-backs: {kernel ns,
-                              * the bytes, each padded to 8}; else NULL */
-    size_t reply_len;
-    bool waited;             /* a thread waits on its kernel event */
-    bool hostside;           /* runs head-side ops once its preds are done */
-    int nwaiters;            /* threads in wait_node on it */
-    dm_buf_t *inl[INLINE_BUFS]; /* buffers whose data came with the launch */
-    size_t ninline;
-    ompc_tmap_node_t anode;  /* G.ahead_nodes, key seq */
-    tgt_node_t *qnext;       /* pending / ready / finished / blocked queue */
-    tgt_node_t *lprev, *lnext; /* live list (not done), in seq order */
-};
-
-/* Per depend address: the last writer group and the readers since. */
-typedef struct dep_state {
-    ompc_tmap_node_t node;   /* key: address */
-    node_list_t writers;     /* one out/inout node, or an inoutset group */
-    bool set;                /* writers is an inoutset group */
-    node_list_t set_preds;   /* what the group's members wait for */
-    node_list_t readers;
-    size_t prune_at;         /* readers.n that triggers the next prune */
-} dep_state_t;
-
-/* Per buffer: the last node with data ops on it and the users since. */
-typedef struct buf_state {
-    ompc_tmap_node_t node;   /* key: buffer device address */
-    tgt_node_t *last_op;
-    node_list_t users;
-    size_t prune_at;         /* users.n that triggers the next prune */
-} buf_state_t;
-
-/* Per buffer used by launched-ahead nodes in flight: where its next data
- * comes from.  hold[x] is the node on executor x after which x has the
- * data (0: ask the data manager). */
-typedef struct ahead_buf {
-    ompc_tmap_node_t node;   /* key: buffer device address */
-    int users;               /* launched-ahead nodes in flight using it */
-    uint64_t wseq;           /* the launched-ahead writer in flight, or 0 */
-    int wexec;
-    uint64_t hold[];         /* per executor */
-} ahead_buf_t;
-
-/* Host bytes a node not yet done will write (READ and HOST_STORE ops). */
-typedef struct host_write {
-    uintptr_t begin, end;
-    tgt_node_t *n;
-} host_write_t;
-
-typedef struct queue {
-    tgt_node_t *head, *tail;
-    size_t n;
-} queue_t;
-
-typedef struct graph {
-    /* Set once started; cleared under mtx at program end, when libomp's
-     * worker threads may still report the end of their last barrier. */
-    _Atomic bool active;
-    pthread_mutex_t mtx;     /* everything below but the sched_ fields */
-    pthread_cond_t cv_work;  /* dispatch threads: something to do */
-    pthread_cond_t cv_done;  /* waiters: a node they wait for is done */
-    int room_waiters;        /* recorders held back (nlive too high) */
-    /* Whether the head needs each completion promptly (need_add): threads
-     * waiting for a node, and live nodes that run on the head once their
-     * predecessors are done.  Launch batches carry need > 0 and need_gen,
-     * and a rise from 0 reaches the workers told otherwise at once. */
-    int need;
-    uint64_t need_gen;
-    bool *relaxed_sent;      /* per rank: its last batch said "not needed" */
-    uint64_t seq;
-    uint64_t nlive;
-    tgt_node_t *live_head, *live_tail;
-    queue_t pending, ready, finished, blocked;
-    queue_t held;            /* held back by a flush: before pending */
-    tgt_node_t *last_all;    /* latest omp_all_memory node */
-    ompc_tmap_t deps;
-    ompc_tmap_t bstate;
-    host_write_t *hw;
-    size_t nhw, caphw;
-    double *busy_until;      /* per executor, graph clock */
-    int64_t *placed;         /* per executor: kernels placed there, not done */
-    uint64_t t0_ns;          /* graph clock origin */
-    bool stop;
-    pthread_t *threads;
-    int nthreads;
-    pthread_mutex_t sched_mtx; /* one flush places nodes at a time */
-    uint64_t batches;
-    unsigned rr;             /* OMPC_SCHEDULER=roundrobin: next executor */
-    uint64_t ndone;          /* nodes done (pins may have been released) */
-    _Atomic size_t nwork;    /* nodes in ready + finished (read unlocked) */
-    _Atomic int hot;         /* dispatch threads spinning for work */
-    bool ahead;              /* OMPC_AHEAD and there are workers */
-    ompc_tmap_t ahead_nodes; /* launched ahead, not reported done: by seq */
-    pthread_mutex_t ahead_mtx; /* abufs */
-    ompc_tmap_t abufs;
-    tgt_graph_stats_t stats;
-} graph_t;
-
-static graph_t G = {.mtx = PTHREAD_MUTEX_INITIALIZER,
-                    .cv_work = PTHREAD_COND_INITIALIZER,
-                    .cv_done = PTHREAD_COND_INITIALIZER,
-                    .sched_mtx = PTHREAD_MUTEX_INITIALIZER,
-                    .ahead_mtx = PTHREAD_MUTEX_INITIALIZER};
+tgt_graph_state_t tgt_g = {.mtx = PTHREAD_MUTEX_INITIALIZER,
+                           .cv_work = PTHREAD_COND_INITIALIZER,
+                           .cv_done = PTHREAD_COND_INITIALIZER,
+                           .sched_mtx = PTHREAD_MUTEX_INITIALIZER,
+                           .ahead_mtx = PTHREAD_MUTEX_INITIALIZER};
 
 static _Thread_local tgt_node_t *rec; /* node this thread is recording */
 /* One node records at a time: a node's mapping-table changes and its
@@ -244,12 +74,12 @@ static void node_unref(tgt_node_t *n)
     free(n->wr);
     free(n->msg);
     free(n->reply);
-    free(n->pulled_tag); /* with pulled and abufs (ahead_launch) */
+    free(n->ahead.pulled_tag); /* with pulled and abufs (ahead_launch) */
     free(n);
-    atomic_fetch_sub(&G.stats.in_memory, 1);
+    atomic_fetch_sub(&tgt_g.stats.in_memory, 1);
 }
 
-/* Drop a list's references (caller holds G.mtx or owns the list). */
+/* Drop a list's references (caller holds tgt_g.mtx or owns the list). */
 static void list_clear(node_list_t *l)
 {
     for (size_t i = 0; i < l->n; i++)
@@ -284,14 +114,14 @@ static tgt_node_t *q_pop(queue_t *q);
 static void work_push(queue_t *q, tgt_node_t *n)
 {
     q_push(q, n);
-    atomic_fetch_add_explicit(&G.nwork, 1, memory_order_release);
+    atomic_fetch_add_explicit(&tgt_g.nwork, 1, memory_order_release);
 }
 
 static tgt_node_t *work_pop(queue_t *q)
 {
     tgt_node_t *n = q_pop(q);
     if (n)
-        atomic_fetch_sub_explicit(&G.nwork, 1, memory_order_relaxed);
+        atomic_fetch_sub_explicit(&tgt_g.nwork, 1, memory_order_relaxed);
     return n;
 }
 
@@ -320,12 +150,12 @@ static tgt_node_t *q_pop(queue_t *q)
 
 static double graph_now(void)
 {
-    return (double)(ompc_now_ns() - G.t0_ns) * 1e-9;
+    return (double)(ompc_now_ns() - tgt_g.t0_ns) * 1e-9;
 }
 
-bool tgt_graph_active(void) { return G.active; }
+bool tgt_graph_active(void) { return tgt_g.active; }
 
-const tgt_graph_stats_t *tgt_graph_stats(void) { return &G.stats; }
+const tgt_graph_stats_t *tgt_graph_stats(void) { return &tgt_g.stats; }
 
 /* ------------------------------------------------------------------ ops */
 static tgt_op_t *op_add(tgt_node_t *n, op_kind_t kind)
@@ -353,13 +183,14 @@ static void wait_node(tgt_node_t *n);
 static bool ahead_candidate(const tgt_node_t *n);
 
 /* A node not done that will write host bytes in [b, e), referenced; NULL
- * if none.  G.mtx held. */
+ * if none.  tgt_g.mtx held. */
 static tgt_node_t *host_write_pending(uintptr_t b, uintptr_t e)
 {
-    for (size_t i = 0; i < G.nhw; i++)
-        if (G.hw[i].begin < e && b < G.hw[i].end && G.hw[i].n->state != N_DONE) {
-            node_ref(G.hw[i].n);
-            return G.hw[i].n;
+    for (size_t i = 0; i < tgt_g.nhw; i++)
+        if (tgt_g.hw[i].begin < e && b < tgt_g.hw[i].end &&
+            tgt_g.hw[i].n->state != N_DONE) {
+            node_ref(tgt_g.hw[i].n);
+            return tgt_g.hw[i].n;
         }
     return NULL;
 }
@@ -424,16 +255,16 @@ void tgt_op_write(const void *loc, dm_buf_t *b, size_t off, const void *src,
      * task recorded earlier will still copy results into them, that task
      * runs first (the classic map(tofrom) chain without enter data). */
     for (;;) {
-        pthread_mutex_lock(&G.mtx);
+        pthread_mutex_lock(&tgt_g.mtx);
         tgt_node_t *w = host_write_pending((uintptr_t)src, (uintptr_t)src + len);
-        pthread_mutex_unlock(&G.mtx);
+        pthread_mutex_unlock(&tgt_g.mtx);
         if (!w)
             break;
         flush();
         wait_node(w);
-        pthread_mutex_lock(&G.mtx);
+        pthread_mutex_lock(&tgt_g.mtx);
         node_unref(w);
-        pthread_mutex_unlock(&G.mtx);
+        pthread_mutex_unlock(&tgt_g.mtx);
     }
     tgt_op_t *op = op_add(n, OP_WRITE);
     op->buf = b;
@@ -540,12 +371,12 @@ tgt_node_t *tgt_rec_begin(const tgt_ident_t *loc, const tgt_kernel_t *k)
     if (!n)
         ompc_fatal("out of memory recording a target task");
     atomic_init(&n->refs, 1); /* the graph's; dropped when done */
-    atomic_fetch_add(&G.stats.in_memory, 1);
+    atomic_fetch_add(&tgt_g.stats.in_memory, 1);
     n->state = N_RECORDING;
     n->loc = loc;
     n->k = k;
     n->exec = -1;
-    n->placed_on = -1;
+    n->sched.placed_on = -1;
     pthread_mutex_lock(&rec_mtx);
     rec = n;
     return n;
@@ -570,7 +401,7 @@ static void edge(tgt_node_t *pred, tgt_node_t *succ)
     node_ref(pred);
     list_push(&succ->preds, pred);
     succ->npred_left++;
-    if (!pred->ahead)
+    if (!pred->ahead.launched)
         succ->nunsent++;
 }
 
@@ -607,19 +438,19 @@ _Static_assert(offsetof(buf_state_t, node) == 0, "tmap_obtain needs the node fir
 
 static dep_state_t *dep_get(uintptr_t addr)
 {
-    return tmap_obtain(&G.deps, addr, sizeof(dep_state_t));
+    return tmap_obtain(&tgt_g.deps, addr, sizeof(dep_state_t));
 }
 
-/* OpenMP's dependence rules for one depend item of node n (G.mtx held). */
+/* OpenMP's dependence rules for one depend item of node n (tgt_g.mtx held). */
 static void dep_record(tgt_node_t *n, const tgt_dep_t *dp)
 {
     if (dp->type == TGT_DEP_ALL) {
-        for (tgt_node_t *o = G.live_head; o; o = o->lnext)
+        for (tgt_node_t *o = tgt_g.live_head; o; o = o->lnext)
             edge(o, n);
-        if (G.last_all)
-            node_unref(G.last_all);
+        if (tgt_g.last_all)
+            node_unref(tgt_g.last_all);
         node_ref(n);
-        G.last_all = n;
+        tgt_g.last_all = n;
         return;
     }
     dep_state_t *d = dep_get(dp->addr);
@@ -673,7 +504,7 @@ static void dep_record(tgt_node_t *n, const tgt_dep_t *dp)
 
 static buf_state_t *bstate_get(dm_buf_t *b)
 {
-    return tmap_obtain(&G.bstate, (uintptr_t)dm_buf_addr(b), sizeof(buf_state_t));
+    return tmap_obtain(&tgt_g.bstate, (uintptr_t)dm_buf_addr(b), sizeof(buf_state_t));
 }
 
 static void buf_state_free(ompc_tmap_node_t *t, void *arg)
@@ -697,7 +528,7 @@ static void dep_state_free(ompc_tmap_node_t *t, void *arg)
 
 static void bstate_drop(buf_state_t *s)
 {
-    ompc_tmap_erase(&G.bstate, s->node.key);
+    ompc_tmap_erase(&tgt_g.bstate, s->node.key);
     buf_state_free(&s->node, NULL);
 }
 
@@ -737,14 +568,14 @@ static void buf_record(tgt_node_t *n)
     /* A freed buffer's address may be handed out again: forget it. */
     for (size_t i = 0; i < n->nops; i++)
         if (n->ops[i].kind == OP_FREE) {
-            ompc_tmap_node_t *t = tmap_find(&G.bstate,
+            ompc_tmap_node_t *t = tmap_find(&tgt_g.bstate,
                                                  (uintptr_t)dm_buf_addr(n->ops[i].buf));
             if (t)
                 bstate_drop(OMPC_TMAP_ENTRY(t, buf_state_t, node));
         }
 }
 
-/* G.mtx held: the head's need of prompt completions goes up or down by
+/* tgt_g.mtx held: the head's need of prompt completions goes up or down by
  * d.  Workers hold completions while more work launched there is under
  * way; how long depends on whether the head may be waiting for one
  * (tgt_ahead.c).  A rise from none is posted to every worker whose last
@@ -752,19 +583,19 @@ static void buf_record(tgt_node_t *n)
  * batches on other communicators. */
 static void need_add(int d)
 {
-    int old = G.need;
-    G.need += d;
-    OMPC_ASSERT(G.need >= 0);
-    if ((old > 0) == (G.need > 0))
+    int old = tgt_g.need;
+    tgt_g.need += d;
+    OMPC_ASSERT(tgt_g.need >= 0);
+    if ((old > 0) == (tgt_g.need > 0))
         return;
-    G.need_gen++;
-    if (G.need == 0 || !G.relaxed_sent)
+    tgt_g.need_gen++;
+    if (tgt_g.need == 0 || !tgt_g.relaxed_sent)
         return;
     for (int r = 1; r < tgt_rt->size; r++) {
-        if (!G.relaxed_sent[r])
+        if (!tgt_g.relaxed_sent[r])
             continue;
-        G.relaxed_sent[r] = false;
-        uint64_t gen = G.need_gen;
+        tgt_g.relaxed_sent[r] = false;
+        uint64_t gen = tgt_g.need_gen;
         ompc_status_t st = ev_post(tgt_rt->ev, r, tgt_rt->fn_ahead_prompt, &gen,
                                    sizeof(gen));
         if (st != OMPC_OK)
@@ -775,14 +606,14 @@ static void need_add(int d)
 
 static void live_append(tgt_node_t *n)
 {
-    n->lprev = G.live_tail;
+    n->lprev = tgt_g.live_tail;
     n->lnext = NULL;
-    if (G.live_tail)
-        G.live_tail->lnext = n;
+    if (tgt_g.live_tail)
+        tgt_g.live_tail->lnext = n;
     else
-        G.live_head = n;
-    G.live_tail = n;
-    G.nlive++;
+        tgt_g.live_head = n;
+    tgt_g.live_tail = n;
+    tgt_g.nlive++;
     if (n->hostside)
         need_add(1);
 }
@@ -792,12 +623,12 @@ static void live_remove(tgt_node_t *n)
     if (n->lprev)
         n->lprev->lnext = n->lnext;
     else
-        G.live_head = n->lnext;
+        tgt_g.live_head = n->lnext;
     if (n->lnext)
         n->lnext->lprev = n->lprev;
     else
-        G.live_tail = n->lprev;
-    G.nlive--;
+        tgt_g.live_tail = n->lprev;
+    tgt_g.nlive--;
     if (n->hostside)
         need_add(-1);
 }
@@ -828,10 +659,10 @@ void tgt_rec_commit(tgt_node_t *n, tgt_mapped_t *m, dm_buf_t **wr, size_t nwr,
     const tgt_dep_t *deps;
     tgt_ompt_current_deps(&ndeps, &deps);
 
-    pthread_mutex_lock(&G.mtx);
-    n->seq = ++G.seq;
-    if (G.last_all)
-        edge(G.last_all, n);
+    pthread_mutex_lock(&tgt_g.mtx);
+    n->seq = ++tgt_g.seq;
+    if (tgt_g.last_all)
+        edge(tgt_g.last_all, n);
     for (int d = 0; d < ndeps; d++)
         dep_record(n, &deps[d]);
     buf_record(n);
@@ -839,23 +670,24 @@ void tgt_rec_commit(tgt_node_t *n, tgt_mapped_t *m, dm_buf_t **wr, size_t nwr,
         tgt_op_t *op = &n->ops[i];
         if (op->kind != OP_READ && op->kind != OP_HOST_STORE)
             continue;
-        if (G.nhw == G.caphw) {
+        if (tgt_g.nhw == tgt_g.caphw) {
             /* Entries of finished nodes go first. */
             size_t k = 0;
-            for (size_t j = 0; j < G.nhw; j++) {
-                if (G.hw[j].n->state == N_DONE)
-                    node_unref(G.hw[j].n);
+            for (size_t j = 0; j < tgt_g.nhw; j++) {
+                if (tgt_g.hw[j].n->state == N_DONE)
+                    node_unref(tgt_g.hw[j].n);
                 else
-                    G.hw[k++] = G.hw[j];
+                    tgt_g.hw[k++] = tgt_g.hw[j];
             }
-            G.nhw = k;
-            if (G.nhw == G.caphw) {
-                G.caphw = G.caphw ? 2 * G.caphw : 64;
-                G.hw = xrealloc(G.hw, G.caphw * sizeof(*G.hw), "task graph");
+            tgt_g.nhw = k;
+            if (tgt_g.nhw == tgt_g.caphw) {
+                tgt_g.caphw = tgt_g.caphw ? 2 * tgt_g.caphw : 64;
+                tgt_g.hw = xrealloc(tgt_g.hw, tgt_g.caphw * sizeof(*tgt_g.hw),
+                                    "task graph");
             }
         }
         node_ref(n);
-        G.hw[G.nhw++] = (host_write_t){(uintptr_t)op->host,
+        tgt_g.hw[tgt_g.nhw++] = (host_write_t){(uintptr_t)op->host,
                                        (uintptr_t)op->host + op->len, n};
     }
     /* Ops on the head after its predecessors: their completions hold it
@@ -863,30 +695,30 @@ void tgt_rec_commit(tgt_node_t *n, tgt_mapped_t *m, dm_buf_t **wr, size_t nwr,
     n->hostside = !ahead_candidate(n);
     live_append(n);
     n->state = N_PENDING;
-    q_push(&G.pending, n);
-    G.stats.nodes++;
+    q_push(&tgt_g.pending, n);
+    tgt_g.stats.nodes++;
     if (n->k)
-        G.stats.kernels++;
-    uint64_t mem = atomic_load(&G.stats.in_memory);
-    if (mem > G.stats.in_memory_peak)
-        G.stats.in_memory_peak = mem;
-    size_t npend = G.pending.n;
-    uint64_t nlive = G.nlive;
+        tgt_g.stats.kernels++;
+    uint64_t mem = atomic_load(&tgt_g.stats.in_memory);
+    if (mem > tgt_g.stats.in_memory_peak)
+        tgt_g.stats.in_memory_peak = mem;
+    size_t npend = tgt_g.pending.n;
+    uint64_t nlive = tgt_g.nlive;
     if (wait) {
         node_ref(n);
         need_add(1); /* before its launch, which then says so */
     }
-    pthread_mutex_unlock(&G.mtx);
+    pthread_mutex_unlock(&tgt_g.mtx);
     pthread_mutex_unlock(&rec_mtx);
 
     int64_t window = ompc_config_get()->graph_window;
     if (wait) {
         flush_keep(n);
         wait_node(n);
-        pthread_mutex_lock(&G.mtx);
+        pthread_mutex_lock(&tgt_g.mtx);
         need_add(-1);
         node_unref(n);
-        pthread_mutex_unlock(&G.mtx);
+        pthread_mutex_unlock(&tgt_g.mtx);
         return;
     }
     if ((int64_t)npend >= window)
@@ -895,12 +727,12 @@ void tgt_rec_commit(tgt_node_t *n, tgt_mapped_t *m, dm_buf_t **wr, size_t nwr,
         /* Back-pressure: a program that records much faster than the
          * cluster runs would otherwise hold its whole future in memory. */
         flush();
-        pthread_mutex_lock(&G.mtx);
-        G.room_waiters++;
-        while ((int64_t)G.nlive > 2 * window)
-            pthread_cond_wait(&G.cv_done, &G.mtx);
-        G.room_waiters--;
-        pthread_mutex_unlock(&G.mtx);
+        pthread_mutex_lock(&tgt_g.mtx);
+        tgt_g.room_waiters++;
+        while ((int64_t)tgt_g.nlive > 2 * window)
+            pthread_cond_wait(&tgt_g.cv_done, &tgt_g.mtx);
+        tgt_g.room_waiters--;
+        pthread_mutex_unlock(&tgt_g.mtx);
     }
 }
 
@@ -937,25 +769,26 @@ static void node_finish(tgt_node_t *n);
  * ready and finished nodes itself, and waits on its own node's kernel
  * event, which makes it the event system's progress engine meanwhile (no
  * hand-off through the dispatch threads for a synchronous region).
- * help_once is one step of that, G.mtx held (and held again on return): run a finished or ready node, or wait on mine's kernel event
+ * help_once is one step of that, tgt_g.mtx held (and held again on
+ * return): run a finished or ready node, or wait on mine's kernel event
  * (mine may be NULL), or sleep until a node is done. */
 static void help_once(tgt_node_t *mine)
 {
     tgt_node_t *t;
     if (lb_due()) {
-        pthread_mutex_unlock(&G.mtx);
+        pthread_mutex_unlock(&tgt_g.mtx);
         lb_flush();
-    } else if ((t = work_pop(&G.finished))) {
-        pthread_mutex_unlock(&G.mtx);
+    } else if ((t = work_pop(&tgt_g.finished))) {
+        pthread_mutex_unlock(&tgt_g.mtx);
         takes_more = !tgt_rt->executor;
         node_finish(t);
         takes_more = false;
-    } else if (!tgt_rt->executor && (t = work_pop(&G.ready))) {
+    } else if (!tgt_rt->executor && (t = work_pop(&tgt_g.ready))) {
         /* Where the head runs the kernels itself (one rank), a waiter does
          * not start them: it may be inside the program's own parallel
          * region, which a kernel's teams must not nest in.  Dispatch
          * threads run them. */
-        pthread_mutex_unlock(&G.mtx);
+        pthread_mutex_unlock(&tgt_g.mtx);
         takes_more = true;
         node_start(t);
         takes_more = false;
@@ -963,27 +796,27 @@ static void help_once(tgt_node_t *mine)
         ev_handle_t *h = mine->h;
         ev_handle_retain(h);
         mine->waited = true;
-        pthread_mutex_unlock(&G.mtx);
+        pthread_mutex_unlock(&tgt_g.mtx);
         ev_wait(h);
         ev_handle_release(h);
     } else {
-        pthread_cond_wait(&G.cv_done, &G.mtx);
+        pthread_cond_wait(&tgt_g.cv_done, &tgt_g.mtx);
         return;
     }
-    pthread_mutex_lock(&G.mtx);
+    pthread_mutex_lock(&tgt_g.mtx);
 }
 
-/* G.mtx held: a waiter leaves; work queued while it helped, which it may
+/* tgt_g.mtx held: a waiter leaves; work queued while it helped, which it may
  * have woken nobody for, goes to the dispatch threads. */
 static void stop_helping(void)
 {
-    if (atomic_load_explicit(&G.nwork, memory_order_relaxed))
-        pthread_cond_broadcast(&G.cv_work);
+    if (atomic_load_explicit(&tgt_g.nwork, memory_order_relaxed))
+        pthread_cond_broadcast(&tgt_g.cv_work);
 }
 
 static void wait_node(tgt_node_t *n)
 {
-    pthread_mutex_lock(&G.mtx);
+    pthread_mutex_lock(&tgt_g.mtx);
     n->nwaiters++;
     need_add(1);
     while (n->state != N_DONE)
@@ -991,77 +824,77 @@ static void wait_node(tgt_node_t *n)
     stop_helping();
     need_add(-1);
     n->nwaiters--;
-    pthread_mutex_unlock(&G.mtx);
+    pthread_mutex_unlock(&tgt_g.mtx);
     lb_flush(); /* launches planned while helping must not wait for us */
 }
 
 void tgt_graph_sync_all(void)
 {
-    if (!G.active)
+    if (!tgt_g.active)
         return;
-    pthread_mutex_lock(&G.mtx);
-    uint64_t target = G.seq;
-    bool idle = !G.live_head || G.live_head->seq > target;
-    pthread_mutex_unlock(&G.mtx);
+    pthread_mutex_lock(&tgt_g.mtx);
+    uint64_t target = tgt_g.seq;
+    bool idle = !tgt_g.live_head || tgt_g.live_head->seq > target;
+    pthread_mutex_unlock(&tgt_g.mtx);
     if (idle)
         return;
     flush();
-    pthread_mutex_lock(&G.mtx);
-    while (G.live_head && G.live_head->seq <= target)
+    pthread_mutex_lock(&tgt_g.mtx);
+    while (tgt_g.live_head && tgt_g.live_head->seq <= target)
         help_once(NULL);
     stop_helping();
     if (LB.n) {
         /* Planned while helping, for nodes after the target. */
-        pthread_mutex_unlock(&G.mtx);
+        pthread_mutex_unlock(&tgt_g.mtx);
         lb_flush();
-        pthread_mutex_lock(&G.mtx);
+        pthread_mutex_lock(&tgt_g.mtx);
     }
     /* Quiescent: forget finished nodes kept only for ordering (unless the
      * graph was torn down meanwhile). */
-    if (!G.live_head && G.active) {
-        ompc_tmap_drain(&G.deps, dep_state_free, NULL);
-        ompc_tmap_drain(&G.bstate, buf_state_free, NULL);
-        for (size_t j = 0; j < G.nhw; j++)
-            node_unref(G.hw[j].n);
-        G.nhw = 0;
-        node_unref(G.last_all);
-        G.last_all = NULL;
+    if (!tgt_g.live_head && tgt_g.active) {
+        ompc_tmap_drain(&tgt_g.deps, dep_state_free, NULL);
+        ompc_tmap_drain(&tgt_g.bstate, buf_state_free, NULL);
+        for (size_t j = 0; j < tgt_g.nhw; j++)
+            node_unref(tgt_g.hw[j].n);
+        tgt_g.nhw = 0;
+        node_unref(tgt_g.last_all);
+        tgt_g.last_all = NULL;
     }
-    pthread_mutex_unlock(&G.mtx);
+    pthread_mutex_unlock(&tgt_g.mtx);
 }
 
 /* Runs the nodes in `wait` (referenced; the list is freed). */
 static void wait_nodes(node_list_t *wait)
 {
     if (wait->n) {
-        pthread_mutex_lock(&G.mtx);
+        pthread_mutex_lock(&tgt_g.mtx);
         need_add(1); /* before the launches the flush sends */
-        pthread_mutex_unlock(&G.mtx);
+        pthread_mutex_unlock(&tgt_g.mtx);
         flush();
         for (size_t j = 0; j < wait->n; j++)
             wait_node(wait->v[j]);
-        pthread_mutex_lock(&G.mtx);
+        pthread_mutex_lock(&tgt_g.mtx);
         need_add(-1);
-        pthread_mutex_unlock(&G.mtx);
+        pthread_mutex_unlock(&tgt_g.mtx);
     }
-    pthread_mutex_lock(&G.mtx);
+    pthread_mutex_lock(&tgt_g.mtx);
     list_free(wait);
-    pthread_mutex_unlock(&G.mtx);
+    pthread_mutex_unlock(&tgt_g.mtx);
 }
 
 void tgt_graph_host_task(const tgt_dep_t *deps, int nd)
 {
-    if (!G.active || nd <= 0)
+    if (!tgt_g.active || nd <= 0)
         return;
     node_list_t wait = {0};
     bool all = false;
-    pthread_mutex_lock(&G.mtx);
+    pthread_mutex_lock(&tgt_g.mtx);
     for (int i = 0; i < nd; i++) {
         if (deps[i].type == TGT_DEP_ALL) {
             all = true;
             break;
         }
-        ompc_tmap_node_t *t = tmap_find(&G.deps, deps[i].addr);
+        ompc_tmap_node_t *t = tmap_find(&tgt_g.deps, deps[i].addr);
         if (!t)
             continue;
         dep_state_t *d = OMPC_TMAP_ENTRY(t, dep_state_t, node);
@@ -1077,11 +910,11 @@ void tgt_graph_host_task(const tgt_dep_t *deps, int nd)
                     list_push(&wait, d->readers.v[j]);
                 }
     }
-    if (G.last_all && G.last_all->state != N_DONE) {
-        node_ref(G.last_all);
-        list_push(&wait, G.last_all);
+    if (tgt_g.last_all && tgt_g.last_all->state != N_DONE) {
+        node_ref(tgt_g.last_all);
+        list_push(&wait, tgt_g.last_all);
     }
-    pthread_mutex_unlock(&G.mtx);
+    pthread_mutex_unlock(&tgt_g.mtx);
     if (all) {
         list_free(&wait);
         tgt_graph_sync_all();
@@ -1092,20 +925,21 @@ void tgt_graph_host_task(const tgt_dep_t *deps, int nd)
 
 void tgt_graph_target_task(const tgt_dep_t *deps, int nd)
 {
-    if (!G.active || nd <= 0)
+    if (!tgt_g.active || nd <= 0)
         return;
     node_list_t wait = {0};
-    pthread_mutex_lock(&G.mtx);
+    pthread_mutex_lock(&tgt_g.mtx);
     for (int i = 0; i < nd; i++) {
         uintptr_t b = deps[i].addr, e = b + 1;
-        for (size_t j = 0; j < G.nhw; j++)
-            if ((deps[i].type == TGT_DEP_ALL || (G.hw[j].begin < e && b < G.hw[j].end)) &&
-                G.hw[j].n->state != N_DONE) {
-                node_ref(G.hw[j].n);
-                list_push(&wait, G.hw[j].n);
+        for (size_t j = 0; j < tgt_g.nhw; j++)
+            if ((deps[i].type == TGT_DEP_ALL ||
+                 (tgt_g.hw[j].begin < e && b < tgt_g.hw[j].end)) &&
+                tgt_g.hw[j].n->state != N_DONE) {
+                node_ref(tgt_g.hw[j].n);
+                list_push(&wait, tgt_g.hw[j].n);
             }
     }
-    pthread_mutex_unlock(&G.mtx);
+    pthread_mutex_unlock(&tgt_g.mtx);
     wait_nodes(&wait);
 }
 
@@ -1116,7 +950,7 @@ void tgt_graph_target_task(const tgt_dep_t *deps, int nd)
  * the kernel that a predecessor could still change. */
 static bool ahead_candidate(const tgt_node_t *n)
 {
-    if (!G.ahead || !n->k)
+    if (!tgt_g.ahead || !n->k)
         return false;
     for (size_t i = 0; i < n->nops; i++) {
         op_kind_t k = n->ops[i].kind;
@@ -1126,46 +960,46 @@ static bool ahead_candidate(const tgt_node_t *n)
     return true;
 }
 
-/* G.mtx held: whether a waiting node may be dispatched now. */
+/* tgt_g.mtx held: whether a waiting node may be dispatched now. */
 static bool can_start(const tgt_node_t *n)
 {
     return n->npred_left == 0 || (n->nunsent == 0 && ahead_candidate(n));
 }
 
-/* G.mtx held: queue a waiting node that may be dispatched now; true if it
+/* tgt_g.mtx held: queue a waiting node that may be dispatched now; true if it
  * was. */
 static bool make_ready(tgt_node_t *n)
 {
     if (n->state != N_WAITING || !can_start(n))
         return false;
     n->state = N_READY;
-    work_push(&G.ready, n);
+    work_push(&tgt_g.ready, n);
     return true;
 }
 
-/* G.mtx held: one wake-up per node queued, all threads for several. */
+/* tgt_g.mtx held: one wake-up per node queued, all threads for several. */
 static void wake_dispatchers(size_t woken)
 {
     if (takes_more && woken > 0)
         woken--;
     if (woken == 1)
-        pthread_cond_signal(&G.cv_work);
+        pthread_cond_signal(&tgt_g.cv_work);
     else if (woken > 1)
-        pthread_cond_broadcast(&G.cv_work);
+        pthread_cond_broadcast(&tgt_g.cv_work);
 }
 
-/* G.mtx held: a node whose kernel is over goes to be finished; a thread
+/* tgt_g.mtx held: a node whose kernel is over goes to be finished; a thread
  * waiting for it takes it itself (it may have seen its kernel event
  * complete before this ran, and sleeps on cv_done then; or it waits for a
  * node launched ahead, whose completion the gate thread brings here):
  * one wake-up, not a dispatch thread's and then the waiter's. */
 static void push_finished(tgt_node_t *n)
 {
-    work_push(&G.finished, n);
+    work_push(&tgt_g.finished, n);
     if (n->waited || n->nwaiters > 0)
-        pthread_cond_broadcast(&G.cv_done);
+        pthread_cond_broadcast(&tgt_g.cv_done);
     else
-        pthread_cond_signal(&G.cv_work);
+        pthread_cond_signal(&tgt_g.cv_work);
 }
 
 /* ----------------------------------------------------------- scheduling */
@@ -1175,23 +1009,23 @@ static void push_finished(tgt_node_t *n)
  * its thread start-up, weighs on the mean for MODEL_WINDOW runs) left it
  * in the future, and the next flush saw the executor that holds the data
  * as busy and moved the data to an idle one, every synchronous kernel a
- * flush of its own (G.mtx held for both). */
+ * flush of its own (tgt_g.mtx held for both). */
 static void placed_add(tgt_node_t *n, int w)
 {
-    n->placed_on = w;
-    G.placed[w]++;
+    n->sched.placed_on = w;
+    tgt_g.placed[w]++;
 }
 
 static void placed_drop(tgt_node_t *n)
 {
-    int w = n->placed_on;
+    int w = n->sched.placed_on;
     if (w < 0)
         return;
-    n->placed_on = -1;
-    if (--G.placed[w] == 0) {
+    n->sched.placed_on = -1;
+    if (--tgt_g.placed[w] == 0) {
         double now = graph_now();
-        if (G.busy_until[w] > now)
-            G.busy_until[w] = now;
+        if (tgt_g.busy_until[w] > now)
+            tgt_g.busy_until[w] = now;
     }
 }
 
@@ -1228,7 +1062,7 @@ static void edge_push(sched_edge_t **v, size_t *n, size_t *cap, sched_edge_t e)
     (*v)[(*n)++] = e;
 }
 
-/* Place one batch of pending nodes (sched_mtx held, G.mtx not). */
+/* Place one batch of pending nodes (sched_mtx held, tgt_g.mtx not). */
 static void schedule_batch(tgt_node_t **v, size_t n, uint64_t batch,
                            const tgt_node_t *mine)
 {
@@ -1254,9 +1088,9 @@ static void schedule_batch(tgt_node_t **v, size_t n, uint64_t batch,
                 ibw[p * P + q] = 0.5 * (tgt_model_inv_bw(p) + tgt_model_inv_bw(q));
             }
     double now = graph_now();
-    pthread_mutex_lock(&G.mtx);
+    pthread_mutex_lock(&tgt_g.mtx);
     for (int p = 0; p < P; p++)
-        avail[p] = G.busy_until[p] > now ? G.busy_until[p] - now : 0;
+        avail[p] = tgt_g.busy_until[p] > now ? tgt_g.busy_until[p] - now : 0;
     for (size_t i = 0; i < n; i++) {
         tgt_node_t *t = v[i];
         for (size_t j = 0; j < t->preds.n; j++) {
@@ -1266,12 +1100,12 @@ static void schedule_batch(tgt_node_t **v, size_t n, uint64_t batch,
             /* Data-only nodes move data between head and device whichever
              * worker "runs" them: no worker-to-worker cost on their edges. */
             double bytes = p->k && t->k ? shared_bytes(p, t) : 0;
-            if (p->batch == batch) {
+            if (p->sched.batch == batch) {
                 edge_push(&edges, &nedges, &capedges,
-                          (sched_edge_t){p->sched_idx, (int64_t)i, 0, bytes});
+                          (sched_edge_t){p->sched.idx, (int64_t)i, 0, bytes});
                 continue;
             }
-            double f = p->est_finish > now ? p->est_finish - now : 0;
+            double f = p->sched.est_finish > now ? p->sched.est_finish - now : 0;
             for (int w = 0; w < P; w++) {
                 double r = f + comm_time(p->exec, w, bytes);
                 if (r > ready[i * (size_t)P + (size_t)w])
@@ -1279,7 +1113,7 @@ static void schedule_batch(tgt_node_t **v, size_t n, uint64_t batch,
             }
         }
     }
-    pthread_mutex_unlock(&G.mtx);
+    pthread_mutex_unlock(&tgt_g.mtx);
     /* Locality compares workers by how much later their inputs arrive, to
      * follow the data.  Priced with each link's own probe, bytes that no
      * worker holds (a map(to:) from the head) arrived later on the worker
@@ -1317,7 +1151,7 @@ static void schedule_batch(tgt_node_t **v, size_t n, uint64_t batch,
         /* Round-robin continues across flushes (a batch is often one
          * synchronous region). */
         for (size_t i = 0; i < n; i++)
-            worker[i] = v[i]->k ? (int32_t)(G.rr++ % (unsigned)P) : 0;
+            worker[i] = v[i]->k ? (int32_t)(tgt_g.rr++ % (unsigned)P) : 0;
     } else {
         const sched_policy_t *pol = sched_policy_find(ompc_sched_name(cfg->scheduler));
         if (!pol)
@@ -1325,12 +1159,12 @@ static void schedule_batch(tgt_node_t **v, size_t n, uint64_t batch,
                        ompc_sched_name(cfg->scheduler));
         bool any_pref = false;
         for (size_t i = 0; i < n; i++)
-            any_pref |= v[i]->pref >= 0;
+            any_pref |= v[i]->sched.pref >= 0;
         int32_t *prefer = any_pref ? malloc(n * sizeof(int32_t)) : NULL;
         if (any_pref && !prefer)
             ompc_fatal("out of memory scheduling %zu tasks", n);
         for (size_t i = 0; prefer && i < n; i++)
-            prefer[i] = v[i]->pref;
+            prefer[i] = v[i]->sched.pref;
         sched_graph_t g = {
             .nworkers = P, .ntasks = (int64_t)n, .cost = cost, .pinned = NULL,
             .ready = ready, .avail = avail, .nedges = (int64_t)nedges,
@@ -1343,7 +1177,7 @@ static void schedule_batch(tgt_node_t **v, size_t n, uint64_t batch,
             ompc_fatal("scheduling %zu tasks failed: %s (%s)", n, ompc_status_str(st),
                        st == OMPC_ERR_INVALID ? sched_last_error() : "no memory");
     }
-    pthread_mutex_lock(&G.mtx);
+    pthread_mutex_lock(&tgt_g.mtx);
     for (size_t i = 0; i < n; i++) {
         tgt_node_t *t = v[i];
         int w = worker[i];
@@ -1352,17 +1186,17 @@ static void schedule_batch(tgt_node_t **v, size_t n, uint64_t batch,
              * (enter data: the copy is pushed there) or else produced it. */
             w = -1;
             for (size_t j = 0; j < t->succs.n && w < 0; j++)
-                if (t->succs.v[j]->k && t->succs.v[j]->batch == batch)
-                    w = worker[t->succs.v[j]->sched_idx];
+                if (t->succs.v[j]->k && t->succs.v[j]->sched.batch == batch)
+                    w = worker[t->succs.v[j]->sched.idx];
             for (size_t j = 0; j < t->preds.n && w < 0; j++)
                 if (t->preds.v[j]->k && t->preds.v[j]->exec >= 0)
                     w = t->preds.v[j]->exec;
         }
         t->exec = w;
-        t->est_finish = now + (t->k ? finish[i] : 0);
+        t->sched.est_finish = now + (t->k ? finish[i] : 0);
         if (t->k && w >= 0) {
-            if (t->est_finish > G.busy_until[w])
-                G.busy_until[w] = t->est_finish;
+            if (t->sched.est_finish > tgt_g.busy_until[w])
+                tgt_g.busy_until[w] = t->sched.est_finish;
             placed_add(t, w);
         }
         t->state = N_WAITING;
@@ -1370,10 +1204,10 @@ static void schedule_batch(tgt_node_t **v, size_t n, uint64_t batch,
             /* One wake-up per ready node: waking every dispatch thread
              * costs more than the work on a busy node. */
             if (t != mine || tgt_rt->executor) /* help_once: waiters there start none */
-                pthread_cond_signal(&G.cv_work);
+                pthread_cond_signal(&tgt_g.cv_work);
         }
     }
-    pthread_mutex_unlock(&G.mtx);
+    pthread_mutex_unlock(&tgt_g.mtx);
     free(cost);
     free(ready);
     free(avail);
@@ -1390,42 +1224,42 @@ static void schedule_batch(tgt_node_t **v, size_t n, uint64_t batch,
  * graph is off by orders of magnitude and spreads neighbours over workers
  * (every edge a transfer).  So a flush places only the nodes that do not
  * depend on an unmeasured kernel still to finish; the rest wait in
- * G.held and are placed, with a measured cost, once such a kernel is done
+ * tgt_g.held and are placed, with a measured cost, once such a kernel is done
  * (node_done flushes again).  The first wave runs meanwhile, so the cost
  * is at most one kernel's latency on the first use of each kernel; a
  * saved model (OMPC_PERF_MODEL) removes even that.  Independent kernels
  * (no edge to an unmeasured one) are placed at once, on the default.
  *
- * Held nodes go to G.held in graph order and the placed ones close up at
- * the front of v; returns how many were held (G.mtx held; v in graph
+ * Held nodes go to tgt_g.held in graph order and the placed ones close up at
+ * the front of v; returns how many were held (tgt_g.mtx held; v in graph
  * order, so a node's predecessors in v come before it and are decided). */
 static size_t hold_unmeasured(tgt_node_t **v, size_t n)
 {
     size_t k = 0;
     for (size_t i = 0; i < n; i++) {
         tgt_node_t *t = v[i];
-        t->deferred = false;
-        for (size_t j = 0; j < t->preds.n && !t->deferred; j++) {
+        t->sched.deferred = false;
+        for (size_t j = 0; j < t->preds.n && !t->sched.deferred; j++) {
             tgt_node_t *p = t->preds.v[j];
             if (p->state == N_DONE)
                 continue;
-            if (p->deferred) {
-                t->deferred = true;
+            if (p->sched.deferred) {
+                t->sched.deferred = true;
             } else if (p->k && !tgt_model_known(p->k)) {
-                p->holds = true;
-                t->deferred = true;
+                p->sched.holds = true;
+                t->sched.deferred = true;
             }
         }
-        if (!t->deferred) {
+        if (!t->sched.deferred) {
             v[k++] = t;
             continue;
         }
-        if (!t->was_held) {
-            t->was_held = true;
-            G.stats.held++;
+        if (!t->sched.was_held) {
+            t->sched.was_held = true;
+            tgt_g.stats.held++;
         }
         t->state = N_PENDING;
-        q_push(&G.held, t);
+        q_push(&tgt_g.held, t);
     }
     return n - k;
 }
@@ -1434,7 +1268,7 @@ static size_t hold_unmeasured(tgt_node_t **v, size_t n)
  * successors, so HEFT cannot see which of its tasks feed the same ones and
  * deals them out round-robin (sched_entry_prefs).  Work the preferences
  * out on the whole flush instead, every kernel at one cost: the placed
- * nodes are v[0..n-held), the held ones follow (G.mtx held). */
+ * nodes are v[0..n-held), the held ones follow (tgt_g.mtx held). */
 static void shape_prefs(tgt_node_t **v, size_t n, uint64_t batch)
 {
     int P = dm_num_executors(tgt_rt->dm);
@@ -1447,22 +1281,22 @@ static void shape_prefs(tgt_node_t **v, size_t n, uint64_t batch)
     if (!cost || !pref)
         ompc_fatal("out of memory scheduling %zu tasks", n);
     for (size_t i = 0; i < n; i++) {
-        v[i]->sched_idx = (int64_t)i;
+        v[i]->sched.idx = (int64_t)i;
         for (int w = 0; w < P; w++)
             cost[i * (size_t)P + (size_t)w] = v[i]->k ? 1.0 : 0.0;
     }
     for (size_t i = 0; i < n; i++)
         for (size_t j = 0; j < v[i]->preds.n; j++) {
             tgt_node_t *p = v[i]->preds.v[j];
-            if (p->state != N_DONE && p->batch == batch)
+            if (p->state != N_DONE && p->sched.batch == batch)
                 edge_push(&edges, &nedges, &capedges,
-                          (sched_edge_t){p->sched_idx, (int64_t)i, 0, 0});
+                          (sched_edge_t){p->sched.idx, (int64_t)i, 0, 0});
         }
     sched_graph_t g = {.nworkers = P, .ntasks = (int64_t)n, .cost = cost,
                        .nedges = (int64_t)nedges, .edges = edges};
     if (sched_entry_prefs(&g, pref) == OMPC_OK)
         for (size_t i = 0; i < n; i++)
-            v[i]->pref = pref[i];
+            v[i]->sched.pref = pref[i];
     free(cost);
     free(pref);
     free(edges);
@@ -1474,28 +1308,28 @@ static void shape_prefs(tgt_node_t **v, size_t n, uint64_t batch)
  * itself, see help_once). */
 static void flush_keep(tgt_node_t *mine)
 {
-    pthread_mutex_lock(&G.sched_mtx);
-    pthread_mutex_lock(&G.mtx);
-    size_t n = G.held.n + G.pending.n;
+    pthread_mutex_lock(&tgt_g.sched_mtx);
+    pthread_mutex_lock(&tgt_g.mtx);
+    size_t n = tgt_g.held.n + tgt_g.pending.n;
     if (n == 0) {
-        pthread_mutex_unlock(&G.mtx);
-        pthread_mutex_unlock(&G.sched_mtx);
+        pthread_mutex_unlock(&tgt_g.mtx);
+        pthread_mutex_unlock(&tgt_g.sched_mtx);
         return;
     }
-    uint64_t batch = ++G.batches;
+    uint64_t batch = ++tgt_g.batches;
     tgt_node_t **v = malloc(n * sizeof(*v));
     if (!v)
         ompc_fatal("out of memory scheduling %zu tasks", n);
     /* Held-back nodes were recorded first: graph order is kept. */
     for (size_t i = 0; i < n; i++) {
-        tgt_node_t *t = G.held.n ? q_pop(&G.held) : q_pop(&G.pending);
+        tgt_node_t *t = tgt_g.held.n ? q_pop(&tgt_g.held) : q_pop(&tgt_g.pending);
         t->state = N_SCHEDULING;
-        t->batch = batch;
+        t->sched.batch = batch;
         v[i] = t;
     }
     size_t nheld = 0;
     for (size_t i = 0; i < n; i++)
-        v[i]->pref = -1;
+        v[i]->sched.pref = -1;
     if (ompc_config_get()->scheduler == OMPC_SCHED_HEFT) {
         nheld = hold_unmeasured(v, n);
         if (nheld)
@@ -1504,17 +1338,17 @@ static void flush_keep(tgt_node_t *mine)
          * take one for a batch member (schedule_batch indexes the batch's
          * results by sched_idx). */
         for (size_t i = n - nheld; i < n; i++)
-            v[i]->batch = 0;
+            v[i]->sched.batch = 0;
     }
     for (size_t i = 0; i < n - nheld; i++)
-        v[i]->sched_idx = (int64_t)i;
-    pthread_mutex_unlock(&G.mtx);
+        v[i]->sched.idx = (int64_t)i;
+    pthread_mutex_unlock(&tgt_g.mtx);
     uint64_t t0 = ompc_now_ns();
     if (n > nheld)
         schedule_batch(v, n - nheld, batch, mine);
     uint64_t t1 = ompc_now_ns();
-    G.stats.sched_ns += t1 - t0;
-    G.stats.flushes++;
+    tgt_g.stats.sched_ns += t1 - t0;
+    tgt_g.stats.flushes++;
     if (ompc_trace_on()) {
         char args[128];
         snprintf(args, sizeof(args), "{\"tasks\":%zu,\"held\":%zu,\"policy\":\"%s\"}",
@@ -1522,60 +1356,60 @@ static void flush_keep(tgt_node_t *mine)
         ompc_trace_span("sched", "schedule", t0, t1, args);
     }
     free(v);
-    pthread_mutex_unlock(&G.sched_mtx);
+    pthread_mutex_unlock(&tgt_g.sched_mtx);
 }
 
 /* ------------------------------------------------------------- dispatch */
 static void node_done(tgt_node_t *n)
 {
-    pthread_mutex_lock(&G.mtx);
+    pthread_mutex_lock(&tgt_g.mtx);
     n->state = N_DONE;
-    G.ndone++;
+    tgt_g.ndone++;
     /* Waiters sleep on cv_done for a node of their own, for the oldest live
      * node to change (a barrier waits for every node up to a point), or
      * for room: only those are woken.  Waking them for every node cost the
      * head a context switch per task, and work for them to help with goes
      * to the dispatch threads anyway. */
-    bool was_head = G.live_head == n;
+    bool was_head = tgt_g.live_head == n;
     live_remove(n);
     placed_drop(n);
     /* Held-back recorders wait for nlive to fall to twice the window:
      * waking them at every node done woke the recording thread once per
      * task for as long as it was held back. */
     bool wake = n->nwaiters > 0 || was_head ||
-                (G.room_waiters > 0 &&
-                 (int64_t)G.nlive <= 2 * ompc_config_get()->graph_window);
+                (tgt_g.room_waiters > 0 &&
+                 (int64_t)tgt_g.nlive <= 2 * ompc_config_get()->graph_window);
     size_t woken = 0;
     for (size_t i = 0; i < n->succs.n; i++) {
         tgt_node_t *s = n->succs.v[i];
         --s->npred_left;
-        if (!n->ahead)
+        if (!n->ahead.launched)
             --s->nunsent;
         if (make_ready(s)) {
             woken++;
-        } else if (s->kdone && s->sent && s->npred_left == 0) {
+        } else if (s->ahead.kdone && s->ahead.sent && s->npred_left == 0) {
             /* Its executor finished it before we heard of a predecessor:
              * its results are taken in now, in graph order. */
-            work_push(&G.finished, s);
+            work_push(&tgt_g.finished, s);
             woken++;
         }
     }
     /* Pins may have been released: blocked nodes try again. */
     tgt_node_t *b;
-    while ((b = q_pop(&G.blocked))) {
-        work_push(&G.ready, b);
+    while ((b = q_pop(&tgt_g.blocked))) {
+        work_push(&tgt_g.ready, b);
         woken++;
     }
     if (n->k && n->exec >= 0)
-        G.stats.tasks_per_exec[n->exec]++;
+        tgt_g.stats.tasks_per_exec[n->exec]++;
     list_clear(&n->preds);
     if (wake)
-        pthread_cond_broadcast(&G.cv_done);
+        pthread_cond_broadcast(&tgt_g.cv_done);
     wake_dispatchers(woken);
     /* What waited for this kernel's cost can be placed now. */
-    bool reflush = n->holds && G.held.n > 0;
+    bool reflush = n->sched.holds && tgt_g.held.n > 0;
     node_unref(n);
-    pthread_mutex_unlock(&G.mtx);
+    pthread_mutex_unlock(&tgt_g.mtx);
     if (reflush)
         flush();
 }
@@ -1583,10 +1417,10 @@ static void node_done(tgt_node_t *n)
 static void on_kernel_done(void *arg, ompc_status_t st)
 {
     tgt_node_t *n = arg;
-    pthread_mutex_lock(&G.mtx);
+    pthread_mutex_lock(&tgt_g.mtx);
     n->kst = st;
     push_finished(n);
-    pthread_mutex_unlock(&G.mtx);
+    pthread_mutex_unlock(&tgt_g.mtx);
 }
 
 static void span(const char *cat, const tgt_node_t *n, const char *what, uint64_t t0,
@@ -1637,12 +1471,12 @@ static void inline_writes(tgt_node_t *n)
     if (!count)
         return;
     /* Flushes read op kinds of nodes not done (edge costs). */
-    pthread_mutex_lock(&G.mtx);
+    pthread_mutex_lock(&tgt_g.mtx);
     for (size_t c = 0; c < count; c++) {
         n->ops[pick[c]].kind = OP_DONE;
         n->ops[pick[c]].host = &n->ops[pick[c]]; /* marks it for the message */
     }
-    pthread_mutex_unlock(&G.mtx);
+    pthread_mutex_unlock(&tgt_g.mtx);
     /* Message: the launch, then {u32 count} and per copy {u64 address,
      * u64 length, bytes padded to 8}. */
     size_t len = n->msg_len + 8 + total;
@@ -1737,7 +1571,7 @@ static void read_backs(tgt_node_t *n, int e)
 static ahead_buf_t *abuf_get(dm_buf_t *b, bool create)
 {
     uintptr_t key = (uintptr_t)dm_buf_addr(b);
-    ompc_tmap_node_t *t = tmap_find(&G.abufs, key);
+    ompc_tmap_node_t *t = tmap_find(&tgt_g.abufs, key);
     if (t || !create)
         return t ? OMPC_TMAP_ENTRY(t, ahead_buf_t, node) : NULL;
     int P = dm_num_executors(tgt_rt->dm);
@@ -1746,16 +1580,16 @@ static ahead_buf_t *abuf_get(dm_buf_t *b, bool create)
         ompc_fatal("out of memory launching a kernel");
     a->node.key = key;
     a->wexec = -1;
-    ompc_tmap_insert(&G.abufs, &a->node);
+    ompc_tmap_insert(&tgt_g.abufs, &a->node);
     return a;
 }
 
 static void abuf_use(tgt_node_t *n, ahead_buf_t *a)
 {
-    for (size_t i = 0; i < n->nabufs; i++)
-        if (n->abufs[i] == a)
+    for (size_t i = 0; i < n->ahead.nabufs; i++)
+        if (n->ahead.abufs[i] == a)
             return;
-    n->abufs[n->nabufs++] = a;
+    n->ahead.abufs[n->ahead.nabufs++] = a;
     a->users++;
 }
 
@@ -1843,21 +1677,21 @@ static void ahead_owed(const tgt_node_t *n, int delta)
 static void on_launch_done(void *arg, ompc_status_t st)
 {
     lb_sent_t *s = arg;
-    pthread_mutex_lock(&G.mtx);
+    pthread_mutex_lock(&tgt_g.mtx);
     for (size_t i = 0; i < s->n; i++) {
         tgt_node_t *n = s->nodes[i];
-        if (st != OMPC_OK && !n->kdone) {
+        if (st != OMPC_OK && !n->ahead.kdone) {
             /* The executor refused it: no completion will come. */
-            if (ompc_tmap_erase(&G.ahead_nodes, n->seq))
+            if (ompc_tmap_erase(&tgt_g.ahead_nodes, n->seq))
                 ahead_owed(n, -1);
             n->kst = st;
-            n->kdone = true;
+            n->ahead.kdone = true;
             if (n->npred_left == 0)
                 push_finished(n);
         }
         node_unref(n);
     }
-    pthread_mutex_unlock(&G.mtx);
+    pthread_mutex_unlock(&tgt_g.mtx);
     if (st == OMPC_OK && s->arrived_ns) {
         /* A message's way to a busy worker's gate, from the first wave on
          * (forwarded inputs come later): what HEFT's next flush should
@@ -1889,12 +1723,12 @@ static void lb_send(int e, lb_item_t *v, size_t k)
     s->n = k;
     *m++ = k;
     int rank = dm_executor_rank(dm, e);
-    pthread_mutex_lock(&G.mtx);
-    bool needed = G.need > 0;
-    *m++ = G.need_gen << 1 | needed;
-    if (G.relaxed_sent)
-        G.relaxed_sent[rank] = !needed;
-    pthread_mutex_unlock(&G.mtx);
+    pthread_mutex_lock(&tgt_g.mtx);
+    bool needed = tgt_g.need > 0;
+    *m++ = tgt_g.need_gen << 1 | needed;
+    if (tgt_g.relaxed_sent)
+        tgt_g.relaxed_sent[rank] = !needed;
+    pthread_mutex_unlock(&tgt_g.mtx);
     for (size_t i = 0; i < k; i++) {
         tgt_node_t *n = v[i].n;
         *m++ = n->msg_len / 8;
@@ -1917,18 +1751,18 @@ static void lb_send(int e, lb_item_t *v, size_t k)
         TGT_USER_ERROR(v[0].n->loc, "cannot launch kernel %s: %s", v[0].n->k->name,
                        ompc_status_str(st));
     /* A finish (which may free the buffers just claimed) waits for this. */
-    pthread_mutex_lock(&G.mtx);
-    G.stats.launch_msgs++;
-    G.stats.launches += k;
+    pthread_mutex_lock(&tgt_g.mtx);
+    tgt_g.stats.launch_msgs++;
+    tgt_g.stats.launches += k;
     for (size_t i = 0; i < k; i++) {
         tgt_node_t *n = v[i].n;
         free(n->msg);
         n->msg = NULL;
-        n->sent = true;
-        if (n->kdone && n->npred_left == 0)
+        n->ahead.sent = true;
+        if (n->ahead.kdone && n->npred_left == 0)
             push_finished(n);
     }
-    pthread_mutex_unlock(&G.mtx);
+    pthread_mutex_unlock(&tgt_g.mtx);
     ev_handle_on_done(h, on_launch_done, s);
     ev_handle_release(h);
 }
@@ -1959,12 +1793,12 @@ static void lb_flush(void)
     }
 }
 
-/* G.mtx held: whether this thread should send what it holds now rather
+/* tgt_g.mtx held: whether this thread should send what it holds now rather
  * than plan another ready node first (with nothing ready it always should,
  * so no loop sleeps or exits holding launches). */
 static bool lb_due(void)
 {
-    return LB.n && (G.ready.n == 0 || G.finished.n || LB.n == LB_MAX_ITEMS ||
+    return LB.n && (tgt_g.ready.n == 0 || tgt_g.finished.n || LB.n == LB_MAX_ITEMS ||
                     LB.words >= LB_MAX_WORDS);
 }
 
@@ -1994,7 +1828,7 @@ static void ahead_launch(tgt_node_t *n, int e, uint64_t t0)
         ompc_fatal("out of memory launching a kernel");
     dm_buf_t **head = scratch, **all = scratch + nb, **claimed = scratch + 2 * nb;
     size_t nhead = 0;
-    pthread_mutex_lock(&G.ahead_mtx);
+    pthread_mutex_lock(&tgt_g.ahead_mtx);
     for (size_t i = 0; i < n->nbufs; i++) {
         ahead_buf_t *a = abuf_get(n->bufs[i], false);
         if (a && (a->wseq || a->hold[e]))
@@ -2005,7 +1839,7 @@ static void ahead_launch(tgt_node_t *n, int e, uint64_t t0)
         if (head_only)
             head[nhead++] = n->bufs[i];
     }
-    pthread_mutex_unlock(&G.ahead_mtx);
+    pthread_mutex_unlock(&tgt_g.ahead_mtx);
     if (nhead) {
         lb_flush(); /* it may wait for claims this thread holds */
         ompc_status_t st = dm_acquire(dm, e, head, nhead);
@@ -2020,20 +1854,21 @@ static void ahead_launch(tgt_node_t *n, int e, uint64_t t0)
     vec_init(&commits);
     /* pulled_tag, pulled and abufs: one block, freed through pulled_tag. */
     size_t per = n->nbufs ? n->nbufs : 1;
-    char *blk = malloc(per * (sizeof(*n->pulled) + sizeof(*n->pulled_tag) +
-                              sizeof(*n->abufs)));
+    char *blk = malloc(per * (sizeof(*n->ahead.pulled) + sizeof(*n->ahead.pulled_tag) +
+                              sizeof(*n->ahead.abufs)));
     if (!blk)
         ompc_fatal("out of memory launching a kernel");
-    n->pulled_tag = (uint64_t *)blk;
-    n->pulled = (dm_buf_t **)(blk + per * sizeof(*n->pulled_tag));
-    n->abufs = (ahead_buf_t **)(blk + per * (sizeof(*n->pulled_tag) + sizeof(*n->pulled)));
+    n->ahead.pulled_tag = (uint64_t *)blk;
+    n->ahead.pulled = (dm_buf_t **)(blk + per * sizeof(*n->ahead.pulled_tag));
+    n->ahead.abufs = (ahead_buf_t **)(blk + per * (sizeof(*n->ahead.pulled_tag) +
+                                                   sizeof(*n->ahead.pulled)));
     if (n->nbufs)
         memcpy(all, n->bufs, n->nbufs * sizeof(*all));
     memcpy(all + n->nbufs, n->inl, n->ninline * sizeof(*all));
 
-    pthread_mutex_lock(&G.mtx);
-    uint64_t lwm = G.live_head ? G.live_head->seq - 1 : G.seq;
-    pthread_mutex_lock(&G.ahead_mtx);
+    pthread_mutex_lock(&tgt_g.mtx);
+    uint64_t lwm = tgt_g.live_head ? tgt_g.live_head->seq - 1 : tgt_g.seq;
+    pthread_mutex_lock(&tgt_g.ahead_mtx);
     size_t nclaimed, ncommit = dm_commit_claim(dm, e, all, nb, claimed, &nclaimed);
     for (size_t i = 0; i < ncommit; i++) {
         vec_add(&commits, dm_buf_addr(claimed[i]));
@@ -2061,8 +1896,8 @@ static void ahead_launch(tgt_node_t *n, int e, uint64_t t0)
                      dm_buf_size(b), srank);
             a = abuf_get(b, true);
             a->hold[e] = n->seq;
-            n->pulled[n->npulled] = b;
-            n->pulled_tag[n->npulled++] = tag;
+            n->ahead.pulled[n->ahead.npulled] = b;
+            n->ahead.pulled_tag[n->ahead.npulled++] = tag;
             dm_count_forward(dm, dm_buf_size(b));
             if (tgt_rt->info)
                 fprintf(stderr, "[ompc info] r0 move: device %#lx (%zu B) rank %d "
@@ -2079,13 +1914,13 @@ static void ahead_launch(tgt_node_t *n, int e, uint64_t t0)
         if (a)
             abuf_use(n, a);
     }
-    pthread_mutex_unlock(&G.ahead_mtx);
+    pthread_mutex_unlock(&tgt_g.ahead_mtx);
     /* Predecessors still running that no transfer above waits for (an
      * order without data: a depend on a host variable, or a reader that
      * must be done before this task overwrites what it read). */
     for (size_t i = 0; i < n->preds.n; i++) {
         tgt_node_t *p = n->preds.v[i];
-        if (p->state == N_DONE || !p->ahead)
+        if (p->state == N_DONE || !p->ahead.launched)
             continue;
         int prank = dm_executor_rank(dm, p->exec);
         bool covered = false;
@@ -2127,10 +1962,10 @@ static void ahead_launch(tgt_node_t *n, int e, uint64_t t0)
     n->msg = (char *)m;
     n->msg_len = words * 8;
     /* Successors may go as soon as this one has. */
-    n->ahead = true;
+    n->ahead.launched = true;
     n->state = N_RUNNING;
-    n->anode.key = n->seq;
-    ompc_tmap_insert(&G.ahead_nodes, &n->anode);
+    n->ahead.anode.key = n->seq;
+    ompc_tmap_insert(&tgt_g.ahead_nodes, &n->ahead.anode);
     ahead_owed(n, 1);
     size_t woken = 0;
     for (size_t i = 0; i < n->succs.n; i++) {
@@ -2139,7 +1974,7 @@ static void ahead_launch(tgt_node_t *n, int e, uint64_t t0)
     }
     wake_dispatchers(woken);
     node_ref(n); /* on_launch_done's */
-    pthread_mutex_unlock(&G.mtx);
+    pthread_mutex_unlock(&tgt_g.mtx);
     vec_free(&after);
     vec_free(&pulls);
     vec_free(&commits);
@@ -2174,22 +2009,22 @@ static void ahead_finish(tgt_node_t *n, uint64_t t0)
     dm_written_by(dm, n->exec, n->wr, n->nwr, n->seq);
     if (n->ninline)
         dm_written_by(dm, n->exec, n->inl, n->ninline, n->seq);
-    for (size_t i = 0; i < n->npulled; i++)
-        dm_valid_if(dm, n->exec, n->pulled[i], n->pulled_tag[i]);
-    pthread_mutex_lock(&G.ahead_mtx);
-    for (size_t i = 0; i < n->nabufs; i++) {
-        ahead_buf_t *a = n->abufs[i];
+    for (size_t i = 0; i < n->ahead.npulled; i++)
+        dm_valid_if(dm, n->exec, n->ahead.pulled[i], n->ahead.pulled_tag[i]);
+    pthread_mutex_lock(&tgt_g.ahead_mtx);
+    for (size_t i = 0; i < n->ahead.nabufs; i++) {
+        ahead_buf_t *a = n->ahead.abufs[i];
         if (a->wseq == n->seq)
             a->wseq = 0;
         if (a->hold[n->exec] == n->seq)
             a->hold[n->exec] = 0;
         if (--a->users == 0) {
-            ompc_tmap_erase(&G.abufs, a->node.key);
+            ompc_tmap_erase(&tgt_g.abufs, a->node.key);
             free(a);
         }
     }
-    n->nabufs = 0;
-    pthread_mutex_unlock(&G.ahead_mtx);
+    n->ahead.nabufs = 0;
+    pthread_mutex_unlock(&tgt_g.ahead_mtx);
     if (n->nwr)
         dm_unpin(dm, n->wr, n->nwr);
     run_ops(n, n->npre, n->nops);
@@ -2204,16 +2039,16 @@ int tgt_graph_describe_owed(int rank, int owed, char *buf, size_t cap)
      * lock must not stop the message. */
     bool locked = false;
     for (int i = 0; i < 100 && !locked; i++) {
-        locked = pthread_mutex_trylock(&G.mtx) == 0;
+        locked = pthread_mutex_trylock(&tgt_g.mtx) == 0;
         if (!locked)
             usleep(1000);
     }
     if (!locked)
         return snprintf(buf, cap, "%d kernel(s) launched there", owed);
     const tgt_node_t *oldest = NULL;
-    for (ompc_tmap_node_t *t = ompc_tmap_ceil(&G.ahead_nodes, 0); t && !oldest;
-         t = ompc_tmap_ceil(&G.ahead_nodes, t->key + 1)) {
-        const tgt_node_t *n = OMPC_TMAP_ENTRY(t, tgt_node_t, anode);
+    for (ompc_tmap_node_t *t = ompc_tmap_ceil(&tgt_g.ahead_nodes, 0); t && !oldest;
+         t = ompc_tmap_ceil(&tgt_g.ahead_nodes, t->key + 1)) {
+        const tgt_node_t *n = OMPC_TMAP_ENTRY(t, tgt_node_t, ahead.anode);
         if (n->exec >= 0 && dm_executor_rank(tgt_rt->dm, n->exec) == rank)
             oldest = n;
     }
@@ -2224,7 +2059,7 @@ int tgt_graph_describe_owed(int rank, int owed, char *buf, size_t cap)
         snprintf(where, sizeof(where), "%s", oldest->k->name);
     int len = snprintf(buf, cap, "%d kernel(s) launched there to finish%s%s%s",
                        owed, oldest ? " (the oldest: " : "", where, oldest ? ")" : "");
-    pthread_mutex_unlock(&G.mtx);
+    pthread_mutex_unlock(&tgt_g.mtx);
     return len;
 }
 
@@ -2245,19 +2080,19 @@ static void learn_hop(int exec, uint64_t hop_raw, int hop_rank)
         tgt_model_learn_hop((double)hop * 1e-9, false);
 }
 
-/* G.mtx held. */
+/* tgt_g.mtx held. */
 static void ahead_done_one(uint64_t seq, uint64_t kernel_ns, ompc_status_t st,
                            uint64_t hop_raw, int hop_rank, int from)
 {
-    ompc_tmap_node_t *t = ompc_tmap_erase(&G.ahead_nodes, (uintptr_t)seq);
+    ompc_tmap_node_t *t = ompc_tmap_erase(&tgt_g.ahead_nodes, (uintptr_t)seq);
     if (!t) {
         ompc_error("an executor reported task %llu done, which is not running",
                    (unsigned long long)seq);
         return;
     }
-    tgt_node_t *n = OMPC_TMAP_ENTRY(t, tgt_node_t, anode);
+    tgt_node_t *n = OMPC_TMAP_ENTRY(t, tgt_node_t, ahead.anode);
     if (n->exec < 0 || dm_executor_rank(tgt_rt->dm, n->exec) != from) {
-        ompc_tmap_insert(&G.ahead_nodes, t);
+        ompc_tmap_insert(&tgt_g.ahead_nodes, t);
         ompc_error("rank %d reported task %llu done, which runs elsewhere", from,
                    (unsigned long long)seq);
         return;
@@ -2267,20 +2102,20 @@ static void ahead_done_one(uint64_t seq, uint64_t kernel_ns, ompc_status_t st,
         learn_hop(n->exec, hop_raw, hop_rank);
     n->kernel_ns = kernel_ns;
     n->kst = st;
-    n->kdone = true;
-    G.stats.completions++;
-    if (n->npred_left == 0 && n->sent)
+    n->ahead.kdone = true;
+    tgt_g.stats.completions++;
+    if (n->npred_left == 0 && n->ahead.sent)
         push_finished(n);
 }
 
 void tgt_graph_ahead_done(const uint64_t *m, size_t n, int from)
 {
-    pthread_mutex_lock(&G.mtx);
-    G.stats.done_msgs++;
+    pthread_mutex_lock(&tgt_g.mtx);
+    tgt_g.stats.done_msgs++;
     for (size_t i = 0; i < n; i++, m += TGT_DONE_WORDS)
         ahead_done_one(m[0], m[1], (ompc_status_t)(int64_t)m[2], m[3],
                        (int)(int64_t)m[4], from);
-    pthread_mutex_unlock(&G.mtx);
+    pthread_mutex_unlock(&tgt_g.mtx);
 }
 
 static void node_start(tgt_node_t *n)
@@ -2305,12 +2140,12 @@ static void node_start(tgt_node_t *n)
         return;
     }
     int e = n->exec >= 0 ? n->exec : 0;
-    /* One hold of G.mtx for the pin and the placement (it was three per
+    /* One hold of tgt_g.mtx for the pin and the placement (it was three per
      * task, each a hand-off with the recording thread).  A pin is only
      * tried here, never waited for (lock order: tgt_internal.h).  A node
-     * that finishes unpins before it takes G.mtx to retry the blocked
+     * that finishes unpins before it takes tgt_g.mtx to retry the blocked
      * queue, so a node pushed there below cannot miss that retry. */
-    pthread_mutex_lock(&G.mtx);
+    pthread_mutex_lock(&tgt_g.mtx);
     bool early = n->npred_left > 0;
     if (n->nwr) {
         /* Kernels that may write one buffer share an executor (they may
@@ -2323,7 +2158,7 @@ static void node_start(tgt_node_t *n)
          * done instead and tries again; once none is left, the pin wins. */
         bool defer = pe >= 0 && pe != e && early;
         if (pe >= 0 && pe != e && !defer)
-            G.stats.pin_moves++;
+            tgt_g.stats.pin_moves++;
         if (pe >= 0)
             e = pe;
         if (defer || !dm_try_pin(tgt_rt->dm, e, n->wr, n->nwr)) {
@@ -2332,17 +2167,17 @@ static void node_start(tgt_node_t *n)
             if (n->npred_left > 0)
                 n->state = N_WAITING;
             else
-                q_push(&G.blocked, n);
-            pthread_mutex_unlock(&G.mtx);
+                q_push(&tgt_g.blocked, n);
+            pthread_mutex_unlock(&tgt_g.mtx);
             return;
         }
     }
-    if (n->placed_on != e) {
+    if (n->sched.placed_on != e) {
         placed_drop(n);
         placed_add(n, e);
     }
     n->exec = e; /* flushes read where running nodes are */
-    pthread_mutex_unlock(&G.mtx);
+    pthread_mutex_unlock(&tgt_g.mtx);
     if (!n->inlined) {
         inline_writes(n);
         n->inlined = true;
@@ -2354,17 +2189,17 @@ static void node_start(tgt_node_t *n)
         ahead_launch(n, e, t0);
         return;
     }
-    pthread_mutex_lock(&G.mtx);
+    pthread_mutex_lock(&tgt_g.mtx);
     if (n->npred_left > 0) {
         /* Sent early, but a copy from the host could not go with the
          * launch: wait for the predecessors after all. */
         n->state = N_WAITING;
-        pthread_mutex_unlock(&G.mtx);
+        pthread_mutex_unlock(&tgt_g.mtx);
         if (n->nwr)
             dm_unpin(tgt_rt->dm, n->wr, n->nwr);
         return;
     }
-    pthread_mutex_unlock(&G.mtx);
+    pthread_mutex_unlock(&tgt_g.mtx);
     lb_flush();
     run_ops(n, 0, n->npre);
     ompc_status_t st = dm_acquire(tgt_rt->dm, e, n->bufs, n->nbufs);
@@ -2376,9 +2211,9 @@ static void node_start(tgt_node_t *n)
         fprintf(stderr, "[ompc info] r0 task %llu (%s) -> executor %d (rank %d)\n",
                 (unsigned long long)n->seq, n->k->name, e,
                 dm_executor_rank(tgt_rt->dm, e));
-    pthread_mutex_lock(&G.mtx);
+    pthread_mutex_lock(&tgt_g.mtx);
     n->state = N_RUNNING;
-    pthread_mutex_unlock(&G.mtx);
+    pthread_mutex_unlock(&tgt_g.mtx);
     if (dm_executor_rank(tgt_rt->dm, e) == tgt_rt->rank) {
         /* This rank executes (a one-rank job): the kernel runs here, on this
          * dispatch thread, not through an event to itself (a hand-off to
@@ -2402,23 +2237,23 @@ static void node_start(tgt_node_t *n)
     if (st != OMPC_OK)
         TGT_USER_ERROR(n->loc, "cannot launch kernel %s: %s", n->k->name,
                        ompc_status_str(st));
-    pthread_mutex_lock(&G.mtx);
+    pthread_mutex_lock(&tgt_g.mtx);
     n->h = h;
-    pthread_mutex_unlock(&G.mtx);
+    pthread_mutex_unlock(&tgt_g.mtx);
     ev_handle_on_done(h, on_kernel_done, n);
 }
 
 static void node_finish(tgt_node_t *n)
 {
     uint64_t t0 = ompc_now_ns();
-    if (n->ahead) {
+    if (n->ahead.launched) {
         ahead_finish(n, t0);
         return;
     }
-    pthread_mutex_lock(&G.mtx);
+    pthread_mutex_lock(&tgt_g.mtx);
     ev_handle_t *h = n->h;
     n->h = NULL;
-    pthread_mutex_unlock(&G.mtx);
+    pthread_mutex_unlock(&tgt_g.mtx);
     bool measured = true; /* run here, without an event */
     if (h) {
         size_t got = ev_handle_result_size(h);
@@ -2469,99 +2304,100 @@ static void *dispatch_main(void *arg)
     uint64_t spin_ns = tgt_rt->executor ? 0 : ev_spin_us(tgt_rt->ev) * 1000u;
     uint64_t hot_until = 0;
     takes_more = true;
-    pthread_mutex_lock(&G.mtx);
+    pthread_mutex_lock(&tgt_g.mtx);
     for (;;) {
         tgt_node_t *n;
         if (lb_due()) {
-            pthread_mutex_unlock(&G.mtx);
+            pthread_mutex_unlock(&tgt_g.mtx);
             lb_flush();
             n = NULL;
-        } else if ((n = work_pop(&G.finished))) {
-            pthread_mutex_unlock(&G.mtx);
+        } else if ((n = work_pop(&tgt_g.finished))) {
+            pthread_mutex_unlock(&tgt_g.mtx);
             node_finish(n);
-        } else if ((n = work_pop(&G.ready))) {
-            pthread_mutex_unlock(&G.mtx);
+        } else if ((n = work_pop(&tgt_g.ready))) {
+            pthread_mutex_unlock(&tgt_g.mtx);
             node_start(n);
-        } else if (G.stop) {
+        } else if (tgt_g.stop) {
             break;
         } else if (ompc_now_ns() < hot_until &&
-                   atomic_compare_exchange_strong(&G.hot, &(int){0}, 1)) {
+                   atomic_compare_exchange_strong(&tgt_g.hot, &(int){0}, 1)) {
             /* Work tends to come in bursts (a kernel finishes, its
              * successors become ready): one thread keeps looking for a
              * while instead of paying a wake-up per node. */
-            pthread_mutex_unlock(&G.mtx);
-            while (!atomic_load_explicit(&G.nwork, memory_order_acquire) &&
+            pthread_mutex_unlock(&tgt_g.mtx);
+            while (!atomic_load_explicit(&tgt_g.nwork, memory_order_acquire) &&
                    ompc_now_ns() < hot_until)
                 sched_yield();
-            atomic_fetch_sub(&G.hot, 1);
+            atomic_fetch_sub(&tgt_g.hot, 1);
             hot_until = 0;
         } else {
             hot_until = 0;
-            pthread_cond_wait(&G.cv_work, &G.mtx);
+            pthread_cond_wait(&tgt_g.cv_work, &tgt_g.mtx);
             continue;
         }
-        pthread_mutex_lock(&G.mtx);
+        pthread_mutex_lock(&tgt_g.mtx);
         if (n)
             hot_until = ompc_now_ns() + spin_ns;
     }
-    pthread_mutex_unlock(&G.mtx);
+    pthread_mutex_unlock(&tgt_g.mtx);
     return NULL;
 }
 
 void tgt_graph_init(void)
 {
     int ne = dm_num_executors(tgt_rt->dm);
-    G.t0_ns = ompc_now_ns();
-    G.busy_until = calloc((size_t)ne, sizeof(double));
-    G.placed = calloc((size_t)ne, sizeof(int64_t));
-    G.stats.tasks_per_exec = calloc((size_t)ne, sizeof(uint64_t));
-    if (!G.busy_until || !G.placed || !G.stats.tasks_per_exec)
+    tgt_g.t0_ns = ompc_now_ns();
+    tgt_g.busy_until = calloc((size_t)ne, sizeof(double));
+    tgt_g.placed = calloc((size_t)ne, sizeof(int64_t));
+    tgt_g.stats.tasks_per_exec = calloc((size_t)ne, sizeof(uint64_t));
+    if (!tgt_g.busy_until || !tgt_g.placed || !tgt_g.stats.tasks_per_exec)
         ompc_fatal("out of memory starting the task graph");
     int nt = (int)ompc_config_get()->dispatch_threads;
     if (nt <= 0)
         nt = ne < 2 ? 2 : ne > 16 ? 16 : ne;
-    G.threads = calloc((size_t)nt, sizeof(pthread_t));
-    if (!G.threads)
+    tgt_g.threads = calloc((size_t)nt, sizeof(pthread_t));
+    if (!tgt_g.threads)
         ompc_fatal("out of memory starting the task graph");
     for (int i = 0; i < nt; i++) {
-        int rc = pthread_create(&G.threads[i], NULL, dispatch_main, (void *)(intptr_t)i);
+        int rc = pthread_create(&tgt_g.threads[i], NULL, dispatch_main,
+                                (void *)(intptr_t)i);
         if (rc != 0)
             ompc_fatal("cannot start dispatch thread: %s", strerror(rc));
-        G.nthreads++;
+        tgt_g.nthreads++;
     }
-    G.ahead = ompc_config_get()->ahead && tgt_rt->size > 1;
-    G.relaxed_sent = calloc((size_t)tgt_rt->size, sizeof(bool));
-    if (!G.relaxed_sent)
+    tgt_g.ahead = ompc_config_get()->ahead && tgt_rt->size > 1;
+    tgt_g.relaxed_sent = calloc((size_t)tgt_rt->size, sizeof(bool));
+    if (!tgt_g.relaxed_sent)
         ompc_fatal("out of memory starting the task graph");
-    G.active = true;
+    tgt_g.active = true;
 }
 
 void tgt_graph_fini(void)
 {
-    if (!G.active)
+    if (!tgt_g.active)
         return;
     tgt_graph_sync_all();
-    pthread_mutex_lock(&G.mtx);
-    G.stop = true;
-    pthread_cond_broadcast(&G.cv_work);
-    pthread_mutex_unlock(&G.mtx);
-    for (int i = 0; i < G.nthreads; i++)
-        pthread_join(G.threads[i], NULL);
-    pthread_mutex_lock(&G.mtx);
-    G.active = false;
-    free(G.threads);
-    G.threads = NULL;
-    G.nthreads = 0;
-    for (size_t j = 0; j < G.nhw; j++)
-        node_unref(G.hw[j].n);
-    G.nhw = G.caphw = 0;
-    free(G.hw);
-    G.hw = NULL;
-    free(G.busy_until);
-    free(G.placed);
-    G.placed = NULL;
-    free(G.relaxed_sent);
-    G.relaxed_sent = NULL;
-    G.busy_until = NULL;
-    pthread_mutex_unlock(&G.mtx);
+    pthread_mutex_lock(&tgt_g.mtx);
+    tgt_g.stop = true;
+    pthread_cond_broadcast(&tgt_g.cv_work);
+    pthread_mutex_unlock(&tgt_g.mtx);
+    for (int i = 0; i < tgt_g.nthreads; i++)
+        pthread_join(tgt_g.threads[i], NULL);
+    pthread_mutex_lock(&tgt_g.mtx);
+    tgt_g.active = false;
+    free(tgt_g.threads);
+    tgt_g.threads = NULL;
+    tgt_g.nthreads = 0;
+    for (size_t j = 0; j < tgt_g.nhw; j++)
+        node_unref(tgt_g.hw[j].n);
+    tgt_g.nhw = tgt_g.caphw = 0;
+    free(tgt_g.hw);
+    tgt_g.hw = NULL;
+    free(tgt_g.busy_until);
+    free(tgt_g.placed);
+    tgt_g.placed = NULL;
+    free(tgt_g.relaxed_sent);
+    tgt_g.relaxed_sent = NULL;
+    tgt_g.busy_until = NULL;
+    pthread_mutex_unlock(&tgt_g.mtx);
 }

@@ -1,0 +1,209 @@
+/* Private to the task graph's files: the node, the per-address and
+ * per-buffer ordering state, and the graph's shared state (tgt_graph.h says
+ * what the graph is).
+ *
+ * Locks (their order is in tgt_internal.h): tgt_g.mtx guards the graph and
+ * every node field not marked otherwise; tgt_g.sched_mtx lets one flush
+ * place nodes at a time; tgt_g.ahead_mtx guards the per-buffer plans of
+ * launch-ahead (ahead_buf_t). */
+#ifndef OMPC_TGT_GRAPH_INTERNAL_H
+#define OMPC_TGT_GRAPH_INTERNAL_H
+
+#include "tgt_graph.h"
+
+/* ------------------------------------------------------------------ ops */
+typedef enum { OP_WRITE, OP_READ, OP_HOST_STORE, OP_FREE, OP_DONE } op_kind_t;
+
+typedef struct tgt_op {
+    op_kind_t kind;
+    dm_buf_t *buf;
+    size_t off, len;
+    void *host;              /* READ: destination; HOST_STORE: the slot */
+    void *data;              /* WRITE: owned snapshot, or the program's
+                              * bytes if borrowed; HOST_STORE: value;
+                              * READ: the bytes, once they came back with
+                              * the kernel's reply (NULL: dm_read them) */
+    bool back;               /* READ: asked for in the kernel's reply */
+    bool borrowed;           /* WRITE: data is the program's (see BORROW_MIN) */
+} tgt_op_t;
+
+/* At most this many copies travel inside one kernel launch. */
+#define INLINE_BUFS 16
+
+/* ---------------------------------------------------------------- nodes */
+typedef enum {
+    N_RECORDING,             /* ops still being added */
+    N_PENDING,               /* recorded, not scheduled yet */
+    N_SCHEDULING,            /* a flush is placing it */
+    N_WAITING,               /* placed, predecessors not done */
+    N_READY,                 /* queued for a dispatch thread */
+    N_RUNNING,
+    N_DONE,
+} node_state_t;
+
+typedef struct node_list {
+    tgt_node_t **v;
+    size_t n, cap;
+} node_list_t;
+
+struct tgt_node {
+    uint64_t seq;
+    _Atomic int refs;
+    node_state_t state;
+    const tgt_ident_t *loc;
+    const tgt_kernel_t *k;   /* NULL: data-only node */
+    /* What was recorded: written by the recording thread until commit,
+     * then by the thread that runs the node. */
+    char *msg;               /* the kernel's launch message */
+    size_t msg_len;
+    dm_buf_t **bufs;         /* the kernel's buffers (made valid on exec) */
+    size_t nbufs;
+    dm_buf_t **wr;           /* the ones it may write */
+    size_t nwr;
+    tgt_op_t *ops;           /* ops[0, npre) before the kernel, the rest after */
+    size_t nops, capops, npre;
+    bool post;
+    /* Edges and readiness. */
+    node_list_t preds;       /* references held until this node is done */
+    node_list_t succs;
+    int npred_left;
+    int nunsent;             /* preds neither done nor launched ahead */
+    bool hostside;           /* runs head-side ops once its preds are done */
+    int nwaiters;            /* threads in wait_node on it */
+    /* Running it (tgt_dispatch.c). */
+    int exec;
+    ompc_status_t kst;
+    uint64_t kernel_ns;      /* measured on the executor */
+    ev_handle_t *h;          /* a direct launch's kernel event */
+    bool waited;             /* a thread waits on its kernel event */
+    uint64_t *reply;         /* direct launch with read-backs: {kernel ns,
+                              * the bytes, each padded to 8}; else NULL */
+    size_t reply_len;
+    bool inlined;            /* inline_writes ran */
+    dm_buf_t *inl[INLINE_BUFS]; /* buffers whose data came with the launch */
+    size_t ninline;
+    /* Placement by a flush (tgt_flush.c). */
+    struct {
+        uint64_t batch;      /* flush that scheduled it (0: held back) */
+        int64_t idx;         /* its index in that flush's batch */
+        int32_t pref;        /* HEFT: worker from the whole flush's shape, or -1 */
+        int placed_on;       /* executor whose tgt_g.placed counts it, or -1 */
+        double est_finish;   /* seconds on the graph clock */
+        bool deferred;       /* in tgt_g.held (see hold_unmeasured) */
+        bool holds;          /* something was held back until it is done */
+        bool was_held;       /* counted in stats.held */
+    } sched;
+    /* Launch-ahead (tgt_ahead_head.c).  pulled, pulled_tag and abufs are
+     * written by the launching thread and read by the finishing one. */
+    struct {
+        bool launched;       /* sent before its predecessors were done */
+        bool kdone;          /* its executor reported it done */
+        bool sent;           /* the launching thread is done with it */
+        dm_buf_t **pulled;   /* copies that arrive on exec for it */
+        uint64_t *pulled_tag; /* the writer whose data each one brings */
+        size_t npulled;
+        struct ahead_buf **abufs; /* per-buffer plans it takes part in */
+        size_t nabufs;
+        ompc_tmap_node_t anode; /* tgt_g.ahead_nodes, key seq */
+    } ahead;
+    tgt_node_t *qnext;       /* pending / ready / finished / blocked queue */
+    tgt_node_t *lprev, *lnext; /* live list (not done), in seq order */
+};
+
+/* ------------------------------------------------------ ordering state */
+/* Per depend address: the last writer group and the readers since. */
+typedef struct dep_state {
+    ompc_tmap_node_t node;   /* key: address */
+    node_list_t writers;     /* one out/inout node, or an inoutset group */
+    bool set;                /* writers is an inoutset group */
+    node_list_t set_preds;   /* what the group's members wait for */
+    node_list_t readers;
+    size_t prune_at;         /* readers.n that triggers the next prune */
+} dep_state_t;
+
+/* Per buffer: the last node with data ops on it and the users since. */
+typedef struct buf_state {
+    ompc_tmap_node_t node;   /* key: buffer device address */
+    tgt_node_t *last_op;
+    node_list_t users;
+    size_t prune_at;         /* users.n that triggers the next prune */
+} buf_state_t;
+
+/* Per buffer used by launched-ahead nodes in flight: where its next data
+ * comes from.  hold[x] is the node on executor x after which x has the
+ * data (0: ask the data manager).  Guarded by tgt_g.ahead_mtx. */
+typedef struct ahead_buf {
+    ompc_tmap_node_t node;   /* key: buffer device address */
+    int users;               /* launched-ahead nodes in flight using it */
+    uint64_t wseq;           /* the launched-ahead writer in flight, or 0 */
+    int wexec;
+    uint64_t hold[];         /* per executor */
+} ahead_buf_t;
+
+/* Host bytes a node not yet done will write (READ and HOST_STORE ops). */
+typedef struct host_write {
+    uintptr_t begin, end;
+    tgt_node_t *n;
+} host_write_t;
+
+/* A FIFO of nodes linked through qnext. */
+typedef struct queue {
+    tgt_node_t *head, *tail;
+    size_t n;
+} queue_t;
+
+/* ---------------------------------------------------------------- state */
+typedef struct tgt_graph_state {
+    /* Set once started; cleared under mtx at program end, when libomp's
+     * worker threads may still report the end of their last barrier. */
+    _Atomic bool active;
+    pthread_mutex_t mtx;     /* everything below but the sched_ fields */
+    pthread_cond_t cv_work;  /* dispatch threads: something to do */
+    pthread_cond_t cv_done;  /* waiters: a node they wait for is done */
+    int room_waiters;        /* recorders held back (nlive too high) */
+    /* Whether the head needs each completion promptly (need_add):
+     * threads waiting for a node, and live nodes that run on the head once
+     * their predecessors are done.  Launch batches carry need > 0 and
+     * need_gen, and a rise from 0 reaches the workers told otherwise at
+     * once. */
+    int need;
+    uint64_t need_gen;
+    bool *relaxed_sent;      /* per rank: its last batch said "not needed" */
+    uint64_t seq;
+    uint64_t nlive;
+    tgt_node_t *live_head, *live_tail;
+    /* Queues.  pending: recorders push, flushes pop.  held: flushes push
+     * and pop.  ready, finished: any thread pushes (schedule, completion
+     * callbacks, node_done); dispatch threads and helping waiters pop.
+     * blocked: node_start pushes, node_done pops. */
+    queue_t pending, ready, finished, blocked;
+    queue_t held;            /* held back by a flush: before pending */
+    tgt_node_t *last_all;    /* latest omp_all_memory node */
+    ompc_tmap_t deps;        /* dep_state_t by address */
+    ompc_tmap_t bstate;      /* buf_state_t by buffer */
+    host_write_t *hw;
+    size_t nhw, caphw;
+    double *busy_until;      /* per executor, graph clock */
+    int64_t *placed;         /* per executor: kernels placed there, not done */
+    uint64_t t0_ns;          /* graph clock origin */
+    bool stop;
+    pthread_t *threads;
+    int nthreads;
+    pthread_mutex_t sched_mtx; /* one flush places nodes at a time */
+    uint64_t batches;        /* sched_mtx */
+    unsigned rr;             /* OMPC_SCHEDULER=roundrobin: next executor
+                              * (sched_mtx) */
+    uint64_t ndone;          /* nodes done (pins may have been released) */
+    _Atomic size_t nwork;    /* nodes in ready + finished (read unlocked) */
+    _Atomic int hot;         /* dispatch threads spinning for work */
+    bool ahead;              /* OMPC_AHEAD and there are workers */
+    ompc_tmap_t ahead_nodes; /* launched ahead, not reported done: by seq */
+    pthread_mutex_t ahead_mtx; /* abufs */
+    ompc_tmap_t abufs;       /* ahead_buf_t by buffer */
+    tgt_graph_stats_t stats;
+} tgt_graph_state_t;
+
+/* The head's one task graph. */
+extern tgt_graph_state_t tgt_g;
+
+#endif
