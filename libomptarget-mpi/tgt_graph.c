@@ -35,13 +35,13 @@ static _Thread_local tgt_node_t *rec; /* node this thread is recording */
  * mapping whose data ops belong to a node not in the graph yet. */
 static pthread_mutex_t rec_mtx = PTHREAD_MUTEX_INITIALIZER;
 
-static ompc_tmap_node_t *tmap_find(ompc_tmap_t *m, uintptr_t key)
+ompc_tmap_node_t *graph_tmap_find(ompc_tmap_t *m, uintptr_t key)
 {
     ompc_tmap_node_t *t = ompc_tmap_floor(m, key);
     return t && t->key == key ? t : NULL;
 }
 
-static void *xrealloc(void *p, size_t n, const char *what)
+void *graph_xrealloc(void *p, size_t n, const char *what)
 {
     void *q = realloc(p, n ? n : 1);
     if (!q)
@@ -49,18 +49,18 @@ static void *xrealloc(void *p, size_t n, const char *what)
     return q;
 }
 
-static void list_push(node_list_t *l, tgt_node_t *n)
+void graph_list_push(node_list_t *l, tgt_node_t *n)
 {
     if (l->n == l->cap) {
         l->cap = l->cap ? 2 * l->cap : 4;
-        l->v = xrealloc(l->v, l->cap * sizeof(*l->v), "task graph");
+        l->v = graph_xrealloc(l->v, l->cap * sizeof(*l->v), "task graph");
     }
     l->v[l->n++] = n;
 }
 
-static void node_ref(tgt_node_t *n) { atomic_fetch_add(&n->refs, 1); }
+void graph_node_ref(tgt_node_t *n) { atomic_fetch_add(&n->refs, 1); }
 
-static void node_unref(tgt_node_t *n)
+void graph_node_unref(tgt_node_t *n)
 {
     if (!n || atomic_fetch_sub(&n->refs, 1) != 1)
         return;
@@ -74,58 +74,56 @@ static void node_unref(tgt_node_t *n)
     free(n->wr);
     free(n->msg);
     free(n->reply);
-    free(n->ahead.pulled_tag); /* with pulled and abufs (ahead_launch) */
+    free(n->ahead.pulled_tag); /* with pulled and abufs (graph_ahead_launch) */
     free(n);
     atomic_fetch_sub(&tgt_g.stats.in_memory, 1);
 }
 
 /* Drop a list's references (caller holds tgt_g.mtx or owns the list). */
-static void list_clear(node_list_t *l)
+void graph_list_clear(node_list_t *l)
 {
     for (size_t i = 0; i < l->n; i++)
-        node_unref(l->v[i]);
+        graph_node_unref(l->v[i]);
     l->n = 0;
 }
 
-static void list_free(node_list_t *l)
+void graph_list_free(node_list_t *l)
 {
-    list_clear(l);
+    graph_list_clear(l);
     free(l->v);
     l->v = NULL;
     l->cap = 0;
 }
 
 /* Keep only nodes not done (they alone can still order anything). */
-static void list_prune(node_list_t *l)
+void graph_list_prune(node_list_t *l)
 {
     size_t k = 0;
     for (size_t i = 0; i < l->n; i++) {
         if (l->v[i]->state == N_DONE)
-            node_unref(l->v[i]);
+            graph_node_unref(l->v[i]);
         else
             l->v[k++] = l->v[i];
     }
     l->n = k;
 }
 
-static void q_push(queue_t *q, tgt_node_t *n);
-static tgt_node_t *q_pop(queue_t *q);
 /* The ready and finished queues, counted for threads that spin. */
-static void work_push(queue_t *q, tgt_node_t *n)
+void graph_work_push(queue_t *q, tgt_node_t *n)
 {
-    q_push(q, n);
+    graph_q_push(q, n);
     atomic_fetch_add_explicit(&tgt_g.nwork, 1, memory_order_release);
 }
 
-static tgt_node_t *work_pop(queue_t *q)
+tgt_node_t *graph_work_pop(queue_t *q)
 {
-    tgt_node_t *n = q_pop(q);
+    tgt_node_t *n = graph_q_pop(q);
     if (n)
         atomic_fetch_sub_explicit(&tgt_g.nwork, 1, memory_order_relaxed);
     return n;
 }
 
-static void q_push(queue_t *q, tgt_node_t *n)
+void graph_q_push(queue_t *q, tgt_node_t *n)
 {
     n->qnext = NULL;
     if (q->tail)
@@ -136,7 +134,7 @@ static void q_push(queue_t *q, tgt_node_t *n)
     q->n++;
 }
 
-static tgt_node_t *q_pop(queue_t *q)
+tgt_node_t *graph_q_pop(queue_t *q)
 {
     tgt_node_t *n = q->head;
     if (n) {
@@ -148,7 +146,7 @@ static tgt_node_t *q_pop(queue_t *q)
     return n;
 }
 
-static double graph_now(void)
+double graph_now(void)
 {
     return (double)(ompc_now_ns() - tgt_g.t0_ns) * 1e-9;
 }
@@ -162,7 +160,8 @@ static tgt_op_t *op_add(tgt_node_t *n, op_kind_t kind)
 {
     if (n->nops == n->capops) {
         n->capops = n->capops ? 2 * n->capops : 8;
-        n->ops = xrealloc(n->ops, n->capops * sizeof(*n->ops), "recording data ops");
+        n->ops = graph_xrealloc(n->ops, n->capops * sizeof(*n->ops),
+                                "recording data ops");
     }
     tgt_op_t *op = &n->ops[n->nops++];
     memset(op, 0, sizeof(*op));
@@ -175,12 +174,7 @@ static tgt_op_t *op_add(tgt_node_t *n, op_kind_t kind)
 /* Set on a thread that takes queued work after the node it runs (dispatch
  * threads, helping waiters): it need not wake another for the first.  A
  * waiter that stops helping hands what is left over (stop_helping). */
-static _Thread_local bool takes_more;
-
-static void flush_keep(tgt_node_t *mine);
-#define flush() flush_keep(NULL)
-static void wait_node(tgt_node_t *n);
-static bool ahead_candidate(const tgt_node_t *n);
+_Thread_local bool graph_takes_more;
 
 /* A node not done that will write host bytes in [b, e), referenced; NULL
  * if none.  tgt_g.mtx held. */
@@ -189,7 +183,7 @@ static tgt_node_t *host_write_pending(uintptr_t b, uintptr_t e)
     for (size_t i = 0; i < tgt_g.nhw; i++)
         if (tgt_g.hw[i].begin < e && b < tgt_g.hw[i].end &&
             tgt_g.hw[i].n->state != N_DONE) {
-            node_ref(tgt_g.hw[i].n);
+            graph_node_ref(tgt_g.hw[i].n);
             return tgt_g.hw[i].n;
         }
     return NULL;
@@ -260,10 +254,10 @@ void tgt_op_write(const void *loc, dm_buf_t *b, size_t off, const void *src,
         pthread_mutex_unlock(&tgt_g.mtx);
         if (!w)
             break;
-        flush();
-        wait_node(w);
+        graph_flush();
+        graph_wait_node(w);
         pthread_mutex_lock(&tgt_g.mtx);
-        node_unref(w);
+        graph_node_unref(w);
         pthread_mutex_unlock(&tgt_g.mtx);
     }
     tgt_op_t *op = op_add(n, OP_WRITE);
@@ -397,9 +391,9 @@ static void edge(tgt_node_t *pred, tgt_node_t *succ)
     for (size_t i = 0; i < succ->preds.n; i++)
         if (succ->preds.v[i] == pred)
             return;
-    list_push(&pred->succs, succ);
-    node_ref(pred);
-    list_push(&succ->preds, pred);
+    graph_list_push(&pred->succs, succ);
+    graph_node_ref(pred);
+    graph_list_push(&succ->preds, pred);
     succ->npred_left++;
     if (!pred->ahead.launched)
         succ->nunsent++;
@@ -413,16 +407,16 @@ static void edges_from(const node_list_t *l, tgt_node_t *succ)
 
 static void list_set_one(node_list_t *l, tgt_node_t *n)
 {
-    list_clear(l);
-    node_ref(n);
-    list_push(l, n);
+    graph_list_clear(l);
+    graph_node_ref(n);
+    graph_list_push(l, n);
 }
 
 /* The entry of map m for key, created zeroed (size bytes, the map node
  * first) if there is none. */
 static void *tmap_obtain(ompc_tmap_t *m, uintptr_t key, size_t size)
 {
-    ompc_tmap_node_t *t = tmap_find(m, key);
+    ompc_tmap_node_t *t = graph_tmap_find(m, key);
     if (t)
         return t;
     t = calloc(1, size);
@@ -448,8 +442,8 @@ static void dep_record(tgt_node_t *n, const tgt_dep_t *dp)
         for (tgt_node_t *o = tgt_g.live_head; o; o = o->lnext)
             edge(o, n);
         if (tgt_g.last_all)
-            node_unref(tgt_g.last_all);
-        node_ref(n);
+            graph_node_unref(tgt_g.last_all);
+        graph_node_ref(n);
         tgt_g.last_all = n;
         return;
     }
@@ -463,17 +457,17 @@ static void dep_record(tgt_node_t *n, const tgt_dep_t *dp)
              * node, until the next barrier: memory grew with the run.  A
              * reader that is done orders nothing; amortised as for
              * buffer users. */
-            list_prune(&d->readers);
+            graph_list_prune(&d->readers);
             d->prune_at = d->readers.n < 32 ? 64 : 2 * d->readers.n;
         }
-        node_ref(n);
-        list_push(&d->readers, n);
+        graph_node_ref(n);
+        graph_list_push(&d->readers, n);
         break;
     case TGT_DEP_INOUTSET:
         if (d->set && d->readers.n == 0) {
             edges_from(&d->set_preds, n);
-            node_ref(n);
-            list_push(&d->writers, n);
+            graph_node_ref(n);
+            graph_list_push(&d->writers, n);
             break;
         }
         edges_from(&d->readers, n);
@@ -482,21 +476,21 @@ static void dep_record(tgt_node_t *n, const tgt_dep_t *dp)
         node_list_t preds = {0};
         const node_list_t *src = d->readers.n ? &d->readers : &d->writers;
         for (size_t i = 0; i < src->n; i++) {
-            node_ref(src->v[i]);
-            list_push(&preds, src->v[i]);
+            graph_node_ref(src->v[i]);
+            graph_list_push(&preds, src->v[i]);
         }
-        list_free(&d->set_preds);
+        graph_list_free(&d->set_preds);
         d->set_preds = preds;
         list_set_one(&d->writers, n);
-        list_clear(&d->readers);
+        graph_list_clear(&d->readers);
         d->set = true;
         break;
     default: /* out, inout, mutexinoutset (run in record order: exclusive) */
         edges_from(&d->readers, n);
         edges_from(&d->writers, n);
         list_set_one(&d->writers, n);
-        list_clear(&d->readers);
-        list_free(&d->set_preds);
+        graph_list_clear(&d->readers);
+        graph_list_free(&d->set_preds);
         d->set = false;
         break;
     }
@@ -507,29 +501,29 @@ static buf_state_t *bstate_get(dm_buf_t *b)
     return tmap_obtain(&tgt_g.bstate, (uintptr_t)dm_buf_addr(b), sizeof(buf_state_t));
 }
 
-static void buf_state_free(ompc_tmap_node_t *t, void *arg)
+void graph_buf_state_free(ompc_tmap_node_t *t, void *arg)
 {
     (void)arg;
     buf_state_t *s = OMPC_TMAP_ENTRY(t, buf_state_t, node);
-    node_unref(s->last_op);
-    list_free(&s->users);
+    graph_node_unref(s->last_op);
+    graph_list_free(&s->users);
     free(s);
 }
 
-static void dep_state_free(ompc_tmap_node_t *t, void *arg)
+void graph_dep_state_free(ompc_tmap_node_t *t, void *arg)
 {
     (void)arg;
     dep_state_t *d = OMPC_TMAP_ENTRY(t, dep_state_t, node);
-    list_free(&d->writers);
-    list_free(&d->readers);
-    list_free(&d->set_preds);
+    graph_list_free(&d->writers);
+    graph_list_free(&d->readers);
+    graph_list_free(&d->set_preds);
     free(d);
 }
 
 static void bstate_drop(buf_state_t *s)
 {
     ompc_tmap_erase(&tgt_g.bstate, s->node.key);
-    buf_state_free(&s->node, NULL);
+    graph_buf_state_free(&s->node, NULL);
 }
 
 /* Buffer edges: a node with data ops on a buffer comes after every earlier
@@ -545,9 +539,9 @@ static void buf_record(tgt_node_t *n)
             continue;
         edge(s->last_op, n);
         edges_from(&s->users, n);
-        list_clear(&s->users);
-        node_unref(s->last_op);
-        node_ref(n);
+        graph_list_clear(&s->users);
+        graph_node_unref(s->last_op);
+        graph_node_ref(n);
         s->last_op = n;
     }
     for (size_t i = 0; i < n->nbufs; i++) {
@@ -559,16 +553,16 @@ static void buf_record(tgt_node_t *n)
             /* Amortised: the users of a buffer every task touches can all
              * still be running (a whole window of them), so a prune per
              * record would cost the window's length each time. */
-            list_prune(&s->users);
+            graph_list_prune(&s->users);
             s->prune_at = s->users.n < 32 ? 64 : 2 * s->users.n;
         }
-        node_ref(n);
-        list_push(&s->users, n);
+        graph_node_ref(n);
+        graph_list_push(&s->users, n);
     }
     /* A freed buffer's address may be handed out again: forget it. */
     for (size_t i = 0; i < n->nops; i++)
         if (n->ops[i].kind == OP_FREE) {
-            ompc_tmap_node_t *t = tmap_find(&tgt_g.bstate,
+            ompc_tmap_node_t *t = graph_tmap_find(&tgt_g.bstate,
                                                  (uintptr_t)dm_buf_addr(n->ops[i].buf));
             if (t)
                 bstate_drop(OMPC_TMAP_ENTRY(t, buf_state_t, node));
@@ -581,7 +575,7 @@ static void buf_record(tgt_node_t *n)
  * (tgt_ahead.c).  A rise from none is posted to every worker whose last
  * batch said "not needed"; the generation orders that post against
  * batches on other communicators. */
-static void need_add(int d)
+void graph_need_add(int d)
 {
     int old = tgt_g.need;
     tgt_g.need += d;
@@ -604,7 +598,7 @@ static void need_add(int d)
     }
 }
 
-static void live_append(tgt_node_t *n)
+void graph_live_append(tgt_node_t *n)
 {
     n->lprev = tgt_g.live_tail;
     n->lnext = NULL;
@@ -615,10 +609,10 @@ static void live_append(tgt_node_t *n)
     tgt_g.live_tail = n;
     tgt_g.nlive++;
     if (n->hostside)
-        need_add(1);
+        graph_need_add(1);
 }
 
-static void live_remove(tgt_node_t *n)
+void graph_live_remove(tgt_node_t *n)
 {
     if (n->lprev)
         n->lprev->lnext = n->lnext;
@@ -630,7 +624,7 @@ static void live_remove(tgt_node_t *n)
         tgt_g.live_tail = n->lprev;
     tgt_g.nlive--;
     if (n->hostside)
-        need_add(-1);
+        graph_need_add(-1);
 }
 
 void tgt_rec_commit(tgt_node_t *n, tgt_mapped_t *m, dm_buf_t **wr, size_t nwr,
@@ -675,27 +669,27 @@ void tgt_rec_commit(tgt_node_t *n, tgt_mapped_t *m, dm_buf_t **wr, size_t nwr,
             size_t k = 0;
             for (size_t j = 0; j < tgt_g.nhw; j++) {
                 if (tgt_g.hw[j].n->state == N_DONE)
-                    node_unref(tgt_g.hw[j].n);
+                    graph_node_unref(tgt_g.hw[j].n);
                 else
                     tgt_g.hw[k++] = tgt_g.hw[j];
             }
             tgt_g.nhw = k;
             if (tgt_g.nhw == tgt_g.caphw) {
                 tgt_g.caphw = tgt_g.caphw ? 2 * tgt_g.caphw : 64;
-                tgt_g.hw = xrealloc(tgt_g.hw, tgt_g.caphw * sizeof(*tgt_g.hw),
+                tgt_g.hw = graph_xrealloc(tgt_g.hw, tgt_g.caphw * sizeof(*tgt_g.hw),
                                     "task graph");
             }
         }
-        node_ref(n);
+        graph_node_ref(n);
         tgt_g.hw[tgt_g.nhw++] = (host_write_t){(uintptr_t)op->host,
                                        (uintptr_t)op->host + op->len, n};
     }
     /* Ops on the head after its predecessors: their completions hold it
      * up (and, through it, its successors). */
-    n->hostside = !ahead_candidate(n);
-    live_append(n);
+    n->hostside = !graph_ahead_candidate(n);
+    graph_live_append(n);
     n->state = N_PENDING;
-    q_push(&tgt_g.pending, n);
+    graph_q_push(&tgt_g.pending, n);
     tgt_g.stats.nodes++;
     if (n->k)
         tgt_g.stats.kernels++;
@@ -705,28 +699,28 @@ void tgt_rec_commit(tgt_node_t *n, tgt_mapped_t *m, dm_buf_t **wr, size_t nwr,
     size_t npend = tgt_g.pending.n;
     uint64_t nlive = tgt_g.nlive;
     if (wait) {
-        node_ref(n);
-        need_add(1); /* before its launch, which then says so */
+        graph_node_ref(n);
+        graph_need_add(1); /* before its launch, which then says so */
     }
     pthread_mutex_unlock(&tgt_g.mtx);
     pthread_mutex_unlock(&rec_mtx);
 
     int64_t window = ompc_config_get()->graph_window;
     if (wait) {
-        flush_keep(n);
-        wait_node(n);
+        graph_flush_keep(n);
+        graph_wait_node(n);
         pthread_mutex_lock(&tgt_g.mtx);
-        need_add(-1);
-        node_unref(n);
+        graph_need_add(-1);
+        graph_node_unref(n);
         pthread_mutex_unlock(&tgt_g.mtx);
         return;
     }
     if ((int64_t)npend >= window)
-        flush();
+        graph_flush();
     if ((int64_t)nlive > 4 * window) {
         /* Back-pressure: a program that records much faster than the
          * cluster runs would otherwise hold its whole future in memory. */
-        flush();
+        graph_flush();
         pthread_mutex_lock(&tgt_g.mtx);
         tgt_g.room_waiters++;
         while ((int64_t)tgt_g.nlive > 2 * window)
@@ -758,9 +752,6 @@ static _Thread_local struct {
     size_t n, words;
 } LB;
 
-static void lb_flush(void);
-static bool lb_due(void);
-
 /* ------------------------------------------------------------- waiting */
 static void node_start(tgt_node_t *n);
 static void node_finish(tgt_node_t *n);
@@ -775,23 +766,23 @@ static void node_finish(tgt_node_t *n);
 static void help_once(tgt_node_t *mine)
 {
     tgt_node_t *t;
-    if (lb_due()) {
+    if (graph_lb_due()) {
         pthread_mutex_unlock(&tgt_g.mtx);
-        lb_flush();
-    } else if ((t = work_pop(&tgt_g.finished))) {
+        graph_lb_flush();
+    } else if ((t = graph_work_pop(&tgt_g.finished))) {
         pthread_mutex_unlock(&tgt_g.mtx);
-        takes_more = !tgt_rt->executor;
+        graph_takes_more = !tgt_rt->executor;
         node_finish(t);
-        takes_more = false;
-    } else if (!tgt_rt->executor && (t = work_pop(&tgt_g.ready))) {
+        graph_takes_more = false;
+    } else if (!tgt_rt->executor && (t = graph_work_pop(&tgt_g.ready))) {
         /* Where the head runs the kernels itself (one rank), a waiter does
          * not start them: it may be inside the program's own parallel
          * region, which a kernel's teams must not nest in.  Dispatch
          * threads run them. */
         pthread_mutex_unlock(&tgt_g.mtx);
-        takes_more = true;
+        graph_takes_more = true;
         node_start(t);
-        takes_more = false;
+        graph_takes_more = false;
     } else if (mine && mine->state == N_RUNNING && mine->h && !mine->waited) {
         ev_handle_t *h = mine->h;
         ev_handle_retain(h);
@@ -814,18 +805,18 @@ static void stop_helping(void)
         pthread_cond_broadcast(&tgt_g.cv_work);
 }
 
-static void wait_node(tgt_node_t *n)
+void graph_wait_node(tgt_node_t *n)
 {
     pthread_mutex_lock(&tgt_g.mtx);
     n->nwaiters++;
-    need_add(1);
+    graph_need_add(1);
     while (n->state != N_DONE)
         help_once(n);
     stop_helping();
-    need_add(-1);
+    graph_need_add(-1);
     n->nwaiters--;
     pthread_mutex_unlock(&tgt_g.mtx);
-    lb_flush(); /* launches planned while helping must not wait for us */
+    graph_lb_flush(); /* launches planned while helping must not wait for us */
 }
 
 void tgt_graph_sync_all(void)
@@ -838,26 +829,26 @@ void tgt_graph_sync_all(void)
     pthread_mutex_unlock(&tgt_g.mtx);
     if (idle)
         return;
-    flush();
+    graph_flush();
     pthread_mutex_lock(&tgt_g.mtx);
     while (tgt_g.live_head && tgt_g.live_head->seq <= target)
         help_once(NULL);
     stop_helping();
-    if (LB.n) {
+    if (graph_lb_held()) {
         /* Planned while helping, for nodes after the target. */
         pthread_mutex_unlock(&tgt_g.mtx);
-        lb_flush();
+        graph_lb_flush();
         pthread_mutex_lock(&tgt_g.mtx);
     }
     /* Quiescent: forget finished nodes kept only for ordering (unless the
      * graph was torn down meanwhile). */
     if (!tgt_g.live_head && tgt_g.active) {
-        ompc_tmap_drain(&tgt_g.deps, dep_state_free, NULL);
-        ompc_tmap_drain(&tgt_g.bstate, buf_state_free, NULL);
+        ompc_tmap_drain(&tgt_g.deps, graph_dep_state_free, NULL);
+        ompc_tmap_drain(&tgt_g.bstate, graph_buf_state_free, NULL);
         for (size_t j = 0; j < tgt_g.nhw; j++)
-            node_unref(tgt_g.hw[j].n);
+            graph_node_unref(tgt_g.hw[j].n);
         tgt_g.nhw = 0;
-        node_unref(tgt_g.last_all);
+        graph_node_unref(tgt_g.last_all);
         tgt_g.last_all = NULL;
     }
     pthread_mutex_unlock(&tgt_g.mtx);
@@ -868,17 +859,17 @@ static void wait_nodes(node_list_t *wait)
 {
     if (wait->n) {
         pthread_mutex_lock(&tgt_g.mtx);
-        need_add(1); /* before the launches the flush sends */
+        graph_need_add(1); /* before the launches the flush sends */
         pthread_mutex_unlock(&tgt_g.mtx);
-        flush();
+        graph_flush();
         for (size_t j = 0; j < wait->n; j++)
-            wait_node(wait->v[j]);
+            graph_wait_node(wait->v[j]);
         pthread_mutex_lock(&tgt_g.mtx);
-        need_add(-1);
+        graph_need_add(-1);
         pthread_mutex_unlock(&tgt_g.mtx);
     }
     pthread_mutex_lock(&tgt_g.mtx);
-    list_free(wait);
+    graph_list_free(wait);
     pthread_mutex_unlock(&tgt_g.mtx);
 }
 
@@ -894,29 +885,29 @@ void tgt_graph_host_task(const tgt_dep_t *deps, int nd)
             all = true;
             break;
         }
-        ompc_tmap_node_t *t = tmap_find(&tgt_g.deps, deps[i].addr);
+        ompc_tmap_node_t *t = graph_tmap_find(&tgt_g.deps, deps[i].addr);
         if (!t)
             continue;
         dep_state_t *d = OMPC_TMAP_ENTRY(t, dep_state_t, node);
         for (size_t j = 0; j < d->writers.n; j++)
             if (d->writers.v[j]->state != N_DONE) {
-                node_ref(d->writers.v[j]);
-                list_push(&wait, d->writers.v[j]);
+                graph_node_ref(d->writers.v[j]);
+                graph_list_push(&wait, d->writers.v[j]);
             }
         if (deps[i].type != TGT_DEP_IN)
             for (size_t j = 0; j < d->readers.n; j++)
                 if (d->readers.v[j]->state != N_DONE) {
-                    node_ref(d->readers.v[j]);
-                    list_push(&wait, d->readers.v[j]);
+                    graph_node_ref(d->readers.v[j]);
+                    graph_list_push(&wait, d->readers.v[j]);
                 }
     }
     if (tgt_g.last_all && tgt_g.last_all->state != N_DONE) {
-        node_ref(tgt_g.last_all);
-        list_push(&wait, tgt_g.last_all);
+        graph_node_ref(tgt_g.last_all);
+        graph_list_push(&wait, tgt_g.last_all);
     }
     pthread_mutex_unlock(&tgt_g.mtx);
     if (all) {
-        list_free(&wait);
+        graph_list_free(&wait);
         tgt_graph_sync_all();
         return;
     }
@@ -935,8 +926,8 @@ void tgt_graph_target_task(const tgt_dep_t *deps, int nd)
             if ((deps[i].type == TGT_DEP_ALL ||
                  (tgt_g.hw[j].begin < e && b < tgt_g.hw[j].end)) &&
                 tgt_g.hw[j].n->state != N_DONE) {
-                node_ref(tgt_g.hw[j].n);
-                list_push(&wait, tgt_g.hw[j].n);
+                graph_node_ref(tgt_g.hw[j].n);
+                graph_list_push(&wait, tgt_g.hw[j].n);
             }
     }
     pthread_mutex_unlock(&tgt_g.mtx);
@@ -948,7 +939,7 @@ void tgt_graph_target_task(const tgt_dep_t *deps, int nd)
  * launch and frees after it can go to its executor before its
  * predecessors are done: nothing of it runs on the head before or after
  * the kernel that a predecessor could still change. */
-static bool ahead_candidate(const tgt_node_t *n)
+bool graph_ahead_candidate(const tgt_node_t *n)
 {
     if (!tgt_g.ahead || !n->k)
         return false;
@@ -963,24 +954,24 @@ static bool ahead_candidate(const tgt_node_t *n)
 /* tgt_g.mtx held: whether a waiting node may be dispatched now. */
 static bool can_start(const tgt_node_t *n)
 {
-    return n->npred_left == 0 || (n->nunsent == 0 && ahead_candidate(n));
+    return n->npred_left == 0 || (n->nunsent == 0 && graph_ahead_candidate(n));
 }
 
 /* tgt_g.mtx held: queue a waiting node that may be dispatched now; true if it
  * was. */
-static bool make_ready(tgt_node_t *n)
+bool graph_make_ready(tgt_node_t *n)
 {
     if (n->state != N_WAITING || !can_start(n))
         return false;
     n->state = N_READY;
-    work_push(&tgt_g.ready, n);
+    graph_work_push(&tgt_g.ready, n);
     return true;
 }
 
 /* tgt_g.mtx held: one wake-up per node queued, all threads for several. */
-static void wake_dispatchers(size_t woken)
+void graph_wake_dispatchers(size_t woken)
 {
-    if (takes_more && woken > 0)
+    if (graph_takes_more && woken > 0)
         woken--;
     if (woken == 1)
         pthread_cond_signal(&tgt_g.cv_work);
@@ -993,9 +984,9 @@ static void wake_dispatchers(size_t woken)
  * complete before this ran, and sleeps on cv_done then; or it waits for a
  * node launched ahead, whose completion the gate thread brings here):
  * one wake-up, not a dispatch thread's and then the waiter's. */
-static void push_finished(tgt_node_t *n)
+void graph_push_finished(tgt_node_t *n)
 {
-    work_push(&tgt_g.finished, n);
+    graph_work_push(&tgt_g.finished, n);
     if (n->waited || n->nwaiters > 0)
         pthread_cond_broadcast(&tgt_g.cv_done);
     else
@@ -1010,13 +1001,13 @@ static void push_finished(tgt_node_t *n)
  * in the future, and the next flush saw the executor that holds the data
  * as busy and moved the data to an idle one, every synchronous kernel a
  * flush of its own (tgt_g.mtx held for both). */
-static void placed_add(tgt_node_t *n, int w)
+void graph_placed_add(tgt_node_t *n, int w)
 {
     n->sched.placed_on = w;
     tgt_g.placed[w]++;
 }
 
-static void placed_drop(tgt_node_t *n)
+void graph_placed_drop(tgt_node_t *n)
 {
     int w = n->sched.placed_on;
     if (w < 0)
@@ -1057,7 +1048,7 @@ static void edge_push(sched_edge_t **v, size_t *n, size_t *cap, sched_edge_t e)
 {
     if (*n == *cap) {
         *cap = *cap ? 2 * *cap : 64;
-        *v = xrealloc(*v, *cap * sizeof(**v), "scheduling");
+        *v = graph_xrealloc(*v, *cap * sizeof(**v), "scheduling");
     }
     (*v)[(*n)++] = e;
 }
@@ -1197,10 +1188,10 @@ static void schedule_batch(tgt_node_t **v, size_t n, uint64_t batch,
         if (t->k && w >= 0) {
             if (t->sched.est_finish > tgt_g.busy_until[w])
                 tgt_g.busy_until[w] = t->sched.est_finish;
-            placed_add(t, w);
+            graph_placed_add(t, w);
         }
         t->state = N_WAITING;
-        if (make_ready(t)) {
+        if (graph_make_ready(t)) {
             /* One wake-up per ready node: waking every dispatch thread
              * costs more than the work on a busy node. */
             if (t != mine || tgt_rt->executor) /* help_once: waiters there start none */
@@ -1259,7 +1250,7 @@ static size_t hold_unmeasured(tgt_node_t **v, size_t n)
             tgt_g.stats.held++;
         }
         t->state = N_PENDING;
-        q_push(&tgt_g.held, t);
+        graph_q_push(&tgt_g.held, t);
     }
     return n - k;
 }
@@ -1306,7 +1297,7 @@ static void shape_prefs(tgt_node_t **v, size_t n, uint64_t batch)
 /* mine: a node the calling thread will run itself (it waits for it), so
  * no dispatch thread is woken for it (unless the head runs the kernels
  * itself, see help_once). */
-static void flush_keep(tgt_node_t *mine)
+void graph_flush_keep(tgt_node_t *mine)
 {
     pthread_mutex_lock(&tgt_g.sched_mtx);
     pthread_mutex_lock(&tgt_g.mtx);
@@ -1322,7 +1313,8 @@ static void flush_keep(tgt_node_t *mine)
         ompc_fatal("out of memory scheduling %zu tasks", n);
     /* Held-back nodes were recorded first: graph order is kept. */
     for (size_t i = 0; i < n; i++) {
-        tgt_node_t *t = tgt_g.held.n ? q_pop(&tgt_g.held) : q_pop(&tgt_g.pending);
+        tgt_node_t *t = tgt_g.held.n ? graph_q_pop(&tgt_g.held)
+                                     : graph_q_pop(&tgt_g.pending);
         t->state = N_SCHEDULING;
         t->sched.batch = batch;
         v[i] = t;
@@ -1371,8 +1363,8 @@ static void node_done(tgt_node_t *n)
      * head a context switch per task, and work for them to help with goes
      * to the dispatch threads anyway. */
     bool was_head = tgt_g.live_head == n;
-    live_remove(n);
-    placed_drop(n);
+    graph_live_remove(n);
+    graph_placed_drop(n);
     /* Held-back recorders wait for nlive to fall to twice the window:
      * waking them at every node done woke the recording thread once per
      * task for as long as it was held back. */
@@ -1385,33 +1377,33 @@ static void node_done(tgt_node_t *n)
         --s->npred_left;
         if (!n->ahead.launched)
             --s->nunsent;
-        if (make_ready(s)) {
+        if (graph_make_ready(s)) {
             woken++;
         } else if (s->ahead.kdone && s->ahead.sent && s->npred_left == 0) {
             /* Its executor finished it before we heard of a predecessor:
              * its results are taken in now, in graph order. */
-            work_push(&tgt_g.finished, s);
+            graph_work_push(&tgt_g.finished, s);
             woken++;
         }
     }
     /* Pins may have been released: blocked nodes try again. */
     tgt_node_t *b;
-    while ((b = q_pop(&tgt_g.blocked))) {
-        work_push(&tgt_g.ready, b);
+    while ((b = graph_q_pop(&tgt_g.blocked))) {
+        graph_work_push(&tgt_g.ready, b);
         woken++;
     }
     if (n->k && n->exec >= 0)
         tgt_g.stats.tasks_per_exec[n->exec]++;
-    list_clear(&n->preds);
+    graph_list_clear(&n->preds);
     if (wake)
         pthread_cond_broadcast(&tgt_g.cv_done);
-    wake_dispatchers(woken);
+    graph_wake_dispatchers(woken);
     /* What waited for this kernel's cost can be placed now. */
     bool reflush = n->sched.holds && tgt_g.held.n > 0;
-    node_unref(n);
+    graph_node_unref(n);
     pthread_mutex_unlock(&tgt_g.mtx);
     if (reflush)
-        flush();
+        graph_flush();
 }
 
 static void on_kernel_done(void *arg, ompc_status_t st)
@@ -1419,11 +1411,11 @@ static void on_kernel_done(void *arg, ompc_status_t st)
     tgt_node_t *n = arg;
     pthread_mutex_lock(&tgt_g.mtx);
     n->kst = st;
-    push_finished(n);
+    graph_push_finished(n);
     pthread_mutex_unlock(&tgt_g.mtx);
 }
 
-static void span(const char *cat, const tgt_node_t *n, const char *what, uint64_t t0,
+void graph_span(const char *cat, const tgt_node_t *n, const char *what, uint64_t t0,
                  size_t bytes)
 {
     if (!ompc_trace_on())
@@ -1571,7 +1563,7 @@ static void read_backs(tgt_node_t *n, int e)
 static ahead_buf_t *abuf_get(dm_buf_t *b, bool create)
 {
     uintptr_t key = (uintptr_t)dm_buf_addr(b);
-    ompc_tmap_node_t *t = tmap_find(&tgt_g.abufs, key);
+    ompc_tmap_node_t *t = graph_tmap_find(&tgt_g.abufs, key);
     if (t || !create)
         return t ? OMPC_TMAP_ENTRY(t, ahead_buf_t, node) : NULL;
     int P = dm_num_executors(tgt_rt->dm);
@@ -1606,7 +1598,7 @@ static bool in_list(dm_buf_t *const *v, size_t n, const dm_buf_t *b)
  * them; malloc and free were the head's largest cost per task after the
  * lock hand-offs. */
 #define VEC_INLINE 24
-/* Buffers a launch lists on the stack (ahead_launch). */
+/* Buffers a launch lists on the stack (graph_ahead_launch). */
 #define SCRATCH_BUFS 16
 typedef struct u64_vec {
     uint64_t *v;
@@ -1626,10 +1618,10 @@ static void vec_add(u64_vec_t *x, uint64_t a)
     if (x->n == x->cap) {
         x->cap *= 2;
         if (x->v == x->inl) {
-            x->v = xrealloc(NULL, x->cap * sizeof(uint64_t), "kernel launch");
+            x->v = graph_xrealloc(NULL, x->cap * sizeof(uint64_t), "kernel launch");
             memcpy(x->v, x->inl, sizeof(x->inl));
         } else {
-            x->v = xrealloc(x->v, x->cap * sizeof(uint64_t), "kernel launch");
+            x->v = graph_xrealloc(x->v, x->cap * sizeof(uint64_t), "kernel launch");
         }
     }
     x->v[x->n++] = a;
@@ -1687,9 +1679,9 @@ static void on_launch_done(void *arg, ompc_status_t st)
             n->kst = st;
             n->ahead.kdone = true;
             if (n->npred_left == 0)
-                push_finished(n);
+                graph_push_finished(n);
         }
-        node_unref(n);
+        graph_node_unref(n);
     }
     pthread_mutex_unlock(&tgt_g.mtx);
     if (st == OMPC_OK && s->arrived_ns) {
@@ -1760,7 +1752,7 @@ static void lb_send(int e, lb_item_t *v, size_t k)
         n->msg = NULL;
         n->ahead.sent = true;
         if (n->ahead.kdone && n->npred_left == 0)
-            push_finished(n);
+            graph_push_finished(n);
     }
     pthread_mutex_unlock(&tgt_g.mtx);
     ev_handle_on_done(h, on_launch_done, s);
@@ -1768,7 +1760,7 @@ static void lb_send(int e, lb_item_t *v, size_t k)
 }
 
 /* Send every launch this thread holds, one message per executor. */
-static void lb_flush(void)
+void graph_lb_flush(void)
 {
     size_t n = LB.n;
     if (!n)
@@ -1796,16 +1788,18 @@ static void lb_flush(void)
 /* tgt_g.mtx held: whether this thread should send what it holds now rather
  * than plan another ready node first (with nothing ready it always should,
  * so no loop sleeps or exits holding launches). */
-static bool lb_due(void)
+bool graph_lb_due(void)
 {
     return LB.n && (tgt_g.ready.n == 0 || tgt_g.finished.n || LB.n == LB_MAX_ITEMS ||
                     LB.words >= LB_MAX_WORDS);
 }
 
+bool graph_lb_held(void) { return LB.n > 0; }
+
 static void lb_add(tgt_node_t *n, dm_buf_t **claimed, size_t nclaimed)
 {
     if (LB.n == LB_MAX_ITEMS)
-        lb_flush();
+        graph_lb_flush();
     LB.v[LB.n++] = (lb_item_t){n, claimed, nclaimed};
     LB.words += 1 + n->msg_len / 8;
 }
@@ -1814,7 +1808,7 @@ static void lb_add(tgt_node_t *n, dm_buf_t **claimed, size_t nclaimed)
  * there: its predecessors still running (on e: their sequence numbers; on
  * another executor: a request to that executor), and for each buffer the
  * executor to fetch it from once the task that writes it is done. */
-static void ahead_launch(tgt_node_t *n, int e, uint64_t t0)
+void graph_ahead_launch(tgt_node_t *n, int e, uint64_t t0)
 {
     dm_ctx_t *dm = tgt_rt->dm;
     int rank = dm_executor_rank(dm, e);
@@ -1841,7 +1835,7 @@ static void ahead_launch(tgt_node_t *n, int e, uint64_t t0)
     }
     pthread_mutex_unlock(&tgt_g.ahead_mtx);
     if (nhead) {
-        lb_flush(); /* it may wait for claims this thread holds */
+        graph_lb_flush(); /* it may wait for claims this thread holds */
         ompc_status_t st = dm_acquire(dm, e, head, nhead);
         if (st != OMPC_OK)
             TGT_USER_ERROR(n->loc, "moving the region's data to executor %d failed: %s",
@@ -1970,10 +1964,10 @@ static void ahead_launch(tgt_node_t *n, int e, uint64_t t0)
     size_t woken = 0;
     for (size_t i = 0; i < n->succs.n; i++) {
         --n->succs.v[i]->nunsent;
-        woken += make_ready(n->succs.v[i]);
+        woken += graph_make_ready(n->succs.v[i]);
     }
-    wake_dispatchers(woken);
-    node_ref(n); /* on_launch_done's */
+    graph_wake_dispatchers(woken);
+    graph_node_ref(n); /* on_launch_done's */
     pthread_mutex_unlock(&tgt_g.mtx);
     vec_free(&after);
     vec_free(&pulls);
@@ -1992,13 +1986,13 @@ static void ahead_launch(tgt_node_t *n, int e, uint64_t t0)
     if (tgt_rt->info)
         fprintf(stderr, "[ompc info] r0 task %llu (%s) -> executor %d (rank %d)\n",
                 (unsigned long long)n->seq, n->k->name, e, rank);
-    span("transfer", n, "launch", t0, 0);
+    graph_span("transfer", n, "launch", t0, 0);
     /* From here on n may finish on another thread as soon as its batch is
      * sent: only the reference taken above keeps it. */
     lb_add(n, kept, nclaimed);
 }
 
-static void ahead_finish(tgt_node_t *n, uint64_t t0)
+void graph_ahead_finish(tgt_node_t *n)
 {
     dm_ctx_t *dm = tgt_rt->dm;
     if (n->kst != OMPC_OK)
@@ -2027,10 +2021,6 @@ static void ahead_finish(tgt_node_t *n, uint64_t t0)
     pthread_mutex_unlock(&tgt_g.ahead_mtx);
     if (n->nwr)
         dm_unpin(dm, n->wr, n->nwr);
-    run_ops(n, n->npre, n->nops);
-    if (n->nops > n->npre)
-        span("transfer", n, "out", t0, ops_bytes(n, n->npre, n->nops));
-    node_done(n);
 }
 
 int tgt_graph_describe_owed(int rank, int owed, char *buf, size_t cap)
@@ -2105,7 +2095,7 @@ static void ahead_done_one(uint64_t seq, uint64_t kernel_ns, ompc_status_t st,
     n->ahead.kdone = true;
     tgt_g.stats.completions++;
     if (n->npred_left == 0 && n->ahead.sent)
-        push_finished(n);
+        graph_push_finished(n);
 }
 
 void tgt_graph_ahead_done(const uint64_t *m, size_t n, int from)
@@ -2122,7 +2112,7 @@ static void node_start(tgt_node_t *n)
 {
     uint64_t t0 = ompc_now_ns();
     if (!n->k) {
-        lb_flush(); /* what follows may wait for claims this thread holds */
+        graph_lb_flush(); /* what follows may wait for claims this thread holds */
         run_ops(n, 0, n->nops);
         /* Enter data: push the copy to the worker that will use it. */
         if (n->exec >= 0 && dm_num_executors(tgt_rt->dm) > 1) {
@@ -2135,7 +2125,7 @@ static void node_start(tgt_node_t *n)
                 dm_acquire(tgt_rt->dm, n->exec, w, k);
             free(w);
         }
-        span("data", n, "data", t0, ops_bytes(n, 0, n->nops));
+        graph_span("data", n, "data", t0, ops_bytes(n, 0, n->nops));
         node_done(n);
         return;
     }
@@ -2167,14 +2157,14 @@ static void node_start(tgt_node_t *n)
             if (n->npred_left > 0)
                 n->state = N_WAITING;
             else
-                q_push(&tgt_g.blocked, n);
+                graph_q_push(&tgt_g.blocked, n);
             pthread_mutex_unlock(&tgt_g.mtx);
             return;
         }
     }
     if (n->sched.placed_on != e) {
-        placed_drop(n);
-        placed_add(n, e);
+        graph_placed_drop(n);
+        graph_placed_add(n, e);
     }
     n->exec = e; /* flushes read where running nodes are */
     pthread_mutex_unlock(&tgt_g.mtx);
@@ -2182,11 +2172,11 @@ static void node_start(tgt_node_t *n)
         inline_writes(n);
         n->inlined = true;
     }
-    bool ahead = ahead_candidate(n);
+    bool ahead = graph_ahead_candidate(n);
     for (size_t i = 0; ahead && i < n->npre; i++)
         ahead = n->ops[i].kind == OP_DONE;
     if (ahead) {
-        ahead_launch(n, e, t0);
+        graph_ahead_launch(n, e, t0);
         return;
     }
     pthread_mutex_lock(&tgt_g.mtx);
@@ -2200,13 +2190,13 @@ static void node_start(tgt_node_t *n)
         return;
     }
     pthread_mutex_unlock(&tgt_g.mtx);
-    lb_flush();
+    graph_lb_flush();
     run_ops(n, 0, n->npre);
     ompc_status_t st = dm_acquire(tgt_rt->dm, e, n->bufs, n->nbufs);
     if (st != OMPC_OK)
         TGT_USER_ERROR(n->loc, "moving the region's data to executor %d failed: %s",
                        e, ompc_status_str(st));
-    span("transfer", n, "in", t0, ops_bytes(n, 0, n->npre));
+    graph_span("transfer", n, "in", t0, ops_bytes(n, 0, n->npre));
     if (tgt_rt->info)
         fprintf(stderr, "[ompc info] r0 task %llu (%s) -> executor %d (rank %d)\n",
                 (unsigned long long)n->seq, n->k->name, e,
@@ -2247,7 +2237,11 @@ static void node_finish(tgt_node_t *n)
 {
     uint64_t t0 = ompc_now_ns();
     if (n->ahead.launched) {
-        ahead_finish(n, t0);
+        graph_ahead_finish(n);
+        run_ops(n, n->npre, n->nops);
+        if (n->nops > n->npre)
+            graph_span("transfer", n, "out", t0, ops_bytes(n, n->npre, n->nops));
+        node_done(n);
         return;
     }
     pthread_mutex_lock(&tgt_g.mtx);
@@ -2289,7 +2283,7 @@ static void node_finish(tgt_node_t *n)
     ops_unborrow(n);
     run_ops(n, n->npre, n->nops);
     if (n->nops > n->npre)
-        span("transfer", n, "out", t0, ops_bytes(n, n->npre, n->nops));
+        graph_span("transfer", n, "out", t0, ops_bytes(n, n->npre, n->nops));
     node_done(n);
 }
 
@@ -2303,18 +2297,18 @@ static void *dispatch_main(void *arg)
      * every CPU and a thread spinning for work took one from them. */
     uint64_t spin_ns = tgt_rt->executor ? 0 : ev_spin_us(tgt_rt->ev) * 1000u;
     uint64_t hot_until = 0;
-    takes_more = true;
+    graph_takes_more = true;
     pthread_mutex_lock(&tgt_g.mtx);
     for (;;) {
         tgt_node_t *n;
-        if (lb_due()) {
+        if (graph_lb_due()) {
             pthread_mutex_unlock(&tgt_g.mtx);
-            lb_flush();
+            graph_lb_flush();
             n = NULL;
-        } else if ((n = work_pop(&tgt_g.finished))) {
+        } else if ((n = graph_work_pop(&tgt_g.finished))) {
             pthread_mutex_unlock(&tgt_g.mtx);
             node_finish(n);
-        } else if ((n = work_pop(&tgt_g.ready))) {
+        } else if ((n = graph_work_pop(&tgt_g.ready))) {
             pthread_mutex_unlock(&tgt_g.mtx);
             node_start(n);
         } else if (tgt_g.stop) {
@@ -2389,7 +2383,7 @@ void tgt_graph_fini(void)
     tgt_g.threads = NULL;
     tgt_g.nthreads = 0;
     for (size_t j = 0; j < tgt_g.nhw; j++)
-        node_unref(tgt_g.hw[j].n);
+        graph_node_unref(tgt_g.hw[j].n);
     tgt_g.nhw = tgt_g.caphw = 0;
     free(tgt_g.hw);
     tgt_g.hw = NULL;

@@ -69,7 +69,7 @@ struct tgt_node {
     int npred_left;
     int nunsent;             /* preds neither done nor launched ahead */
     bool hostside;           /* runs head-side ops once its preds are done */
-    int nwaiters;            /* threads in wait_node on it */
+    int nwaiters;            /* threads in graph_wait_node on it */
     /* Running it (tgt_dispatch.c). */
     int exec;
     ompc_status_t kst;
@@ -161,7 +161,7 @@ typedef struct tgt_graph_state {
     pthread_cond_t cv_work;  /* dispatch threads: something to do */
     pthread_cond_t cv_done;  /* waiters: a node they wait for is done */
     int room_waiters;        /* recorders held back (nlive too high) */
-    /* Whether the head needs each completion promptly (need_add):
+    /* Whether the head needs each completion promptly (graph_need_add):
      * threads waiting for a node, and live nodes that run on the head once
      * their predecessors are done.  Launch batches carry need > 0 and
      * need_gen, and a rise from 0 reaches the workers told otherwise at
@@ -205,5 +205,97 @@ typedef struct tgt_graph_state {
 
 /* The head's one task graph. */
 extern tgt_graph_state_t tgt_g;
+
+/* ------------------------------------------- shared by the graph's files
+ * "tgt_g.mtx held": the caller holds it, and still does on return.  "No
+ * graph lock held": the caller holds none of tgt_g's locks (it may hold
+ * rec_mtx and map_mtx, which come before them). */
+
+/* The core: the state above and a node's life. */
+/* The entry of m with exactly this key, or NULL. */
+ompc_tmap_node_t *graph_tmap_find(ompc_tmap_t *m, uintptr_t key);
+/* realloc that never returns NULL: out of memory is fatal, naming what. */
+void *graph_xrealloc(void *p, size_t n, const char *what);
+/* Appends n to l (takes no reference: a list that holds them takes one). */
+void graph_list_push(node_list_t *l, tgt_node_t *n);
+void graph_node_ref(tgt_node_t *n);
+/* Drops one reference (n may be NULL); the last frees the node.  Any thread. */
+void graph_node_unref(tgt_node_t *n);
+/* Drop a list's references; graph_list_free also frees its array
+ * (tgt_g.mtx held or the caller owns the list). */
+void graph_list_clear(node_list_t *l);
+void graph_list_free(node_list_t *l);
+/* Keeps only the nodes not done (tgt_g.mtx held). */
+void graph_list_prune(node_list_t *l);
+/* FIFO push and pop (tgt_g.mtx held).  work_ ones are for ready and
+ * finished, whose total tgt_g.nwork spinning threads read unlocked. */
+void graph_q_push(queue_t *q, tgt_node_t *n);
+tgt_node_t *graph_q_pop(queue_t *q);
+void graph_work_push(queue_t *q, tgt_node_t *n);
+tgt_node_t *graph_work_pop(queue_t *q);
+/* Seconds since tgt_graph_init: the clock of est_finish and busy_until. */
+double graph_now(void);
+/* tmap drain callbacks freeing a dep_state_t, a buf_state_t (tgt_g.mtx held). */
+void graph_dep_state_free(ompc_tmap_node_t *t, void *arg);
+void graph_buf_state_free(ompc_tmap_node_t *t, void *arg);
+/* The head's need of prompt completions goes up or down by d (tgt_g.mtx
+ * held); a rise from none is posted to the workers at once. */
+void graph_need_add(int d);
+/* The live list (nodes not done, in seq order) gains or loses n (tgt_g.mtx
+ * held). */
+void graph_live_append(tgt_node_t *n);
+void graph_live_remove(tgt_node_t *n);
+/* This thread takes queued work after the node it runs (dispatch threads,
+ * helping waiters): it need not wake another for the first. */
+extern _Thread_local bool graph_takes_more;
+/* n may be launched before its predecessors are done: a kernel whose only
+ * ops are copies that travel with the launch, and frees after it (its ops
+ * must not change meanwhile: tgt_g.mtx held, or n's recorder or runner). */
+bool graph_ahead_candidate(const tgt_node_t *n);
+/* Queues a waiting node that may be dispatched now; true if it was
+ * (tgt_g.mtx held; the caller wakes a dispatch thread for it). */
+bool graph_make_ready(tgt_node_t *n);
+/* Wakes dispatch threads for `woken` nodes queued (tgt_g.mtx held). */
+void graph_wake_dispatchers(size_t woken);
+/* A node whose kernel is over goes to be finished, by a thread waiting
+ * for it if there is one (tgt_g.mtx held). */
+void graph_push_finished(tgt_node_t *n);
+/* An OMPC_TRACE span of n from t0 until now.  Any thread, no lock. */
+void graph_span(const char *cat, const tgt_node_t *n, const char *what, uint64_t t0,
+                size_t bytes);
+
+/* Flushes (tgt_flush.c). */
+/* Places every pending and held node and queues those ready; does not wait.
+ * mine: a node the caller will wait for and run itself, or NULL.  No graph
+ * lock held. */
+void graph_flush_keep(tgt_node_t *mine);
+#define graph_flush() graph_flush_keep(NULL)
+/* n counts, or stops counting, among the kernels placed on an executor
+ * (tgt_g.mtx held). */
+void graph_placed_add(tgt_node_t *n, int w);
+void graph_placed_drop(tgt_node_t *n);
+
+/* Dispatch (tgt_dispatch.c). */
+/* Returns once n is done, running queued work meanwhile.  The caller holds
+ * a reference on n and no graph lock. */
+void graph_wait_node(tgt_node_t *n);
+
+/* Launch-ahead, the head's half (tgt_ahead_head.c).  Launches are planned
+ * per thread and sent in batches, one message per executor. */
+/* Sends every launch this thread planned.  No graph lock held. */
+void graph_lb_flush(void);
+/* This thread should send its planned launches before planning another
+ * (tgt_g.mtx held). */
+bool graph_lb_due(void);
+/* This thread holds planned launches.  No lock. */
+bool graph_lb_held(void);
+/* Plans the launch of n, pinned and placed on executor e, an ahead
+ * candidate whose copies all travel inside the launch (t0: when its start
+ * began).  No graph lock held. */
+void graph_ahead_launch(tgt_node_t *n, int e, uint64_t t0);
+/* Takes in the report of launched-ahead n's executor (data now there, the
+ * cost model, the per-buffer plans); the caller then runs n's ops after
+ * the kernel and ends it.  No graph lock held. */
+void graph_ahead_finish(tgt_node_t *n);
 
 #endif
