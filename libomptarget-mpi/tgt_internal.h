@@ -16,7 +16,7 @@
  * A thread that holds one of these may take only those below it:
  *
  *   register_mtx (tgt_register.c)  start-up and image registration only
- *   rec_mtx      (tgt_graph.c)     from tgt_rec_begin to tgt_rec_commit:
+ *   rec_mtx      (tgt_record.c)    from tgt_rec_begin to tgt_rec_commit:
  *                                  one construct records at a time, so
  *                                  nodes enter the graph in program order
  *   tgt_rt->map_mtx                the mapping table
