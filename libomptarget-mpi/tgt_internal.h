@@ -20,7 +20,7 @@
  *                                  one construct records at a time, so
  *                                  nodes enter the graph in program order
  *   tgt_rt->map_mtx                the mapping table
- *   tgt_g.sched_mtx (tgt_graph.c)  one flush places nodes at a time
+ *   tgt_g.sched_mtx (tgt_flush.c)  one flush places nodes at a time
  *   tgt_g.mtx       (tgt_graph.c)  the graph, its queues and statistics
  *   tgt_g.ahead_mtx (tgt_graph.c)  launch-ahead's per-buffer plans
  *   dm->mtx      (data-manager/)   where copies live
