@@ -15,15 +15,16 @@
 /* ------------------------------------------------------------ lock order
  * A thread that holds one of these may take only those below it:
  *
- *   register_mtx (tgt_register.c)  start-up and image registration only
- *   rec_mtx      (tgt_record.c)    from tgt_rec_begin to tgt_rec_commit:
- *                                  one construct records at a time, so
- *                                  nodes enter the graph in program order
- *   tgt_rt->map_mtx                the mapping table
- *   tgt_g.sched_mtx (tgt_flush.c)  one flush places nodes at a time
- *   tgt_g.mtx       (tgt_graph.c)  the graph, its queues and statistics
- *   tgt_g.ahead_mtx (tgt_graph.c)  launch-ahead's per-buffer plans
- *   dm->mtx      (data-manager/)   where copies live
+ *   register_mtx     start-up and image registration only (tgt_register.c)
+ *   rec_mtx          from tgt_rec_begin to tgt_rec_commit (tgt_record.c):
+ *                    one construct records at a time, so nodes enter the
+ *                    graph in program order
+ *   tgt_rt->map_mtx  the mapping table
+ *   tgt_g.sched_mtx  one flush places nodes at a time (tgt_flush.c)
+ *   tgt_g.mtx        the graph, its queues and statistics
+ *                    (tgt_graph_internal.h says which fields)
+ *   tgt_g.ahead_mtx  launch-ahead's per-buffer plans (tgt_ahead_head.c)
+ *   dm->mtx          where copies live (data-manager/)
  *
  * Leaves, holding nothing else while held: M.mtx (tgt_model.c; taken
  * under tgt_g.mtx), A.mtx (tgt_ahead.c, executors), tgt_taskred.c's mtx.
