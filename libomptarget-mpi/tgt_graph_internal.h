@@ -1,6 +1,20 @@
 /* Private to the task graph's files: the node, the per-address and
  * per-buffer ordering state, and the graph's shared state (tgt_graph.h says
- * what the graph is).
+ * what the graph is).  The graph is five files, one job each, each calling
+ * only those above it in this list:
+ *
+ *   tgt_graph.c       the state below and a node's life: references, lists,
+ *                     queues, the live list, readiness
+ *   tgt_flush.c       flush points place pending nodes (the scheduler glue)
+ *   tgt_ahead_head.c  the head's half of launch-ahead (tgt_ahead.c is the
+ *                     executors' half)
+ *   tgt_dispatch.c    waiting, and the dispatch threads that run nodes;
+ *                     the graph's start and end
+ *   tgt_record.c      recording: data ops, nodes, dependence and buffer
+ *                     edges, host bytes still to be written
+ *
+ * (tests/common/check_file_deps.py checks that no call cycle runs
+ * through them.)
  *
  * Locks (their order is in tgt_internal.h): tgt_g.mtx guards the graph and
  * every node field not marked otherwise; tgt_g.sched_mtx lets one flush
@@ -275,11 +289,6 @@ void graph_flush_keep(tgt_node_t *mine);
 void graph_placed_add(tgt_node_t *n, int w);
 void graph_placed_drop(tgt_node_t *n);
 
-/* Dispatch (tgt_dispatch.c). */
-/* Returns once n is done, running queued work meanwhile.  The caller holds
- * a reference on n and no graph lock. */
-void graph_wait_node(tgt_node_t *n);
-
 /* Launch-ahead, the head's half (tgt_ahead_head.c).  Launches are planned
  * per thread and sent in batches, one message per executor. */
 /* Sends every launch this thread planned.  No graph lock held. */
@@ -297,5 +306,10 @@ void graph_ahead_launch(tgt_node_t *n, int e, uint64_t t0);
  * cost model, the per-buffer plans); the caller then runs n's ops after
  * the kernel and ends it.  No graph lock held. */
 void graph_ahead_finish(tgt_node_t *n);
+
+/* Dispatch (tgt_dispatch.c). */
+/* Returns once n is done, running queued work meanwhile.  The caller holds
+ * a reference on n and no graph lock. */
+void graph_wait_node(tgt_node_t *n);
 
 #endif

@@ -351,7 +351,7 @@ static void buf_record(tgt_node_t *n)
     for (size_t i = 0; i < n->nops; i++)
         if (n->ops[i].kind == OP_FREE) {
             ompc_tmap_node_t *t = graph_tmap_find(&tgt_g.bstate,
-                                                 (uintptr_t)dm_buf_addr(n->ops[i].buf));
+                                                  (uintptr_t)dm_buf_addr(n->ops[i].buf));
             if (t)
                 bstate_drop(OMPC_TMAP_ENTRY(t, buf_state_t, node));
         }
@@ -407,7 +407,7 @@ void tgt_rec_commit(tgt_node_t *n, tgt_mapped_t *m, dm_buf_t **wr, size_t nwr,
             if (tgt_g.nhw == tgt_g.caphw) {
                 tgt_g.caphw = tgt_g.caphw ? 2 * tgt_g.caphw : 64;
                 tgt_g.hw = graph_xrealloc(tgt_g.hw, tgt_g.caphw * sizeof(*tgt_g.hw),
-                                    "task graph");
+                                          "task graph");
             }
         }
         graph_node_ref(n);
