@@ -36,7 +36,7 @@ static _Thread_local struct {
     size_t n, words;
 } LB;
 
-/* ------------------------------------------------------- launch ahead */
+/* ------------------------------------------ per-buffer plans, launches */
 static ahead_buf_t *abuf_get(dm_buf_t *b, bool create)
 {
     uintptr_t key = (uintptr_t)dm_buf_addr(b);
@@ -281,6 +281,7 @@ static void lb_add(tgt_node_t *n, dm_buf_t **claimed, size_t nclaimed)
     LB.words += 1 + n->msg_len / 8;
 }
 
+/* ------------------------------------------- launching and finishing */
 /* Send kernel node n to executor e now, naming what it must wait for
  * there: its predecessors still running (on e: their sequence numbers; on
  * another executor: a request to that executor), and for each buffer the
