@@ -1,7 +1,7 @@
 /* Launch ahead, executor side: kernels that arrive before their inputs.
  *
  * The head sends a kernel to its executor as soon as every task it depends
- * on has been sent somewhere, not once they are done (tgt_graph.c).  The
+ * on has been sent somewhere, not once they are done (tgt_ahead_head.c).  The
  * launch names what the kernel waits for: tasks of this executor (by
  * sequence number) and, for each input another executor produces or holds,
  * that executor and the task after which its copy is current.  The executor

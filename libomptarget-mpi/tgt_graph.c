@@ -1,217 +1,28 @@
-/* The deferred task graph: recording, dependences, flushes, scheduling and
- * the dispatch threads that run nodes (tgt_graph.h says what and why). */
-#define _GNU_SOURCE
-#include "tgt_graph.h"
+/* The deferred task graph's core (tgt_graph.h says what the graph is,
+ * tgt_graph_internal.h how its files divide the work): the graph's state,
+ * and a node's life in it: references, lists and queues, the live list,
+ * when a node may be dispatched and who is woken for it. */
+#include "tgt_graph_internal.h"
 
-#include "ompc_sched.h"
 #include "ompc_trace.h"
 
-#include <math.h>
-#include <sched.h>
-#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
-#include <unistd.h>
 
-typedef enum { OP_WRITE, OP_READ, OP_HOST_STORE, OP_FREE, OP_DONE } op_kind_t;
+tgt_graph_state_t tgt_g = {.mtx = PTHREAD_MUTEX_INITIALIZER,
+                           .cv_work = PTHREAD_COND_INITIALIZER,
+                           .cv_done = PTHREAD_COND_INITIALIZER,
+                           .sched_mtx = PTHREAD_MUTEX_INITIALIZER,
+                           .ahead_mtx = PTHREAD_MUTEX_INITIALIZER};
 
-typedef struct tgt_op {
-    op_kind_t kind;
-    dm_buf_t *buf;
-    size_t off, len;
-    void *host;              /* READ: destination; HOST_STORE: the slot */
-    void *data;              /* WRITE: owned snapshot, or the program's
-                              * bytes if borrowed; HOST_STORE: value;
-                              * READ: the bytes, once they came back with
-                              * the kernel's reply (NULL: dm_read them) */
-    bool back;               /* READ: asked for in the kernel's reply */
-    bool borrowed;           /* WRITE: data is the program's (see BORROW_MIN) */
-} tgt_op_t;
-
-/* A copy to the device of at least this many bytes is not snapshotted
- * when the same kernel node copies those host bytes back (map(tofrom:)):
- * it is sent from the program's memory when the node runs.  No program
- * may touch those bytes meanwhile: whatever OpenMP orders after the task
- * waits for the node (it will write them), and anything else races with
- * that write anyway.  Smaller copies are snapshotted (cheap, and they may
- * travel inside the launch). */
-#define BORROW_MIN (64 * 1024)
-
-/* At most this many copies travel inside one kernel launch. */
-#define INLINE_BUFS 16
-
-typedef enum {
-    N_RECORDING,             /* ops still being added */
-    N_PENDING,               /* recorded, not scheduled yet */
-    N_SCHEDULING,            /* a flush is placing it */
-    N_WAITING,               /* placed, predecessors not done */
-    N_READY,                 /* queued for a dispatch thread */
-    N_RUNNING,
-    N_DONE,
-} node_state_t;
-
-typedef struct node_list {
-    tgt_node_t **v;
-    size_t n, cap;
-} node_list_t;
-
-struct tgt_node {
-    uint64_t seq;
-    _Atomic int refs;
-    node_state_t state;
-    const tgt_ident_t *loc;
-    const tgt_kernel_t *k;   /* NULL: data-only node */
-    char *msg;
-    size_t msg_len;
-    dm_buf_t **bufs;         /* the kernel's buffers (made valid on exec) */
-    size_t nbufs;
-    dm_buf_t **wr;           /* the ones it may write */
-    size_t nwr;
-    tgt_op_t *ops;           /* ops[0, npre) before the kernel, the rest after */
-    size_t nops, capops, npre;
-    bool post;
-    node_list_t preds;       /* references held until this node is done */
-    node_list_t succs;
-    int npred_left;
-    int nunsent;             /* preds neither done nor launched ahead */
-    bool ahead;              /* launched ahead (tgt_ahead.c) */
-    bool kdone;              /* ahead: its executor reported it done */
-    bool sent;               /* ahead: the launching thread is done with it */
-    bool inlined;            /* inline_writes ran */
-    bool deferred;           /* in G.held (see hold_unmeasured) */
-    bool holds;              /* something was held back until it is done */
-    bool was_held;           /* counted in stats.held */
-    dm_buf_t **pulled;       /* ahead: copies that arrive on exec for it */
-    uint64_t *pulled_tag;    /* the writer whose data each one brings */
-    size_t npulled;
-    struct ahead_buf **abufs; /* ahead: per-buffer plans it takes part in */
-    size_t nabufs;
-    uint64_t batch;          /* flush that scheduled it */
-    int64_t sched_idx;
-    int32_t pref;            /* HEFT: worker from the whole flush's shape, or -1 */
-    int exec;
-    int placed_on;           /* executor whose G.placed counts it, or -1 */
-    double est_finish;       /* seconds on the graph clock */
-    ev_handle_t *h;
-    ompc_status_t kst;
-    uint64_t kernel_ns;      /* measured on the executor */
-    uint64_t *reply;         /* direct launch with read-backs: {kernel ns,
-                              * the bytes, each padded to 8}; else NULL */
-    size_t reply_len;
-    bool waited;             /* a thread waits on its kernel event */
-    bool hostside;           /* runs head-side ops once its preds are done */
-    int nwaiters;            /* threads in wait_node on it */
-    dm_buf_t *inl[INLINE_BUFS]; /* buffers whose data came with the launch */
-    size_t ninline;
-    ompc_tmap_node_t anode;  /* G.ahead_nodes, key seq */
-    tgt_node_t *qnext;       /* pending / ready / finished / blocked queue */
-    tgt_node_t *lprev, *lnext; /* live list (not done), in seq order */
-};
-
-/* Per depend address: the last writer group and the readers since. */
-typedef struct dep_state {
-    ompc_tmap_node_t node;   /* key: address */
-    node_list_t writers;     /* one out/inout node, or an inoutset group */
-    bool set;                /* writers is an inoutset group */
-    node_list_t set_preds;   /* what the group's members wait for */
-    node_list_t readers;
-    size_t prune_at;         /* readers.n that triggers the next prune */
-} dep_state_t;
-
-/* Per buffer: the last node with data ops on it and the users since. */
-typedef struct buf_state {
-    ompc_tmap_node_t node;   /* key: buffer device address */
-    tgt_node_t *last_op;
-    node_list_t users;
-    size_t prune_at;         /* users.n that triggers the next prune */
-} buf_state_t;
-
-/* Per buffer used by launched-ahead nodes in flight: where its next data
- * comes from.  hold[x] is the node on executor x after which x has the
- * data (0: ask the data manager). */
-typedef struct ahead_buf {
-    ompc_tmap_node_t node;   /* key: buffer device address */
-    int users;               /* launched-ahead nodes in flight using it */
-    uint64_t wseq;           /* the launched-ahead writer in flight, or 0 */
-    int wexec;
-    uint64_t hold[];         /* per executor */
-} ahead_buf_t;
-
-/* Host bytes a node not yet done will write (READ and HOST_STORE ops). */
-typedef struct host_write {
-    uintptr_t begin, end;
-    tgt_node_t *n;
-} host_write_t;
-
-typedef struct queue {
-    tgt_node_t *head, *tail;
-    size_t n;
-} queue_t;
-
-typedef struct graph {
-    /* Set once started; cleared under mtx at program end, when libomp's
-     * worker threads may still report the end of their last barrier. */
-    _Atomic bool active;
-    pthread_mutex_t mtx;     /* everything below but the sched_ fields */
-    pthread_cond_t cv_work;  /* dispatch threads: something to do */
-    pthread_cond_t cv_done;  /* waiters: a node they wait for is done */
-    int room_waiters;        /* recorders held back (nlive too high) */
-    /* Whether the head needs each completion promptly (need_add): threads
-     * waiting for a node, and live nodes that run on the head once their
-     * predecessors are done.  Launch batches carry need > 0 and need_gen,
-     * and a rise from 0 reaches the workers told otherwise at once. */
-    int need;
-    uint64_t need_gen;
-    bool *relaxed_sent;      /* per rank: its last batch said "not needed" */
-    uint64_t seq;
-    uint64_t nlive;
-    tgt_node_t *live_head, *live_tail;
-    queue_t pending, ready, finished, blocked;
-    queue_t held;            /* held back by a flush: before pending */
-    tgt_node_t *last_all;    /* latest omp_all_memory node */
-    ompc_tmap_t deps;
-    ompc_tmap_t bstate;
-    host_write_t *hw;
-    size_t nhw, caphw;
-    double *busy_until;      /* per executor, graph clock */
-    int64_t *placed;         /* per executor: kernels placed there, not done */
-    uint64_t t0_ns;          /* graph clock origin */
-    bool stop;
-    pthread_t *threads;
-    int nthreads;
-    pthread_mutex_t sched_mtx; /* one flush places nodes at a time */
-    uint64_t batches;
-    unsigned rr;             /* OMPC_SCHEDULER=roundrobin: next executor */
-    uint64_t ndone;          /* nodes done (pins may have been released) */
-    _Atomic size_t nwork;    /* nodes in ready + finished (read unlocked) */
-    _Atomic int hot;         /* dispatch threads spinning for work */
-    bool ahead;              /* OMPC_AHEAD and there are workers */
-    ompc_tmap_t ahead_nodes; /* launched ahead, not reported done: by seq */
-    pthread_mutex_t ahead_mtx; /* abufs */
-    ompc_tmap_t abufs;
-    tgt_graph_stats_t stats;
-} graph_t;
-
-static graph_t G = {.mtx = PTHREAD_MUTEX_INITIALIZER,
-                    .cv_work = PTHREAD_COND_INITIALIZER,
-                    .cv_done = PTHREAD_COND_INITIALIZER,
-                    .sched_mtx = PTHREAD_MUTEX_INITIALIZER,
-                    .ahead_mtx = PTHREAD_MUTEX_INITIALIZER};
-
-static _Thread_local tgt_node_t *rec; /* node this thread is recording */
-/* One node records at a time: a node's mapping-table changes and its
- * place in the graph must be one step, or another thread could use a
- * mapping whose data ops belong to a node not in the graph yet. */
-static pthread_mutex_t rec_mtx = PTHREAD_MUTEX_INITIALIZER;
-
-static ompc_tmap_node_t *tmap_find(ompc_tmap_t *m, uintptr_t key)
+/* ---------------------------------------------------- lists and queues */
+ompc_tmap_node_t *graph_tmap_find(ompc_tmap_t *m, uintptr_t key)
 {
     ompc_tmap_node_t *t = ompc_tmap_floor(m, key);
     return t && t->key == key ? t : NULL;
 }
 
-static void *xrealloc(void *p, size_t n, const char *what)
+void *graph_xrealloc(void *p, size_t n, const char *what)
 {
     void *q = realloc(p, n ? n : 1);
     if (!q)
@@ -219,18 +30,18 @@ static void *xrealloc(void *p, size_t n, const char *what)
     return q;
 }
 
-static void list_push(node_list_t *l, tgt_node_t *n)
+void graph_list_push(node_list_t *l, tgt_node_t *n)
 {
     if (l->n == l->cap) {
         l->cap = l->cap ? 2 * l->cap : 4;
-        l->v = xrealloc(l->v, l->cap * sizeof(*l->v), "task graph");
+        l->v = graph_xrealloc(l->v, l->cap * sizeof(*l->v), "task graph");
     }
     l->v[l->n++] = n;
 }
 
-static void node_ref(tgt_node_t *n) { atomic_fetch_add(&n->refs, 1); }
+void graph_node_ref(tgt_node_t *n) { atomic_fetch_add(&n->refs, 1); }
 
-static void node_unref(tgt_node_t *n)
+void graph_node_unref(tgt_node_t *n)
 {
     if (!n || atomic_fetch_sub(&n->refs, 1) != 1)
         return;
@@ -244,58 +55,56 @@ static void node_unref(tgt_node_t *n)
     free(n->wr);
     free(n->msg);
     free(n->reply);
-    free(n->pulled_tag); /* with pulled and abufs (ahead_launch) */
+    free(n->ahead.pulled_tag); /* with pulled and abufs (graph_ahead_launch) */
     free(n);
-    atomic_fetch_sub(&G.stats.in_memory, 1);
+    atomic_fetch_sub(&tgt_g.stats.in_memory, 1);
 }
 
-/* Drop a list's references (caller holds G.mtx or owns the list). */
-static void list_clear(node_list_t *l)
+/* Drop a list's references (caller holds tgt_g.mtx or owns the list). */
+void graph_list_clear(node_list_t *l)
 {
     for (size_t i = 0; i < l->n; i++)
-        node_unref(l->v[i]);
+        graph_node_unref(l->v[i]);
     l->n = 0;
 }
 
-static void list_free(node_list_t *l)
+void graph_list_free(node_list_t *l)
 {
-    list_clear(l);
+    graph_list_clear(l);
     free(l->v);
     l->v = NULL;
     l->cap = 0;
 }
 
 /* Keep only nodes not done (they alone can still order anything). */
-static void list_prune(node_list_t *l)
+void graph_list_prune(node_list_t *l)
 {
     size_t k = 0;
     for (size_t i = 0; i < l->n; i++) {
         if (l->v[i]->state == N_DONE)
-            node_unref(l->v[i]);
+            graph_node_unref(l->v[i]);
         else
             l->v[k++] = l->v[i];
     }
     l->n = k;
 }
 
-static void q_push(queue_t *q, tgt_node_t *n);
-static tgt_node_t *q_pop(queue_t *q);
 /* The ready and finished queues, counted for threads that spin. */
-static void work_push(queue_t *q, tgt_node_t *n)
+void graph_work_push(queue_t *q, tgt_node_t *n)
 {
-    q_push(q, n);
-    atomic_fetch_add_explicit(&G.nwork, 1, memory_order_release);
+    graph_q_push(q, n);
+    atomic_fetch_add_explicit(&tgt_g.nwork, 1, memory_order_release);
 }
 
-static tgt_node_t *work_pop(queue_t *q)
+tgt_node_t *graph_work_pop(queue_t *q)
 {
-    tgt_node_t *n = q_pop(q);
+    tgt_node_t *n = graph_q_pop(q);
     if (n)
-        atomic_fetch_sub_explicit(&G.nwork, 1, memory_order_relaxed);
+        atomic_fetch_sub_explicit(&tgt_g.nwork, 1, memory_order_relaxed);
     return n;
 }
 
-static void q_push(queue_t *q, tgt_node_t *n)
+void graph_q_push(queue_t *q, tgt_node_t *n)
 {
     n->qnext = NULL;
     if (q->tail)
@@ -306,7 +115,7 @@ static void q_push(queue_t *q, tgt_node_t *n)
     q->n++;
 }
 
-static tgt_node_t *q_pop(queue_t *q)
+tgt_node_t *graph_q_pop(queue_t *q)
 {
     tgt_node_t *n = q->head;
     if (n) {
@@ -318,453 +127,62 @@ static tgt_node_t *q_pop(queue_t *q)
     return n;
 }
 
-static double graph_now(void)
+double graph_now(void)
 {
-    return (double)(ompc_now_ns() - G.t0_ns) * 1e-9;
+    return (double)(ompc_now_ns() - tgt_g.t0_ns) * 1e-9;
 }
 
-bool tgt_graph_active(void) { return G.active; }
+bool tgt_graph_active(void) { return tgt_g.active; }
 
-const tgt_graph_stats_t *tgt_graph_stats(void) { return &G.stats; }
-
-/* ------------------------------------------------------------------ ops */
-static tgt_op_t *op_add(tgt_node_t *n, op_kind_t kind)
-{
-    if (n->nops == n->capops) {
-        n->capops = n->capops ? 2 * n->capops : 8;
-        n->ops = xrealloc(n->ops, n->capops * sizeof(*n->ops), "recording data ops");
-    }
-    tgt_op_t *op = &n->ops[n->nops++];
-    memset(op, 0, sizeof(*op));
-    op->kind = kind;
-    if (!n->post)
-        n->npre = n->nops;
-    return op;
-}
+const tgt_graph_stats_t *tgt_graph_stats(void) { return &tgt_g.stats; }
 
 /* Set on a thread that takes queued work after the node it runs (dispatch
  * threads, helping waiters): it need not wake another for the first.  A
  * waiter that stops helping hands what is left over (stop_helping). */
-static _Thread_local bool takes_more;
+_Thread_local bool graph_takes_more;
 
-static void flush_keep(tgt_node_t *mine);
-#define flush() flush_keep(NULL)
-static void wait_node(tgt_node_t *n);
-static bool ahead_candidate(const tgt_node_t *n);
-
-/* A node not done that will write host bytes in [b, e), referenced; NULL
- * if none.  G.mtx held. */
-static tgt_node_t *host_write_pending(uintptr_t b, uintptr_t e)
-{
-    for (size_t i = 0; i < G.nhw; i++)
-        if (G.hw[i].begin < e && b < G.hw[i].end && G.hw[i].n->state != N_DONE) {
-            node_ref(G.hw[i].n);
-            return G.hw[i].n;
-        }
-    return NULL;
-}
-
-static void op_snapshot(tgt_op_t *op, const void *src)
-{
-    op->data = malloc(op->len);
-    if (!op->data)
-        ompc_fatal("out of memory capturing %zu bytes for the device", op->len);
-    memcpy(op->data, src, op->len);
-    op->borrowed = false;
-}
-
-/* Recording ends: a borrowed copy stays borrowed only if a copy back of
- * this node covers its host bytes (BORROW_MIN). */
-static void ops_settle_borrowed(tgt_node_t *n)
-{
-    for (size_t i = 0; i < n->npre; i++) {
-        tgt_op_t *w = &n->ops[i];
-        if (w->kind != OP_WRITE || !w->borrowed)
-            continue;
-        uintptr_t b = (uintptr_t)w->data, e = b + w->len;
-        bool back = false;
-        for (size_t j = n->npre; j < n->nops && !back; j++) {
-            const tgt_op_t *r = &n->ops[j];
-            back = r->kind == OP_READ && (uintptr_t)r->host <= b &&
-                   e <= (uintptr_t)r->host + r->len;
-        }
-        if (!back)
-            op_snapshot(w, w->data);
-    }
-}
-
-/* The node's kernel is done: the data manager gives back what it borrowed
- * before copies back overwrite it. */
-static void ops_unborrow(tgt_node_t *n)
-{
-    for (size_t i = 0; i < n->npre; i++) {
-        tgt_op_t *w = &n->ops[i];
-        if (w->kind != OP_WRITE || !w->borrowed)
-            continue;
-        ompc_status_t st = dm_unborrow(tgt_rt->dm, w->buf);
-        if (st != OMPC_OK)
-            TGT_USER_ERROR(n->loc, "keeping data for the device failed: %s",
-                           ompc_status_str(st));
-    }
-}
-
-void tgt_op_write(const void *loc, dm_buf_t *b, size_t off, const void *src,
-                  size_t len)
-{
-    if (len == 0)
-        return;
-    tgt_node_t *n = rec;
-    if (!n) {
-        ompc_status_t st = dm_write(tgt_rt->dm, b, off, src, len);
-        if (st != OMPC_OK)
-            TGT_USER_ERROR(loc, "copy to the device failed: %s", ompc_status_str(st));
-        return;
-    }
-    /* The bytes are taken now, as OpenMP says (or lent, BORROW_MIN); if a
-     * task recorded earlier will still copy results into them, that task
-     * runs first (the classic map(tofrom) chain without enter data). */
-    for (;;) {
-        pthread_mutex_lock(&G.mtx);
-        tgt_node_t *w = host_write_pending((uintptr_t)src, (uintptr_t)src + len);
-        pthread_mutex_unlock(&G.mtx);
-        if (!w)
-            break;
-        flush();
-        wait_node(w);
-        pthread_mutex_lock(&G.mtx);
-        node_unref(w);
-        pthread_mutex_unlock(&G.mtx);
-    }
-    tgt_op_t *op = op_add(n, OP_WRITE);
-    op->buf = b;
-    op->off = off;
-    op->len = len;
-    if (len >= BORROW_MIN && n->k) {
-        /* tgt_rec_commit decides, once it knows the node's copies back. */
-        op->data = (void *)(uintptr_t)src;
-        op->borrowed = true;
-        return;
-    }
-    op_snapshot(op, src);
-}
-
-void tgt_op_read(const void *loc, dm_buf_t *b, size_t off, void *dst, size_t len)
-{
-    if (len == 0)
-        return;
-    tgt_node_t *n = rec;
-    if (!n) {
-        ompc_status_t st = dm_read(tgt_rt->dm, b, off, dst, len);
-        if (st != OMPC_OK)
-            TGT_USER_ERROR(loc, "copy from the device failed: %s", ompc_status_str(st));
-        return;
-    }
-    tgt_op_t *op = op_add(n, OP_READ);
-    op->buf = b;
-    op->off = off;
-    op->len = len;
-    op->host = dst;
-}
-
-void tgt_op_host_store(void **slot, void *value)
-{
-    tgt_node_t *n = rec;
-    if (!n) {
-        *slot = value;
-        return;
-    }
-    tgt_op_t *op = op_add(n, OP_HOST_STORE);
-    op->host = slot;
-    op->data = value;
-    op->len = sizeof(void *);
-}
-
-void tgt_op_free(dm_buf_t *b)
-{
-    tgt_node_t *n = rec;
-    if (!n) {
-        dm_free(tgt_rt->dm, b);
-        return;
-    }
-    n->post = true; /* frees come after everything else of the node */
-    tgt_op_t *op = op_add(n, OP_FREE);
-    op->buf = b;
-}
-
-static void run_ops(tgt_node_t *n, size_t from, size_t to)
-{
-    for (size_t i = from; i < to; i++) {
-        tgt_op_t *op = &n->ops[i];
-        ompc_status_t st = OMPC_OK;
-        switch (op->kind) {
-        case OP_WRITE:
-            if (op->borrowed) {
-                if (op->off == 0 && op->len == dm_buf_size(op->buf))
-                    st = dm_write_borrow(tgt_rt->dm, op->buf, op->data);
-                else
-                    st = dm_write(tgt_rt->dm, op->buf, op->off, op->data, op->len);
-            } else if (op->off == 0 && op->len == dm_buf_size(op->buf)) {
-                st = dm_write_adopt(tgt_rt->dm, op->buf, op->data);
-            } else {
-                st = dm_write(tgt_rt->dm, op->buf, op->off, op->data, op->len);
-                free(op->data);
-            }
-            op->data = NULL;
-            break;
-        case OP_READ:
-            if (op->data)
-                memcpy(op->host, op->data, op->len);
-            else
-                st = dm_read(tgt_rt->dm, op->buf, op->off, op->host, op->len);
-            break;
-        case OP_HOST_STORE:
-            *(void **)op->host = op->data;
-            break;
-        case OP_FREE:
-            st = dm_free(tgt_rt->dm, op->buf);
-            break;
-        case OP_DONE: /* travelled inside the kernel's launch */
-            break;
-        }
-        if (st != OMPC_OK)
-            TGT_USER_ERROR(n->loc, "moving data %s the device failed: %s",
-                           op->kind == OP_WRITE ? "to" : "from",
-                           ompc_status_str(st));
-    }
-}
-
-/* ------------------------------------------------------------ recording */
-tgt_node_t *tgt_rec_begin(const tgt_ident_t *loc, const tgt_kernel_t *k)
-{
-    tgt_node_t *n = calloc(1, sizeof(*n));
-    if (!n)
-        ompc_fatal("out of memory recording a target task");
-    atomic_init(&n->refs, 1); /* the graph's; dropped when done */
-    atomic_fetch_add(&G.stats.in_memory, 1);
-    n->state = N_RECORDING;
-    n->loc = loc;
-    n->k = k;
-    n->exec = -1;
-    n->placed_on = -1;
-    pthread_mutex_lock(&rec_mtx);
-    rec = n;
-    return n;
-}
-
-void tgt_rec_post(void)
-{
-    if (rec)
-        rec->post = true;
-}
-
-static void edge(tgt_node_t *pred, tgt_node_t *succ)
-{
-    if (!pred || pred == succ || pred->state == N_DONE)
-        return;
-    if (pred->succs.n && pred->succs.v[pred->succs.n - 1] == succ)
-        return;
-    for (size_t i = 0; i < succ->preds.n; i++)
-        if (succ->preds.v[i] == pred)
-            return;
-    list_push(&pred->succs, succ);
-    node_ref(pred);
-    list_push(&succ->preds, pred);
-    succ->npred_left++;
-    if (!pred->ahead)
-        succ->nunsent++;
-}
-
-static void edges_from(const node_list_t *l, tgt_node_t *succ)
-{
-    for (size_t i = 0; i < l->n; i++)
-        edge(l->v[i], succ);
-}
-
-static void list_set_one(node_list_t *l, tgt_node_t *n)
-{
-    list_clear(l);
-    node_ref(n);
-    list_push(l, n);
-}
-
-/* The entry of map m for key, created zeroed (size bytes, the map node
- * first) if there is none. */
-static void *tmap_obtain(ompc_tmap_t *m, uintptr_t key, size_t size)
-{
-    ompc_tmap_node_t *t = tmap_find(m, key);
-    if (t)
-        return t;
-    t = calloc(1, size);
-    if (!t)
-        ompc_fatal("out of memory tracking the task graph");
-    t->key = key;
-    ompc_tmap_insert(m, t);
-    return t;
-}
-
-_Static_assert(offsetof(dep_state_t, node) == 0, "tmap_obtain needs the node first");
-_Static_assert(offsetof(buf_state_t, node) == 0, "tmap_obtain needs the node first");
-
-static dep_state_t *dep_get(uintptr_t addr)
-{
-    return tmap_obtain(&G.deps, addr, sizeof(dep_state_t));
-}
-
-/* OpenMP's dependence rules for one depend item of node n (G.mtx held). */
-static void dep_record(tgt_node_t *n, const tgt_dep_t *dp)
-{
-    if (dp->type == TGT_DEP_ALL) {
-        for (tgt_node_t *o = G.live_head; o; o = o->lnext)
-            edge(o, n);
-        if (G.last_all)
-            node_unref(G.last_all);
-        node_ref(n);
-        G.last_all = n;
-        return;
-    }
-    dep_state_t *d = dep_get(dp->addr);
-    switch (dp->type) {
-    case TGT_DEP_IN:
-        edges_from(&d->writers, n);
-        if (d->readers.n >= d->prune_at) {
-            /* An address only ever read (a parameter block every task
-             * names with depend(in:)) kept every reader, and with it every
-             * node, until the next barrier: memory grew with the run.  A
-             * reader that is done orders nothing; amortised as for
-             * buffer users. */
-            list_prune(&d->readers);
-            d->prune_at = d->readers.n < 32 ? 64 : 2 * d->readers.n;
-        }
-        node_ref(n);
-        list_push(&d->readers, n);
-        break;
-    case TGT_DEP_INOUTSET:
-        if (d->set && d->readers.n == 0) {
-            edges_from(&d->set_preds, n);
-            node_ref(n);
-            list_push(&d->writers, n);
-            break;
-        }
-        edges_from(&d->readers, n);
-        edges_from(&d->writers, n);
-        /* The group's members all wait for what the first one waits for. */
-        node_list_t preds = {0};
-        const node_list_t *src = d->readers.n ? &d->readers : &d->writers;
-        for (size_t i = 0; i < src->n; i++) {
-            node_ref(src->v[i]);
-            list_push(&preds, src->v[i]);
-        }
-        list_free(&d->set_preds);
-        d->set_preds = preds;
-        list_set_one(&d->writers, n);
-        list_clear(&d->readers);
-        d->set = true;
-        break;
-    default: /* out, inout, mutexinoutset (run in record order: exclusive) */
-        edges_from(&d->readers, n);
-        edges_from(&d->writers, n);
-        list_set_one(&d->writers, n);
-        list_clear(&d->readers);
-        list_free(&d->set_preds);
-        d->set = false;
-        break;
-    }
-}
-
-static buf_state_t *bstate_get(dm_buf_t *b)
-{
-    return tmap_obtain(&G.bstate, (uintptr_t)dm_buf_addr(b), sizeof(buf_state_t));
-}
-
-static void buf_state_free(ompc_tmap_node_t *t, void *arg)
+/* ------------------------------------------------------ ordering state */
+void graph_buf_state_free(ompc_tmap_node_t *t, void *arg)
 {
     (void)arg;
     buf_state_t *s = OMPC_TMAP_ENTRY(t, buf_state_t, node);
-    node_unref(s->last_op);
-    list_free(&s->users);
+    graph_node_unref(s->last_op);
+    graph_list_free(&s->users);
     free(s);
 }
 
-static void dep_state_free(ompc_tmap_node_t *t, void *arg)
+void graph_dep_state_free(ompc_tmap_node_t *t, void *arg)
 {
     (void)arg;
     dep_state_t *d = OMPC_TMAP_ENTRY(t, dep_state_t, node);
-    list_free(&d->writers);
-    list_free(&d->readers);
-    list_free(&d->set_preds);
+    graph_list_free(&d->writers);
+    graph_list_free(&d->readers);
+    graph_list_free(&d->set_preds);
     free(d);
 }
 
-static void bstate_drop(buf_state_t *s)
-{
-    ompc_tmap_erase(&G.bstate, s->node.key);
-    buf_state_free(&s->node, NULL);
-}
-
-/* Buffer edges: a node with data ops on a buffer comes after every earlier
- * user of it (a FREE after the last kernel, a READ after the writes, as
- * reference counts order them in OpenMP), and users come after it. */
-static void buf_record(tgt_node_t *n)
-{
-    for (size_t i = 0; i < n->nops; i++) {
-        if (!n->ops[i].buf)
-            continue;
-        buf_state_t *s = bstate_get(n->ops[i].buf);
-        if (s->last_op == n)
-            continue;
-        edge(s->last_op, n);
-        edges_from(&s->users, n);
-        list_clear(&s->users);
-        node_unref(s->last_op);
-        node_ref(n);
-        s->last_op = n;
-    }
-    for (size_t i = 0; i < n->nbufs; i++) {
-        buf_state_t *s = bstate_get(n->bufs[i]);
-        if (s->last_op == n)
-            continue;
-        edge(s->last_op, n);
-        if (s->users.n >= s->prune_at) {
-            /* Amortised: the users of a buffer every task touches can all
-             * still be running (a whole window of them), so a prune per
-             * record would cost the window's length each time. */
-            list_prune(&s->users);
-            s->prune_at = s->users.n < 32 ? 64 : 2 * s->users.n;
-        }
-        node_ref(n);
-        list_push(&s->users, n);
-    }
-    /* A freed buffer's address may be handed out again: forget it. */
-    for (size_t i = 0; i < n->nops; i++)
-        if (n->ops[i].kind == OP_FREE) {
-            ompc_tmap_node_t *t = tmap_find(&G.bstate,
-                                                 (uintptr_t)dm_buf_addr(n->ops[i].buf));
-            if (t)
-                bstate_drop(OMPC_TMAP_ENTRY(t, buf_state_t, node));
-        }
-}
-
-/* G.mtx held: the head's need of prompt completions goes up or down by
+/* ----------------------------------------------------------- live nodes */
+/* tgt_g.mtx held: the head's need of prompt completions goes up or down by
  * d.  Workers hold completions while more work launched there is under
  * way; how long depends on whether the head may be waiting for one
  * (tgt_ahead.c).  A rise from none is posted to every worker whose last
  * batch said "not needed"; the generation orders that post against
  * batches on other communicators. */
-static void need_add(int d)
+void graph_need_add(int d)
 {
-    int old = G.need;
-    G.need += d;
-    OMPC_ASSERT(G.need >= 0);
-    if ((old > 0) == (G.need > 0))
+    int old = tgt_g.need;
+    tgt_g.need += d;
+    OMPC_ASSERT(tgt_g.need >= 0);
+    if ((old > 0) == (tgt_g.need > 0))
         return;
-    G.need_gen++;
-    if (G.need == 0 || !G.relaxed_sent)
+    tgt_g.need_gen++;
+    if (tgt_g.need == 0 || !tgt_g.relaxed_sent)
         return;
     for (int r = 1; r < tgt_rt->size; r++) {
-        if (!G.relaxed_sent[r])
+        if (!tgt_g.relaxed_sent[r])
             continue;
-        G.relaxed_sent[r] = false;
-        uint64_t gen = G.need_gen;
+        tgt_g.relaxed_sent[r] = false;
+        uint64_t gen = tgt_g.need_gen;
         ompc_status_t st = ev_post(tgt_rt->ev, r, tgt_rt->fn_ahead_prompt, &gen,
                                    sizeof(gen));
         if (st != OMPC_OK)
@@ -773,350 +191,43 @@ static void need_add(int d)
     }
 }
 
-static void live_append(tgt_node_t *n)
+void graph_live_append(tgt_node_t *n)
 {
-    n->lprev = G.live_tail;
+    n->lprev = tgt_g.live_tail;
     n->lnext = NULL;
-    if (G.live_tail)
-        G.live_tail->lnext = n;
+    if (tgt_g.live_tail)
+        tgt_g.live_tail->lnext = n;
     else
-        G.live_head = n;
-    G.live_tail = n;
-    G.nlive++;
+        tgt_g.live_head = n;
+    tgt_g.live_tail = n;
+    tgt_g.nlive++;
     if (n->hostside)
-        need_add(1);
+        graph_need_add(1);
 }
 
-static void live_remove(tgt_node_t *n)
+void graph_live_remove(tgt_node_t *n)
 {
     if (n->lprev)
         n->lprev->lnext = n->lnext;
     else
-        G.live_head = n->lnext;
+        tgt_g.live_head = n->lnext;
     if (n->lnext)
         n->lnext->lprev = n->lprev;
     else
-        G.live_tail = n->lprev;
-    G.nlive--;
+        tgt_g.live_tail = n->lprev;
+    tgt_g.nlive--;
     if (n->hostside)
-        need_add(-1);
+        graph_need_add(-1);
 }
 
-void tgt_rec_commit(tgt_node_t *n, tgt_mapped_t *m, dm_buf_t **wr, size_t nwr,
-                    char *msg, size_t msg_len, bool wait)
-{
-    rec = NULL;
-    if (m) {
-        /* firstprivate copies live as long as the node */
-        n->post = true;
-        for (size_t i = 0; i < m->ntemps; i++) {
-            tgt_op_t *op = op_add(n, OP_FREE);
-            op->buf = m->temps[i];
-        }
-        m->ntemps = 0;
-        n->bufs = m->bufs;
-        n->nbufs = m->nbufs;
-        m->bufs = NULL;
-        m->nbufs = m->capbufs = 0;
-    }
-    n->wr = wr;
-    n->nwr = nwr;
-    n->msg = msg;
-    n->msg_len = msg_len;
-    ops_settle_borrowed(n);
-    int ndeps;
-    const tgt_dep_t *deps;
-    tgt_ompt_current_deps(&ndeps, &deps);
-
-    pthread_mutex_lock(&G.mtx);
-    n->seq = ++G.seq;
-    if (G.last_all)
-        edge(G.last_all, n);
-    for (int d = 0; d < ndeps; d++)
-        dep_record(n, &deps[d]);
-    buf_record(n);
-    for (size_t i = 0; i < n->nops; i++) {
-        tgt_op_t *op = &n->ops[i];
-        if (op->kind != OP_READ && op->kind != OP_HOST_STORE)
-            continue;
-        if (G.nhw == G.caphw) {
-            /* Entries of finished nodes go first. */
-            size_t k = 0;
-            for (size_t j = 0; j < G.nhw; j++) {
-                if (G.hw[j].n->state == N_DONE)
-                    node_unref(G.hw[j].n);
-                else
-                    G.hw[k++] = G.hw[j];
-            }
-            G.nhw = k;
-            if (G.nhw == G.caphw) {
-                G.caphw = G.caphw ? 2 * G.caphw : 64;
-                G.hw = xrealloc(G.hw, G.caphw * sizeof(*G.hw), "task graph");
-            }
-        }
-        node_ref(n);
-        G.hw[G.nhw++] = (host_write_t){(uintptr_t)op->host,
-                                       (uintptr_t)op->host + op->len, n};
-    }
-    /* Ops on the head after its predecessors: their completions hold it
-     * up (and, through it, its successors). */
-    n->hostside = !ahead_candidate(n);
-    live_append(n);
-    n->state = N_PENDING;
-    q_push(&G.pending, n);
-    G.stats.nodes++;
-    if (n->k)
-        G.stats.kernels++;
-    uint64_t mem = atomic_load(&G.stats.in_memory);
-    if (mem > G.stats.in_memory_peak)
-        G.stats.in_memory_peak = mem;
-    size_t npend = G.pending.n;
-    uint64_t nlive = G.nlive;
-    if (wait) {
-        node_ref(n);
-        need_add(1); /* before its launch, which then says so */
-    }
-    pthread_mutex_unlock(&G.mtx);
-    pthread_mutex_unlock(&rec_mtx);
-
-    int64_t window = ompc_config_get()->graph_window;
-    if (wait) {
-        flush_keep(n);
-        wait_node(n);
-        pthread_mutex_lock(&G.mtx);
-        need_add(-1);
-        node_unref(n);
-        pthread_mutex_unlock(&G.mtx);
-        return;
-    }
-    if ((int64_t)npend >= window)
-        flush();
-    if ((int64_t)nlive > 4 * window) {
-        /* Back-pressure: a program that records much faster than the
-         * cluster runs would otherwise hold its whole future in memory. */
-        flush();
-        pthread_mutex_lock(&G.mtx);
-        G.room_waiters++;
-        while ((int64_t)G.nlive > 2 * window)
-            pthread_cond_wait(&G.cv_done, &G.mtx);
-        G.room_waiters--;
-        pthread_mutex_unlock(&G.mtx);
-    }
-}
-
-/* ------------------------------------------- batched launches (state) */
-/* A dispatching thread plans launches one node at a time but sends them
- * per executor: one message (and one reply) for everything it planned
- * while more nodes were ready.  Per launch, the message, its reply and the
- * progress passes they take cost the head more than the planning.  A
- * thread sends what it holds before anything that may block (a copy from
- * the head waits for commits other threads claimed), so a claim never
- * waits on the thread that holds it. */
-#define LB_MAX_ITEMS 32
-#define LB_MAX_WORDS (32 * 1024)
-
-typedef struct lb_item {
-    tgt_node_t *n;
-    dm_buf_t **claimed;
-    size_t nclaimed;
-} lb_item_t;
-
-static _Thread_local struct {
-    lb_item_t v[LB_MAX_ITEMS];
-    size_t n, words;
-} LB;
-
-static void lb_flush(void);
-static bool lb_due(void);
-
-/* ------------------------------------------------------------- waiting */
-static void node_start(tgt_node_t *n);
-static void node_finish(tgt_node_t *n);
-
-/* A waiting thread is a dispatch thread until its node is done: it runs
- * ready and finished nodes itself, and waits on its own node's kernel
- * event, which makes it the event system's progress engine meanwhile (no
- * hand-off through the dispatch threads for a synchronous region).
- * help_once is one step of that, G.mtx held (and held again on return): run a finished or ready node, or wait on mine's kernel event
- * (mine may be NULL), or sleep until a node is done. */
-static void help_once(tgt_node_t *mine)
-{
-    tgt_node_t *t;
-    if (lb_due()) {
-        pthread_mutex_unlock(&G.mtx);
-        lb_flush();
-    } else if ((t = work_pop(&G.finished))) {
-        pthread_mutex_unlock(&G.mtx);
-        takes_more = !tgt_rt->executor;
-        node_finish(t);
-        takes_more = false;
-    } else if (!tgt_rt->executor && (t = work_pop(&G.ready))) {
-        /* Where the head runs the kernels itself (one rank), a waiter does
-         * not start them: it may be inside the program's own parallel
-         * region, which a kernel's teams must not nest in.  Dispatch
-         * threads run them. */
-        pthread_mutex_unlock(&G.mtx);
-        takes_more = true;
-        node_start(t);
-        takes_more = false;
-    } else if (mine && mine->state == N_RUNNING && mine->h && !mine->waited) {
-        ev_handle_t *h = mine->h;
-        ev_handle_retain(h);
-        mine->waited = true;
-        pthread_mutex_unlock(&G.mtx);
-        ev_wait(h);
-        ev_handle_release(h);
-    } else {
-        pthread_cond_wait(&G.cv_done, &G.mtx);
-        return;
-    }
-    pthread_mutex_lock(&G.mtx);
-}
-
-/* G.mtx held: a waiter leaves; work queued while it helped, which it may
- * have woken nobody for, goes to the dispatch threads. */
-static void stop_helping(void)
-{
-    if (atomic_load_explicit(&G.nwork, memory_order_relaxed))
-        pthread_cond_broadcast(&G.cv_work);
-}
-
-static void wait_node(tgt_node_t *n)
-{
-    pthread_mutex_lock(&G.mtx);
-    n->nwaiters++;
-    need_add(1);
-    while (n->state != N_DONE)
-        help_once(n);
-    stop_helping();
-    need_add(-1);
-    n->nwaiters--;
-    pthread_mutex_unlock(&G.mtx);
-    lb_flush(); /* launches planned while helping must not wait for us */
-}
-
-void tgt_graph_sync_all(void)
-{
-    if (!G.active)
-        return;
-    pthread_mutex_lock(&G.mtx);
-    uint64_t target = G.seq;
-    bool idle = !G.live_head || G.live_head->seq > target;
-    pthread_mutex_unlock(&G.mtx);
-    if (idle)
-        return;
-    flush();
-    pthread_mutex_lock(&G.mtx);
-    while (G.live_head && G.live_head->seq <= target)
-        help_once(NULL);
-    stop_helping();
-    if (LB.n) {
-        /* Planned while helping, for nodes after the target. */
-        pthread_mutex_unlock(&G.mtx);
-        lb_flush();
-        pthread_mutex_lock(&G.mtx);
-    }
-    /* Quiescent: forget finished nodes kept only for ordering (unless the
-     * graph was torn down meanwhile). */
-    if (!G.live_head && G.active) {
-        ompc_tmap_drain(&G.deps, dep_state_free, NULL);
-        ompc_tmap_drain(&G.bstate, buf_state_free, NULL);
-        for (size_t j = 0; j < G.nhw; j++)
-            node_unref(G.hw[j].n);
-        G.nhw = 0;
-        node_unref(G.last_all);
-        G.last_all = NULL;
-    }
-    pthread_mutex_unlock(&G.mtx);
-}
-
-/* Runs the nodes in `wait` (referenced; the list is freed). */
-static void wait_nodes(node_list_t *wait)
-{
-    if (wait->n) {
-        pthread_mutex_lock(&G.mtx);
-        need_add(1); /* before the launches the flush sends */
-        pthread_mutex_unlock(&G.mtx);
-        flush();
-        for (size_t j = 0; j < wait->n; j++)
-            wait_node(wait->v[j]);
-        pthread_mutex_lock(&G.mtx);
-        need_add(-1);
-        pthread_mutex_unlock(&G.mtx);
-    }
-    pthread_mutex_lock(&G.mtx);
-    list_free(wait);
-    pthread_mutex_unlock(&G.mtx);
-}
-
-void tgt_graph_host_task(const tgt_dep_t *deps, int nd)
-{
-    if (!G.active || nd <= 0)
-        return;
-    node_list_t wait = {0};
-    bool all = false;
-    pthread_mutex_lock(&G.mtx);
-    for (int i = 0; i < nd; i++) {
-        if (deps[i].type == TGT_DEP_ALL) {
-            all = true;
-            break;
-        }
-        ompc_tmap_node_t *t = tmap_find(&G.deps, deps[i].addr);
-        if (!t)
-            continue;
-        dep_state_t *d = OMPC_TMAP_ENTRY(t, dep_state_t, node);
-        for (size_t j = 0; j < d->writers.n; j++)
-            if (d->writers.v[j]->state != N_DONE) {
-                node_ref(d->writers.v[j]);
-                list_push(&wait, d->writers.v[j]);
-            }
-        if (deps[i].type != TGT_DEP_IN)
-            for (size_t j = 0; j < d->readers.n; j++)
-                if (d->readers.v[j]->state != N_DONE) {
-                    node_ref(d->readers.v[j]);
-                    list_push(&wait, d->readers.v[j]);
-                }
-    }
-    if (G.last_all && G.last_all->state != N_DONE) {
-        node_ref(G.last_all);
-        list_push(&wait, G.last_all);
-    }
-    pthread_mutex_unlock(&G.mtx);
-    if (all) {
-        list_free(&wait);
-        tgt_graph_sync_all();
-        return;
-    }
-    wait_nodes(&wait);
-}
-
-void tgt_graph_target_task(const tgt_dep_t *deps, int nd)
-{
-    if (!G.active || nd <= 0)
-        return;
-    node_list_t wait = {0};
-    pthread_mutex_lock(&G.mtx);
-    for (int i = 0; i < nd; i++) {
-        uintptr_t b = deps[i].addr, e = b + 1;
-        for (size_t j = 0; j < G.nhw; j++)
-            if ((deps[i].type == TGT_DEP_ALL || (G.hw[j].begin < e && b < G.hw[j].end)) &&
-                G.hw[j].n->state != N_DONE) {
-                node_ref(G.hw[j].n);
-                list_push(&wait, G.hw[j].n);
-            }
-    }
-    pthread_mutex_unlock(&G.mtx);
-    wait_nodes(&wait);
-}
-
-/* ------------------------------------------------------- launch ahead */
+/* ------------------------------------------------------------ readiness */
 /* A kernel whose only data ops are small copies that travel with the
  * launch and frees after it can go to its executor before its
  * predecessors are done: nothing of it runs on the head before or after
  * the kernel that a predecessor could still change. */
-static bool ahead_candidate(const tgt_node_t *n)
+bool graph_ahead_candidate(const tgt_node_t *n)
 {
-    if (!G.ahead || !n->k)
+    if (!tgt_g.ahead || !n->k)
         return false;
     for (size_t i = 0; i < n->nops; i++) {
         op_kind_t k = n->ops[i].kind;
@@ -1126,471 +237,50 @@ static bool ahead_candidate(const tgt_node_t *n)
     return true;
 }
 
-/* G.mtx held: whether a waiting node may be dispatched now. */
+/* tgt_g.mtx held: whether a waiting node may be dispatched now. */
 static bool can_start(const tgt_node_t *n)
 {
-    return n->npred_left == 0 || (n->nunsent == 0 && ahead_candidate(n));
+    return n->npred_left == 0 || (n->nunsent == 0 && graph_ahead_candidate(n));
 }
 
-/* G.mtx held: queue a waiting node that may be dispatched now; true if it
- * was. */
-static bool make_ready(tgt_node_t *n)
+/* tgt_g.mtx held: queue a waiting node that may be dispatched now; true if
+ * it was. */
+bool graph_make_ready(tgt_node_t *n)
 {
     if (n->state != N_WAITING || !can_start(n))
         return false;
     n->state = N_READY;
-    work_push(&G.ready, n);
+    graph_work_push(&tgt_g.ready, n);
     return true;
 }
 
-/* G.mtx held: one wake-up per node queued, all threads for several. */
-static void wake_dispatchers(size_t woken)
+/* tgt_g.mtx held: one wake-up per node queued, all threads for several. */
+void graph_wake_dispatchers(size_t woken)
 {
-    if (takes_more && woken > 0)
+    if (graph_takes_more && woken > 0)
         woken--;
     if (woken == 1)
-        pthread_cond_signal(&G.cv_work);
+        pthread_cond_signal(&tgt_g.cv_work);
     else if (woken > 1)
-        pthread_cond_broadcast(&G.cv_work);
+        pthread_cond_broadcast(&tgt_g.cv_work);
 }
 
-/* G.mtx held: a node whose kernel is over goes to be finished; a thread
+/* tgt_g.mtx held: a node whose kernel is over goes to be finished; a thread
  * waiting for it takes it itself (it may have seen its kernel event
  * complete before this ran, and sleeps on cv_done then; or it waits for a
  * node launched ahead, whose completion the gate thread brings here):
  * one wake-up, not a dispatch thread's and then the waiter's. */
-static void push_finished(tgt_node_t *n)
+void graph_push_finished(tgt_node_t *n)
 {
-    work_push(&G.finished, n);
+    graph_work_push(&tgt_g.finished, n);
     if (n->waited || n->nwaiters > 0)
-        pthread_cond_broadcast(&G.cv_done);
+        pthread_cond_broadcast(&tgt_g.cv_done);
     else
-        pthread_cond_signal(&G.cv_work);
+        pthread_cond_signal(&tgt_g.cv_work);
 }
 
-/* ----------------------------------------------------------- scheduling */
-/* busy_until is an estimate, made when the work was placed.  An executor
- * whose placed kernels are all done is idle now whatever the estimate
- * said: a kernel that ran faster than its learnt mean (a first run, with
- * its thread start-up, weighs on the mean for MODEL_WINDOW runs) left it
- * in the future, and the next flush saw the executor that holds the data
- * as busy and moved the data to an idle one, every synchronous kernel a
- * flush of its own (G.mtx held for both). */
-static void placed_add(tgt_node_t *n, int w)
-{
-    n->placed_on = w;
-    G.placed[w]++;
-}
-
-static void placed_drop(tgt_node_t *n)
-{
-    int w = n->placed_on;
-    if (w < 0)
-        return;
-    n->placed_on = -1;
-    if (--G.placed[w] == 0) {
-        double now = graph_now();
-        if (G.busy_until[w] > now)
-            G.busy_until[w] = now;
-    }
-}
-
-/* Bytes of buffers pred may write that succ uses. */
-static double shared_bytes(const tgt_node_t *pred, const tgt_node_t *succ)
-{
-    double bytes = 0;
-    for (size_t i = 0; i < pred->nwr; i++)
-        for (size_t j = 0; j < succ->nbufs; j++)
-            if (pred->wr[i] == succ->bufs[j])
-                bytes += (double)dm_buf_size(succ->bufs[j]);
-    for (size_t i = 0; i < pred->nops; i++)
-        if (pred->ops[i].kind == OP_WRITE || pred->ops[i].kind == OP_DONE)
-            for (size_t j = 0; j < succ->nbufs; j++)
-                if (pred->ops[i].buf == succ->bufs[j])
-                    bytes += (double)pred->ops[i].len;
-    return bytes;
-}
-
-static double comm_time(int from, int to, double bytes)
-{
-    if (from == to || from < 0)
-        return 0;
-    return 0.5 * (tgt_model_lat(from) + tgt_model_lat(to)) +
-           bytes * 0.5 * (tgt_model_inv_bw(from) + tgt_model_inv_bw(to));
-}
-
-static void edge_push(sched_edge_t **v, size_t *n, size_t *cap, sched_edge_t e)
-{
-    if (*n == *cap) {
-        *cap = *cap ? 2 * *cap : 64;
-        *v = xrealloc(*v, *cap * sizeof(**v), "scheduling");
-    }
-    (*v)[(*n)++] = e;
-}
-
-/* Place one batch of pending nodes (sched_mtx held, G.mtx not). */
-static void schedule_batch(tgt_node_t **v, size_t n, uint64_t batch,
-                           const tgt_node_t *mine)
-{
-    int P = dm_num_executors(tgt_rt->dm);
-    const ompc_config_t *cfg = ompc_config_get();
-    size_t np = n * (size_t)P;
-    double *cost = calloc(np, sizeof(double));
-    double *ready = calloc(np, sizeof(double));
-    double *avail = calloc((size_t)P, sizeof(double));
-    double *lat = calloc((size_t)P * (size_t)P, sizeof(double));
-    double *ibw = calloc((size_t)P * (size_t)P, sizeof(double));
-    int32_t *worker = calloc(n, sizeof(int32_t));
-    double *start = calloc(n, sizeof(double));
-    double *finish = calloc(n, sizeof(double));
-    size_t nedges = 0, capedges = 0;
-    sched_edge_t *edges = NULL;
-    if (!cost || !ready || !avail || !lat || !ibw || !worker || !start || !finish)
-        ompc_fatal("out of memory scheduling %zu tasks", n);
-    for (int p = 0; p < P; p++)
-        for (int q = 0; q < P; q++)
-            if (p != q) {
-                lat[p * P + q] = 0.5 * (tgt_model_lat(p) + tgt_model_lat(q));
-                ibw[p * P + q] = 0.5 * (tgt_model_inv_bw(p) + tgt_model_inv_bw(q));
-            }
-    double now = graph_now();
-    pthread_mutex_lock(&G.mtx);
-    for (int p = 0; p < P; p++)
-        avail[p] = G.busy_until[p] > now ? G.busy_until[p] - now : 0;
-    for (size_t i = 0; i < n; i++) {
-        tgt_node_t *t = v[i];
-        for (size_t j = 0; j < t->preds.n; j++) {
-            tgt_node_t *p = t->preds.v[j];
-            if (p->state == N_DONE)
-                continue;
-            /* Data-only nodes move data between head and device whichever
-             * worker "runs" them: no worker-to-worker cost on their edges. */
-            double bytes = p->k && t->k ? shared_bytes(p, t) : 0;
-            if (p->batch == batch) {
-                edge_push(&edges, &nedges, &capedges,
-                          (sched_edge_t){p->sched_idx, (int64_t)i, 0, bytes});
-                continue;
-            }
-            double f = p->est_finish > now ? p->est_finish - now : 0;
-            for (int w = 0; w < P; w++) {
-                double r = f + comm_time(p->exec, w, bytes);
-                if (r > ready[i * (size_t)P + (size_t)w])
-                    ready[i * (size_t)P + (size_t)w] = r;
-            }
-        }
-    }
-    pthread_mutex_unlock(&G.mtx);
-    /* Locality compares workers by how much later their inputs arrive, to
-     * follow the data.  Priced with each link's own probe, bytes that no
-     * worker holds (a map(to:) from the head) arrived later on the worker
-     * whose probe was slower, and locality put every task of an
-     * independent graph on the other (docs/performance.md, "the cost
-     * model under load").  It prices links alike: equal bytes to move,
-     * equal arrival. */
-    double lat_all = 0, ibw_all = 0;
-    bool alike = cfg->scheduler == OMPC_SCHED_LOCALITY;
-    for (int w = 0; alike && w < P; w++) {
-        lat_all += tgt_model_lat(w) / P;
-        ibw_all += tgt_model_inv_bw(w) / P;
-    }
-    for (size_t i = 0; i < n; i++) {
-        tgt_node_t *t = v[i];
-        double total = 0;
-        for (size_t j = 0; j < t->nbufs; j++)
-            total += (double)dm_buf_size(t->bufs[j]);
-        for (int w = 0; w < P; w++) {
-            cost[i * (size_t)P + (size_t)w] = t->k ? tgt_model_cost(t->k, w) : 0;
-            if (t->nbufs && P > 1) {
-                /* Inputs from outside the batch that w does not hold yet. */
-                double have = (double)dm_bytes_valid_on(tgt_rt->dm, w, t->bufs, t->nbufs);
-                double miss = total - have;
-                if (miss > 0) {
-                    double r = alike ? lat_all + miss * ibw_all
-                                     : tgt_model_lat(w) + miss * tgt_model_inv_bw(w);
-                    if (r > ready[i * (size_t)P + (size_t)w])
-                        ready[i * (size_t)P + (size_t)w] = r;
-                }
-            }
-        }
-    }
-    if (cfg->scheduler == OMPC_SCHED_ROUNDROBIN) {
-        /* Round-robin continues across flushes (a batch is often one
-         * synchronous region). */
-        for (size_t i = 0; i < n; i++)
-            worker[i] = v[i]->k ? (int32_t)(G.rr++ % (unsigned)P) : 0;
-    } else {
-        const sched_policy_t *pol = sched_policy_find(ompc_sched_name(cfg->scheduler));
-        if (!pol)
-            ompc_fatal("scheduling policy %s is not available",
-                       ompc_sched_name(cfg->scheduler));
-        bool any_pref = false;
-        for (size_t i = 0; i < n; i++)
-            any_pref |= v[i]->pref >= 0;
-        int32_t *prefer = any_pref ? malloc(n * sizeof(int32_t)) : NULL;
-        if (any_pref && !prefer)
-            ompc_fatal("out of memory scheduling %zu tasks", n);
-        for (size_t i = 0; prefer && i < n; i++)
-            prefer[i] = v[i]->pref;
-        sched_graph_t g = {
-            .nworkers = P, .ntasks = (int64_t)n, .cost = cost, .pinned = NULL,
-            .ready = ready, .avail = avail, .nedges = (int64_t)nedges,
-            .edges = edges, .comm_lat = lat, .comm_inv_bw = ibw, .prefer = prefer,
-        };
-        sched_result_t r = {worker, start, finish, 0};
-        ompc_status_t st = sched_run(pol, &g, (uint64_t)cfg->sched_seed + batch, &r);
-        free(prefer);
-        if (st != OMPC_OK)
-            ompc_fatal("scheduling %zu tasks failed: %s (%s)", n, ompc_status_str(st),
-                       st == OMPC_ERR_INVALID ? sched_last_error() : "no memory");
-    }
-    pthread_mutex_lock(&G.mtx);
-    for (size_t i = 0; i < n; i++) {
-        tgt_node_t *t = v[i];
-        int w = worker[i];
-        if (!t->k) {
-            /* Data-only nodes go with the kernel that consumes their data
-             * (enter data: the copy is pushed there) or else produced it. */
-            w = -1;
-            for (size_t j = 0; j < t->succs.n && w < 0; j++)
-                if (t->succs.v[j]->k && t->succs.v[j]->batch == batch)
-                    w = worker[t->succs.v[j]->sched_idx];
-            for (size_t j = 0; j < t->preds.n && w < 0; j++)
-                if (t->preds.v[j]->k && t->preds.v[j]->exec >= 0)
-                    w = t->preds.v[j]->exec;
-        }
-        t->exec = w;
-        t->est_finish = now + (t->k ? finish[i] : 0);
-        if (t->k && w >= 0) {
-            if (t->est_finish > G.busy_until[w])
-                G.busy_until[w] = t->est_finish;
-            placed_add(t, w);
-        }
-        t->state = N_WAITING;
-        if (make_ready(t)) {
-            /* One wake-up per ready node: waking every dispatch thread
-             * costs more than the work on a busy node. */
-            if (t != mine || tgt_rt->executor) /* help_once: waiters there start none */
-                pthread_cond_signal(&G.cv_work);
-        }
-    }
-    pthread_mutex_unlock(&G.mtx);
-    free(cost);
-    free(ready);
-    free(avail);
-    free(lat);
-    free(ibw);
-    free(worker);
-    free(start);
-    free(finish);
-    free(edges);
-}
-
-/* HEFT places a kernel by its cost, and a kernel that has never run has
- * none: it assumes OMPC_SCHED_DEFAULT_COST, which for a fine-grained
- * graph is off by orders of magnitude and spreads neighbours over workers
- * (every edge a transfer).  So a flush places only the nodes that do not
- * depend on an unmeasured kernel still to finish; the rest wait in
- * G.held and are placed, with a measured cost, once such a kernel is done
- * (node_done flushes again).  The first wave runs meanwhile, so the cost
- * is at most one kernel's latency on the first use of each kernel; a
- * saved model (OMPC_PERF_MODEL) removes even that.  Independent kernels
- * (no edge to an unmeasured one) are placed at once, on the default.
- *
- * Held nodes go to G.held in graph order and the placed ones close up at
- * the front of v; returns how many were held (G.mtx held; v in graph
- * order, so a node's predecessors in v come before it and are decided). */
-static size_t hold_unmeasured(tgt_node_t **v, size_t n)
-{
-    size_t k = 0;
-    for (size_t i = 0; i < n; i++) {
-        tgt_node_t *t = v[i];
-        t->deferred = false;
-        for (size_t j = 0; j < t->preds.n && !t->deferred; j++) {
-            tgt_node_t *p = t->preds.v[j];
-            if (p->state == N_DONE)
-                continue;
-            if (p->deferred) {
-                t->deferred = true;
-            } else if (p->k && !tgt_model_known(p->k)) {
-                p->holds = true;
-                t->deferred = true;
-            }
-        }
-        if (!t->deferred) {
-            v[k++] = t;
-            continue;
-        }
-        if (!t->was_held) {
-            t->was_held = true;
-            G.stats.held++;
-        }
-        t->state = N_PENDING;
-        q_push(&G.held, t);
-    }
-    return n - k;
-}
-
-/* The first wave of a flush that holds nodes back is placed without its
- * successors, so HEFT cannot see which of its tasks feed the same ones and
- * deals them out round-robin (sched_entry_prefs).  Work the preferences
- * out on the whole flush instead, every kernel at one cost: the placed
- * nodes are v[0..n-held), the held ones follow (G.mtx held). */
-static void shape_prefs(tgt_node_t **v, size_t n, uint64_t batch)
-{
-    int P = dm_num_executors(tgt_rt->dm);
-    if (P < 2)
-        return;
-    double *cost = malloc(n * (size_t)P * sizeof(double));
-    int32_t *pref = malloc(n * sizeof(int32_t));
-    size_t nedges = 0, capedges = 0;
-    sched_edge_t *edges = NULL;
-    if (!cost || !pref)
-        ompc_fatal("out of memory scheduling %zu tasks", n);
-    for (size_t i = 0; i < n; i++) {
-        v[i]->sched_idx = (int64_t)i;
-        for (int w = 0; w < P; w++)
-            cost[i * (size_t)P + (size_t)w] = v[i]->k ? 1.0 : 0.0;
-    }
-    for (size_t i = 0; i < n; i++)
-        for (size_t j = 0; j < v[i]->preds.n; j++) {
-            tgt_node_t *p = v[i]->preds.v[j];
-            if (p->state != N_DONE && p->batch == batch)
-                edge_push(&edges, &nedges, &capedges,
-                          (sched_edge_t){p->sched_idx, (int64_t)i, 0, 0});
-        }
-    sched_graph_t g = {.nworkers = P, .ntasks = (int64_t)n, .cost = cost,
-                       .nedges = (int64_t)nedges, .edges = edges};
-    if (sched_entry_prefs(&g, pref) == OMPC_OK)
-        for (size_t i = 0; i < n; i++)
-            v[i]->pref = pref[i];
-    free(cost);
-    free(pref);
-    free(edges);
-}
-
-/* Schedule and dispatch everything recorded so far; does not wait. */
-/* mine: a node the calling thread will run itself (it waits for it), so
- * no dispatch thread is woken for it (unless the head runs the kernels
- * itself, see help_once). */
-static void flush_keep(tgt_node_t *mine)
-{
-    pthread_mutex_lock(&G.sched_mtx);
-    pthread_mutex_lock(&G.mtx);
-    size_t n = G.held.n + G.pending.n;
-    if (n == 0) {
-        pthread_mutex_unlock(&G.mtx);
-        pthread_mutex_unlock(&G.sched_mtx);
-        return;
-    }
-    uint64_t batch = ++G.batches;
-    tgt_node_t **v = malloc(n * sizeof(*v));
-    if (!v)
-        ompc_fatal("out of memory scheduling %zu tasks", n);
-    /* Held-back nodes were recorded first: graph order is kept. */
-    for (size_t i = 0; i < n; i++) {
-        tgt_node_t *t = G.held.n ? q_pop(&G.held) : q_pop(&G.pending);
-        t->state = N_SCHEDULING;
-        t->batch = batch;
-        v[i] = t;
-    }
-    size_t nheld = 0;
-    for (size_t i = 0; i < n; i++)
-        v[i]->pref = -1;
-    if (ompc_config_get()->scheduler == OMPC_SCHED_HEFT) {
-        nheld = hold_unmeasured(v, n);
-        if (nheld)
-            shape_prefs(v, n, batch);
-        /* Held nodes are not in this batch: a node placed now must not
-         * take one for a batch member (schedule_batch indexes the batch's
-         * results by sched_idx). */
-        for (size_t i = n - nheld; i < n; i++)
-            v[i]->batch = 0;
-    }
-    for (size_t i = 0; i < n - nheld; i++)
-        v[i]->sched_idx = (int64_t)i;
-    pthread_mutex_unlock(&G.mtx);
-    uint64_t t0 = ompc_now_ns();
-    if (n > nheld)
-        schedule_batch(v, n - nheld, batch, mine);
-    uint64_t t1 = ompc_now_ns();
-    G.stats.sched_ns += t1 - t0;
-    G.stats.flushes++;
-    if (ompc_trace_on()) {
-        char args[128];
-        snprintf(args, sizeof(args), "{\"tasks\":%zu,\"held\":%zu,\"policy\":\"%s\"}",
-                 n - nheld, nheld, ompc_sched_name(ompc_config_get()->scheduler));
-        ompc_trace_span("sched", "schedule", t0, t1, args);
-    }
-    free(v);
-    pthread_mutex_unlock(&G.sched_mtx);
-}
-
-/* ------------------------------------------------------------- dispatch */
-static void node_done(tgt_node_t *n)
-{
-    pthread_mutex_lock(&G.mtx);
-    n->state = N_DONE;
-    G.ndone++;
-    /* Waiters sleep on cv_done for a node of their own, for the oldest live
-     * node to change (a barrier waits for every node up to a point), or
-     * for room: only those are woken.  Waking them for every node cost the
-     * head a context switch per task, and work for them to help with goes
-     * to the dispatch threads anyway. */
-    bool was_head = G.live_head == n;
-    live_remove(n);
-    placed_drop(n);
-    /* Held-back recorders wait for nlive to fall to twice the window:
-     * waking them at every node done woke the recording thread once per
-     * task for as long as it was held back. */
-    bool wake = n->nwaiters > 0 || was_head ||
-                (G.room_waiters > 0 &&
-                 (int64_t)G.nlive <= 2 * ompc_config_get()->graph_window);
-    size_t woken = 0;
-    for (size_t i = 0; i < n->succs.n; i++) {
-        tgt_node_t *s = n->succs.v[i];
-        --s->npred_left;
-        if (!n->ahead)
-            --s->nunsent;
-        if (make_ready(s)) {
-            woken++;
-        } else if (s->kdone && s->sent && s->npred_left == 0) {
-            /* Its executor finished it before we heard of a predecessor:
-             * its results are taken in now, in graph order. */
-            work_push(&G.finished, s);
-            woken++;
-        }
-    }
-    /* Pins may have been released: blocked nodes try again. */
-    tgt_node_t *b;
-    while ((b = q_pop(&G.blocked))) {
-        work_push(&G.ready, b);
-        woken++;
-    }
-    if (n->k && n->exec >= 0)
-        G.stats.tasks_per_exec[n->exec]++;
-    list_clear(&n->preds);
-    if (wake)
-        pthread_cond_broadcast(&G.cv_done);
-    wake_dispatchers(woken);
-    /* What waited for this kernel's cost can be placed now. */
-    bool reflush = n->holds && G.held.n > 0;
-    node_unref(n);
-    pthread_mutex_unlock(&G.mtx);
-    if (reflush)
-        flush();
-}
-
-static void on_kernel_done(void *arg, ompc_status_t st)
-{
-    tgt_node_t *n = arg;
-    pthread_mutex_lock(&G.mtx);
-    n->kst = st;
-    push_finished(n);
-    pthread_mutex_unlock(&G.mtx);
-}
-
-static void span(const char *cat, const tgt_node_t *n, const char *what, uint64_t t0,
-                 size_t bytes)
+void graph_span(const char *cat, const tgt_node_t *n, const char *what, uint64_t t0,
+                size_t bytes)
 {
     if (!ompc_trace_on())
         return;
@@ -1599,969 +289,4 @@ static void span(const char *cat, const tgt_node_t *n, const char *what, uint64_
     snprintf(args, sizeof(args), "{\"task\":%llu,\"executor\":%d,\"bytes\":%zu}",
              (unsigned long long)n->seq, n->exec, bytes);
     ompc_trace_span(cat, name, t0, ompc_now_ns(), args);
-}
-
-static size_t ops_bytes(const tgt_node_t *n, size_t from, size_t to)
-{
-    size_t b = 0;
-    for (size_t i = from; i < to; i++)
-        if (n->ops[i].kind == OP_WRITE || n->ops[i].kind == OP_READ)
-            b += n->ops[i].len;
-    return b;
-}
-
-/* Small copies into buffers that have no data yet (a `map(to:)` of this
- * region, a firstprivate copy) travel inside the kernel's launch message
- * instead of as transfers of their own: one round trip per region fewer.
- * Only a copy that fills its buffer and is the node's only op on it
- * qualifies (nothing to merge with, no other copy to order against). */
-#define INLINE_WRITE_MAX 4096
-#define INLINE_TOTAL_MAX (32 * 1024)
-
-static void inline_writes(tgt_node_t *n)
-{
-    size_t total = 0, count = 0, pick[INLINE_BUFS];
-    for (size_t i = 0; i < n->npre && count < INLINE_BUFS; i++) {
-        tgt_op_t *op = &n->ops[i];
-        if (op->kind != OP_WRITE || op->off != 0 || op->len > INLINE_WRITE_MAX ||
-            op->len != dm_buf_size(op->buf) || total + op->len + 16 > INLINE_TOTAL_MAX)
-            continue;
-        bool alone = true;
-        for (size_t j = 0; j < n->nops && alone; j++)
-            alone = j == i || n->ops[j].buf != op->buf || n->ops[j].kind == OP_FREE;
-        if (!alone || dm_buf_has_data(tgt_rt->dm, op->buf))
-            continue;
-        total += 16 + tgt_pad8(op->len);
-        pick[count++] = i;
-    }
-    if (!count)
-        return;
-    /* Flushes read op kinds of nodes not done (edge costs). */
-    pthread_mutex_lock(&G.mtx);
-    for (size_t c = 0; c < count; c++) {
-        n->ops[pick[c]].kind = OP_DONE;
-        n->ops[pick[c]].host = &n->ops[pick[c]]; /* marks it for the message */
-    }
-    pthread_mutex_unlock(&G.mtx);
-    /* Message: the launch, then {u32 count} and per copy {u64 address,
-     * u64 length, bytes padded to 8}. */
-    size_t len = n->msg_len + 8 + total;
-    char *msg = malloc(len);
-    if (!msg)
-        ompc_fatal("out of memory launching a kernel");
-    memcpy(msg, n->msg, n->msg_len);
-    char *p = msg + n->msg_len;
-    uint64_t c64 = count;
-    memcpy(p, &c64, 8);
-    p += 8;
-    n->ninline = 0;
-    for (size_t i = 0; i < n->npre; i++) {
-        tgt_op_t *op = &n->ops[i];
-        if (op->kind != OP_DONE || op->host != op)
-            continue;
-        uint64_t hdr[2] = {dm_buf_addr(op->buf), op->len};
-        memcpy(p, hdr, sizeof(hdr));
-        memcpy(p + 16, op->data, op->len);
-        memset(p + 16 + op->len, 0, tgt_pad8(op->len) - op->len);
-        p += 16 + tgt_pad8(op->len);
-        free(op->data);
-        op->data = NULL;
-        op->host = NULL;
-        n->inl[n->ninline++] = op->buf;
-    }
-    free(n->msg);
-    n->msg = msg;
-    n->msg_len = len;
-}
-
-/* Small copies back to the host after a directly launched kernel (a
- * reduction's result, a scalar mapped from) come with the kernel's reply
- * instead of as retrieves of their own: one round trip per region fewer.
- * Only buffers of the kernel qualify, which are valid on its executor
- * while it runs and which no other node writes before this one is done.
- * Appended to the launch: an empty block of inline copies when there was
- * none, then {u64 count} and per copy {u64 address there, u64 length}. */
-#define READ_BACK_MAX 4096
-#define READ_BACK_TOTAL_MAX (32 * 1024)
-
-static void read_backs(tgt_node_t *n, int e)
-{
-    size_t total = 0, count = 0;
-    for (size_t i = n->npre; i < n->nops; i++) {
-        tgt_op_t *op = &n->ops[i];
-        op->back = false;
-        if (op->kind != OP_READ || op->len > READ_BACK_MAX ||
-            total + tgt_pad8(op->len) > READ_BACK_TOTAL_MAX)
-            continue;
-        bool mine = false;
-        for (size_t j = 0; j < n->nbufs && !mine; j++)
-            mine = n->bufs[j] == op->buf;
-        if (!mine)
-            continue;
-        op->back = true;
-        total += tgt_pad8(op->len);
-        count++;
-    }
-    if (!count)
-        return;
-    size_t len = n->msg_len + (n->ninline ? 0 : 8) + 8 + 16 * count;
-    char *msg = malloc(len);
-    n->reply_len = 8 + total;
-    n->reply = malloc(n->reply_len);
-    if (!msg || !n->reply)
-        ompc_fatal("out of memory launching a kernel");
-    memcpy(msg, n->msg, n->msg_len);
-    char *p = msg + n->msg_len;
-    uint64_t c64 = 0;
-    if (!n->ninline) {
-        memcpy(p, &c64, 8);
-        p += 8;
-    }
-    c64 = count;
-    memcpy(p, &c64, 8);
-    p += 8;
-    for (size_t i = n->npre; i < n->nops; i++) {
-        tgt_op_t *op = &n->ops[i];
-        if (!op->back)
-            continue;
-        uint64_t hdr[2] = {dm_buf_addr_on(op->buf, e) + op->off, op->len};
-        memcpy(p, hdr, sizeof(hdr));
-        p += sizeof(hdr);
-    }
-    free(n->msg);
-    n->msg = msg;
-    n->msg_len = len;
-}
-
-/* ------------------------------------------------------- launch ahead */
-static ahead_buf_t *abuf_get(dm_buf_t *b, bool create)
-{
-    uintptr_t key = (uintptr_t)dm_buf_addr(b);
-    ompc_tmap_node_t *t = tmap_find(&G.abufs, key);
-    if (t || !create)
-        return t ? OMPC_TMAP_ENTRY(t, ahead_buf_t, node) : NULL;
-    int P = dm_num_executors(tgt_rt->dm);
-    ahead_buf_t *a = calloc(1, sizeof(*a) + (size_t)P * sizeof(uint64_t));
-    if (!a)
-        ompc_fatal("out of memory launching a kernel");
-    a->node.key = key;
-    a->wexec = -1;
-    ompc_tmap_insert(&G.abufs, &a->node);
-    return a;
-}
-
-static void abuf_use(tgt_node_t *n, ahead_buf_t *a)
-{
-    for (size_t i = 0; i < n->nabufs; i++)
-        if (n->abufs[i] == a)
-            return;
-    n->abufs[n->nabufs++] = a;
-    a->users++;
-}
-
-static bool in_list(dm_buf_t *const *v, size_t n, const dm_buf_t *b)
-{
-    for (size_t i = 0; i < n; i++)
-        if (v[i] == b)
-            return true;
-    return false;
-}
-
-/* A launch's word lists: on the stack up to VEC_INLINE words (a task
- * with a handful of buffers), so that a launch costs no allocation for
- * them; malloc and free were the head's largest cost per task after the
- * lock hand-offs. */
-#define VEC_INLINE 24
-/* Buffers a launch lists on the stack (ahead_launch). */
-#define SCRATCH_BUFS 16
-typedef struct u64_vec {
-    uint64_t *v;
-    size_t n, cap;
-    uint64_t inl[VEC_INLINE];
-} u64_vec_t;
-
-static void vec_init(u64_vec_t *x)
-{
-    x->v = x->inl;
-    x->n = 0;
-    x->cap = VEC_INLINE;
-}
-
-static void vec_add(u64_vec_t *x, uint64_t a)
-{
-    if (x->n == x->cap) {
-        x->cap *= 2;
-        if (x->v == x->inl) {
-            x->v = xrealloc(NULL, x->cap * sizeof(uint64_t), "kernel launch");
-            memcpy(x->v, x->inl, sizeof(x->inl));
-        } else {
-            x->v = xrealloc(x->v, x->cap * sizeof(uint64_t), "kernel launch");
-        }
-    }
-    x->v[x->n++] = a;
-}
-
-static void vec_free(u64_vec_t *x)
-{
-    if (x->v != x->inl)
-        free(x->v);
-}
-
-/* One pull of a launch message, in wire order (tgt_ahead.c): once task
- * `after` is done on rank, size bytes from src there to dst here. */
-#define PULL_WORDS 5
-static void pull_add(u64_vec_t *pulls, uint64_t after, uint64_t src, uint64_t dst,
-                     uint64_t size, int rank)
-{
-    vec_add(pulls, after);
-    vec_add(pulls, src);
-    vec_add(pulls, dst);
-    vec_add(pulls, size);
-    vec_add(pulls, (uint64_t)rank);
-}
-
-/* ------------------------------------------------- batched launches */
-/* What a batch needs until its reply: the message and its nodes. */
-typedef struct lb_sent {
-    uint64_t *msg;
-    int exec;
-    uint64_t sent_ns;        /* head clock */
-    uint64_t arrived_ns;     /* the reply: when the worker's gate took it */
-    size_t n;
-    tgt_node_t *nodes[];
-} lb_sent_t;
-
-/* A launched-ahead node is owed by its executor until it reports it done:
- * the event system's liveness check watches that rank meanwhile (nothing
- * else would: launches and completions are one-way). */
-static void ahead_owed(const tgt_node_t *n, int delta)
-{
-    ev_peer_expect(tgt_rt->ev, dm_executor_rank(tgt_rt->dm, n->exec), delta);
-}
-
-/* The batch was delivered (or refused): its bytes are free. */
-static void on_launch_done(void *arg, ompc_status_t st)
-{
-    lb_sent_t *s = arg;
-    pthread_mutex_lock(&G.mtx);
-    for (size_t i = 0; i < s->n; i++) {
-        tgt_node_t *n = s->nodes[i];
-        if (st != OMPC_OK && !n->kdone) {
-            /* The executor refused it: no completion will come. */
-            if (ompc_tmap_erase(&G.ahead_nodes, n->seq))
-                ahead_owed(n, -1);
-            n->kst = st;
-            n->kdone = true;
-            if (n->npred_left == 0)
-                push_finished(n);
-        }
-        node_unref(n);
-    }
-    pthread_mutex_unlock(&G.mtx);
-    if (st == OMPC_OK && s->arrived_ns) {
-        /* A message's way to a busy worker's gate, from the first wave on
-         * (forwarded inputs come later): what HEFT's next flush should
-         * expect of a hop rather than the idle probe's microsecond. */
-        int64_t hop = (int64_t)s->arrived_ns - tgt_model_clock_offset(s->exec) -
-                      (int64_t)s->sent_ns;
-        if (hop > 0)
-            tgt_model_learn_hop((double)hop * 1e-9, true);
-    }
-    free(s->msg);
-    free(s);
-}
-
-/* Send the launches v[0..k) to executor e, one message: {count}, then per
- * launch {words} and the launch (tgt_ahead.c). */
-static void lb_send(int e, lb_item_t *v, size_t k)
-{
-    dm_ctx_t *dm = tgt_rt->dm;
-    size_t words = 2;
-    for (size_t i = 0; i < k; i++)
-        words += 1 + v[i].n->msg_len / 8;
-    lb_sent_t *s = malloc(sizeof(*s) + k * sizeof(tgt_node_t *));
-    uint64_t *m = malloc(words * 8);
-    if (!s || !m)
-        ompc_fatal("out of memory launching %zu kernels", k);
-    s->msg = m;
-    s->exec = e;
-    s->arrived_ns = 0;
-    s->n = k;
-    *m++ = k;
-    int rank = dm_executor_rank(dm, e);
-    pthread_mutex_lock(&G.mtx);
-    bool needed = G.need > 0;
-    *m++ = G.need_gen << 1 | needed;
-    if (G.relaxed_sent)
-        G.relaxed_sent[rank] = !needed;
-    pthread_mutex_unlock(&G.mtx);
-    for (size_t i = 0; i < k; i++) {
-        tgt_node_t *n = v[i].n;
-        *m++ = n->msg_len / 8;
-        memcpy(m, n->msg, n->msg_len);
-        m += n->msg_len / 8;
-        s->nodes[i] = n;
-    }
-    ev_handle_t *h = NULL;
-    s->sent_ns = ompc_now_ns();
-    ompc_status_t st = ev_execute(tgt_rt->ev, rank,
-                                  tgt_rt->fn_ahead_launch, s->msg, words * 8,
-                                  &s->arrived_ns, sizeof(s->arrived_ns), &h);
-    for (size_t i = 0; i < k; i++) {
-        if (v[i].nclaimed) /* no claim: nothing for a waiter to see */
-            dm_commit_claimed(dm, e, v[i].claimed, v[i].nclaimed,
-                              st == OMPC_OK ? h : NULL);
-        free(v[i].claimed);
-    }
-    if (st != OMPC_OK)
-        TGT_USER_ERROR(v[0].n->loc, "cannot launch kernel %s: %s", v[0].n->k->name,
-                       ompc_status_str(st));
-    /* A finish (which may free the buffers just claimed) waits for this. */
-    pthread_mutex_lock(&G.mtx);
-    G.stats.launch_msgs++;
-    G.stats.launches += k;
-    for (size_t i = 0; i < k; i++) {
-        tgt_node_t *n = v[i].n;
-        free(n->msg);
-        n->msg = NULL;
-        n->sent = true;
-        if (n->kdone && n->npred_left == 0)
-            push_finished(n);
-    }
-    pthread_mutex_unlock(&G.mtx);
-    ev_handle_on_done(h, on_launch_done, s);
-    ev_handle_release(h);
-}
-
-/* Send every launch this thread holds, one message per executor. */
-static void lb_flush(void)
-{
-    size_t n = LB.n;
-    if (!n)
-        return;
-    LB.n = 0;
-    LB.words = 0;
-    lb_item_t v[LB_MAX_ITEMS], rest[LB_MAX_ITEMS];
-    memcpy(v, LB.v, n * sizeof(*v));
-    while (n) {
-        /* Those for the first one's executor, in planning order. */
-        int e = v[0].n->exec;
-        size_t k = 0, r = 0;
-        for (size_t i = 0; i < n; i++) {
-            if (v[i].n->exec == e)
-                v[k++] = v[i];
-            else
-                rest[r++] = v[i];
-        }
-        lb_send(e, v, k);
-        memcpy(v, rest, r * sizeof(*v));
-        n = r;
-    }
-}
-
-/* G.mtx held: whether this thread should send what it holds now rather
- * than plan another ready node first (with nothing ready it always should,
- * so no loop sleeps or exits holding launches). */
-static bool lb_due(void)
-{
-    return LB.n && (G.ready.n == 0 || G.finished.n || LB.n == LB_MAX_ITEMS ||
-                    LB.words >= LB_MAX_WORDS);
-}
-
-static void lb_add(tgt_node_t *n, dm_buf_t **claimed, size_t nclaimed)
-{
-    if (LB.n == LB_MAX_ITEMS)
-        lb_flush();
-    LB.v[LB.n++] = (lb_item_t){n, claimed, nclaimed};
-    LB.words += 1 + n->msg_len / 8;
-}
-
-/* Send kernel node n to executor e now, naming what it must wait for
- * there: its predecessors still running (on e: their sequence numbers; on
- * another executor: a request to that executor), and for each buffer the
- * executor to fetch it from once the task that writes it is done. */
-static void ahead_launch(tgt_node_t *n, int e, uint64_t t0)
-{
-    dm_ctx_t *dm = tgt_rt->dm;
-    int rank = dm_executor_rank(dm, e);
-    /* Data only the head holds (from target enter data or update) goes
-     * first, the usual way; no task in flight changes it. */
-    /* Buffer lists on the stack for the usual handful of buffers. */
-    size_t nb = n->nbufs + n->ninline;
-    dm_buf_t *stack[3 * SCRATCH_BUFS];
-    dm_buf_t **scratch = nb <= SCRATCH_BUFS ? stack : malloc(3 * nb * sizeof(*scratch));
-    if (!scratch)
-        ompc_fatal("out of memory launching a kernel");
-    dm_buf_t **head = scratch, **all = scratch + nb, **claimed = scratch + 2 * nb;
-    size_t nhead = 0;
-    pthread_mutex_lock(&G.ahead_mtx);
-    for (size_t i = 0; i < n->nbufs; i++) {
-        ahead_buf_t *a = abuf_get(n->bufs[i], false);
-        if (a && (a->wseq || a->hold[e]))
-            continue;
-        bool head_only;
-        uint64_t tag;
-        dm_source_for(dm, n->bufs[i], e, &head_only, &tag);
-        if (head_only)
-            head[nhead++] = n->bufs[i];
-    }
-    pthread_mutex_unlock(&G.ahead_mtx);
-    if (nhead) {
-        lb_flush(); /* it may wait for claims this thread holds */
-        ompc_status_t st = dm_acquire(dm, e, head, nhead);
-        if (st != OMPC_OK)
-            TGT_USER_ERROR(n->loc, "moving the region's data to executor %d failed: %s",
-                           e, ompc_status_str(st));
-    }
-
-    u64_vec_t after, pulls, commits;
-    vec_init(&after);
-    vec_init(&pulls);
-    vec_init(&commits);
-    /* pulled_tag, pulled and abufs: one block, freed through pulled_tag. */
-    size_t per = n->nbufs ? n->nbufs : 1;
-    char *blk = malloc(per * (sizeof(*n->pulled) + sizeof(*n->pulled_tag) +
-                              sizeof(*n->abufs)));
-    if (!blk)
-        ompc_fatal("out of memory launching a kernel");
-    n->pulled_tag = (uint64_t *)blk;
-    n->pulled = (dm_buf_t **)(blk + per * sizeof(*n->pulled_tag));
-    n->abufs = (ahead_buf_t **)(blk + per * (sizeof(*n->pulled_tag) + sizeof(*n->pulled)));
-    if (n->nbufs)
-        memcpy(all, n->bufs, n->nbufs * sizeof(*all));
-    memcpy(all + n->nbufs, n->inl, n->ninline * sizeof(*all));
-
-    pthread_mutex_lock(&G.mtx);
-    uint64_t lwm = G.live_head ? G.live_head->seq - 1 : G.seq;
-    pthread_mutex_lock(&G.ahead_mtx);
-    size_t nclaimed, ncommit = dm_commit_claim(dm, e, all, nb, claimed, &nclaimed);
-    for (size_t i = 0; i < ncommit; i++) {
-        vec_add(&commits, dm_buf_addr(claimed[i]));
-        vec_add(&commits, dm_buf_span(claimed[i]));
-    }
-    for (size_t i = 0; i < n->nbufs; i++) {
-        dm_buf_t *b = n->bufs[i];
-        ahead_buf_t *a = abuf_get(b, false);
-        /* Where the data comes from: a task on e, the writer in flight
-         * (once it is done), or a worker holding it now. */
-        int src = -1;
-        uint64_t wait = 0, tag = 0;
-        bool head_only;
-        if (a && a->hold[e]) {
-            vec_add(&after, a->hold[e]);
-        } else if (a && a->wseq) {
-            src = a->wexec;
-            wait = tag = a->wseq;
-        } else {
-            src = dm_source_for(dm, b, e, &head_only, &tag);
-        }
-        if (src >= 0) {
-            int srank = dm_executor_rank(dm, src);
-            pull_add(&pulls, wait, dm_buf_addr_on(b, src), dm_buf_addr_on(b, e),
-                     dm_buf_size(b), srank);
-            a = abuf_get(b, true);
-            a->hold[e] = n->seq;
-            n->pulled[n->npulled] = b;
-            n->pulled_tag[n->npulled++] = tag;
-            dm_count_forward(dm, dm_buf_size(b));
-            if (tgt_rt->info)
-                fprintf(stderr, "[ompc info] r0 move: device %#lx (%zu B) rank %d "
-                        "-> rank %d\n", (unsigned long)dm_buf_addr(b), dm_buf_size(b),
-                        srank, rank);
-        }
-        if (in_list(n->wr, n->nwr, b)) {
-            a = abuf_get(b, true);
-            memset(a->hold, 0, (size_t)dm_num_executors(dm) * sizeof(uint64_t));
-            a->wseq = n->seq;
-            a->wexec = e;
-            a->hold[e] = n->seq;
-        }
-        if (a)
-            abuf_use(n, a);
-    }
-    pthread_mutex_unlock(&G.ahead_mtx);
-    /* Predecessors still running that no transfer above waits for (an
-     * order without data: a depend on a host variable, or a reader that
-     * must be done before this task overwrites what it read). */
-    for (size_t i = 0; i < n->preds.n; i++) {
-        tgt_node_t *p = n->preds.v[i];
-        if (p->state == N_DONE || !p->ahead)
-            continue;
-        int prank = dm_executor_rank(dm, p->exec);
-        bool covered = false;
-        for (size_t j = 0; j < after.n && !covered; j++)
-            covered = p->exec == e && after.v[j] == p->seq;
-        for (size_t j = 0; j < pulls.n && !covered; j += PULL_WORDS)
-            covered = pulls.v[j] == p->seq && (int)pulls.v[j + 4] == prank;
-        if (covered)
-            continue;
-        if (p->exec == e)
-            vec_add(&after, p->seq);
-        else
-            pull_add(&pulls, p->seq, 0, 0, 0, prank);
-    }
-    /* The message: see tgt_ahead.c. */
-    size_t np = pulls.n / PULL_WORDS;
-    size_t words = 6 + commits.n + after.n + pulls.n + (n->msg_len + 7) / 8;
-    uint64_t *m = calloc(words, sizeof(uint64_t));
-    if (!m)
-        ompc_fatal("out of memory launching a kernel");
-    m[0] = n->seq;
-    m[1] = lwm;
-    m[2] = commits.n / 2;
-    m[3] = after.n;
-    m[4] = np;
-    m[5] = n->msg_len;
-    uint64_t *w = m + 6;
-    if (commits.n)
-        memcpy(w, commits.v, commits.n * 8);
-    w += commits.n;
-    if (after.n)
-        memcpy(w, after.v, after.n * 8);
-    w += after.n;
-    if (pulls.n)
-        memcpy(w, pulls.v, pulls.n * 8);
-    w += pulls.n;
-    memcpy(w, n->msg, n->msg_len);
-    free(n->msg);
-    n->msg = (char *)m;
-    n->msg_len = words * 8;
-    /* Successors may go as soon as this one has. */
-    n->ahead = true;
-    n->state = N_RUNNING;
-    n->anode.key = n->seq;
-    ompc_tmap_insert(&G.ahead_nodes, &n->anode);
-    ahead_owed(n, 1);
-    size_t woken = 0;
-    for (size_t i = 0; i < n->succs.n; i++) {
-        --n->succs.v[i]->nunsent;
-        woken += make_ready(n->succs.v[i]);
-    }
-    wake_dispatchers(woken);
-    node_ref(n); /* on_launch_done's */
-    pthread_mutex_unlock(&G.mtx);
-    vec_free(&after);
-    vec_free(&pulls);
-    vec_free(&commits);
-    /* The batch keeps the claims until its reply. */
-    dm_buf_t **kept = NULL;
-    if (nclaimed) {
-        kept = malloc(nclaimed * sizeof(*kept));
-        if (!kept)
-            ompc_fatal("out of memory launching a kernel");
-        memcpy(kept, claimed, nclaimed * sizeof(*kept));
-    }
-    if (scratch != stack)
-        free(scratch);
-
-    if (tgt_rt->info)
-        fprintf(stderr, "[ompc info] r0 task %llu (%s) -> executor %d (rank %d)\n",
-                (unsigned long long)n->seq, n->k->name, e, rank);
-    span("transfer", n, "launch", t0, 0);
-    /* From here on n may finish on another thread as soon as its batch is
-     * sent: only the reference taken above keeps it. */
-    lb_add(n, kept, nclaimed);
-}
-
-static void ahead_finish(tgt_node_t *n, uint64_t t0)
-{
-    dm_ctx_t *dm = tgt_rt->dm;
-    if (n->kst != OMPC_OK)
-        TGT_USER_ERROR(n->loc, "kernel %s failed on executor %d: %s", n->k->name,
-                       n->exec, ompc_status_str(n->kst));
-    atomic_fetch_add(&tgt_rt->kernels_run, 1);
-    tgt_model_learn(n->k, n->exec, (double)n->kernel_ns * 1e-9);
-    dm_written_by(dm, n->exec, n->wr, n->nwr, n->seq);
-    if (n->ninline)
-        dm_written_by(dm, n->exec, n->inl, n->ninline, n->seq);
-    for (size_t i = 0; i < n->npulled; i++)
-        dm_valid_if(dm, n->exec, n->pulled[i], n->pulled_tag[i]);
-    pthread_mutex_lock(&G.ahead_mtx);
-    for (size_t i = 0; i < n->nabufs; i++) {
-        ahead_buf_t *a = n->abufs[i];
-        if (a->wseq == n->seq)
-            a->wseq = 0;
-        if (a->hold[n->exec] == n->seq)
-            a->hold[n->exec] = 0;
-        if (--a->users == 0) {
-            ompc_tmap_erase(&G.abufs, a->node.key);
-            free(a);
-        }
-    }
-    n->nabufs = 0;
-    pthread_mutex_unlock(&G.ahead_mtx);
-    if (n->nwr)
-        dm_unpin(dm, n->wr, n->nwr);
-    run_ops(n, n->npre, n->nops);
-    if (n->nops > n->npre)
-        span("transfer", n, "out", t0, ops_bytes(n, n->npre, n->nops));
-    node_done(n);
-}
-
-int tgt_graph_describe_owed(int rank, int owed, char *buf, size_t cap)
-{
-    /* The gate calls this as it ends the job; a thread stuck holding the
-     * lock must not stop the message. */
-    bool locked = false;
-    for (int i = 0; i < 100 && !locked; i++) {
-        locked = pthread_mutex_trylock(&G.mtx) == 0;
-        if (!locked)
-            usleep(1000);
-    }
-    if (!locked)
-        return snprintf(buf, cap, "%d kernel(s) launched there", owed);
-    const tgt_node_t *oldest = NULL;
-    for (ompc_tmap_node_t *t = ompc_tmap_ceil(&G.ahead_nodes, 0); t && !oldest;
-         t = ompc_tmap_ceil(&G.ahead_nodes, t->key + 1)) {
-        const tgt_node_t *n = OMPC_TMAP_ENTRY(t, tgt_node_t, anode);
-        if (n->exec >= 0 && dm_executor_rank(tgt_rt->dm, n->exec) == rank)
-            oldest = n;
-    }
-    char where[256] = "";
-    if (oldest && oldest->loc)
-        tgt_loc(oldest->loc, where, sizeof(where));
-    else if (oldest)
-        snprintf(where, sizeof(where), "%s", oldest->k->name);
-    int len = snprintf(buf, cap, "%d kernel(s) launched there to finish%s%s%s",
-                       owed, oldest ? " (the oldest: " : "", where, oldest ? ")" : "");
-    pthread_mutex_unlock(&G.mtx);
-    return len;
-}
-
-/* The hop a consumer measured, on the head's clock: its arrival time minus
- * the producer's serve time, each rank's clock corrected by its offset. */
-static void learn_hop(int exec, uint64_t hop_raw, int hop_rank)
-{
-    dm_ctx_t *dm = tgt_rt->dm;
-    int p = -1;
-    for (int e = 0; e < dm_num_executors(dm) && p < 0; e++)
-        if (dm_executor_rank(dm, e) == hop_rank)
-            p = e;
-    if (p < 0 || exec < 0 || p == exec)
-        return;
-    int64_t hop = (int64_t)hop_raw - tgt_model_clock_offset(exec) +
-                  tgt_model_clock_offset(p);
-    if (hop > 0)
-        tgt_model_learn_hop((double)hop * 1e-9, false);
-}
-
-/* G.mtx held. */
-static void ahead_done_one(uint64_t seq, uint64_t kernel_ns, ompc_status_t st,
-                           uint64_t hop_raw, int hop_rank, int from)
-{
-    ompc_tmap_node_t *t = ompc_tmap_erase(&G.ahead_nodes, (uintptr_t)seq);
-    if (!t) {
-        ompc_error("an executor reported task %llu done, which is not running",
-                   (unsigned long long)seq);
-        return;
-    }
-    tgt_node_t *n = OMPC_TMAP_ENTRY(t, tgt_node_t, anode);
-    if (n->exec < 0 || dm_executor_rank(tgt_rt->dm, n->exec) != from) {
-        ompc_tmap_insert(&G.ahead_nodes, t);
-        ompc_error("rank %d reported task %llu done, which runs elsewhere", from,
-                   (unsigned long long)seq);
-        return;
-    }
-    ahead_owed(n, -1);
-    if (hop_rank >= 0)
-        learn_hop(n->exec, hop_raw, hop_rank);
-    n->kernel_ns = kernel_ns;
-    n->kst = st;
-    n->kdone = true;
-    G.stats.completions++;
-    if (n->npred_left == 0 && n->sent)
-        push_finished(n);
-}
-
-void tgt_graph_ahead_done(const uint64_t *m, size_t n, int from)
-{
-    pthread_mutex_lock(&G.mtx);
-    G.stats.done_msgs++;
-    for (size_t i = 0; i < n; i++, m += TGT_DONE_WORDS)
-        ahead_done_one(m[0], m[1], (ompc_status_t)(int64_t)m[2], m[3],
-                       (int)(int64_t)m[4], from);
-    pthread_mutex_unlock(&G.mtx);
-}
-
-static void node_start(tgt_node_t *n)
-{
-    uint64_t t0 = ompc_now_ns();
-    if (!n->k) {
-        lb_flush(); /* what follows may wait for claims this thread holds */
-        run_ops(n, 0, n->nops);
-        /* Enter data: push the copy to the worker that will use it. */
-        if (n->exec >= 0 && dm_num_executors(tgt_rt->dm) > 1) {
-            dm_buf_t **w = malloc((n->nops ? n->nops : 1) * sizeof(*w));
-            size_t k = 0;
-            for (size_t i = 0; w && i < n->nops; i++)
-                if (n->ops[i].kind == OP_WRITE)
-                    w[k++] = n->ops[i].buf;
-            if (k)
-                dm_acquire(tgt_rt->dm, n->exec, w, k);
-            free(w);
-        }
-        span("data", n, "data", t0, ops_bytes(n, 0, n->nops));
-        node_done(n);
-        return;
-    }
-    int e = n->exec >= 0 ? n->exec : 0;
-    /* One hold of G.mtx for the pin and the placement (it was three per
-     * task, each a hand-off with the recording thread).  A pin is only
-     * tried here, never waited for (lock order: tgt_internal.h).  A node
-     * that finishes unpins before it takes G.mtx to retry the blocked
-     * queue, so a node pushed there below cannot miss that retry. */
-    pthread_mutex_lock(&G.mtx);
-    bool early = n->npred_left > 0;
-    if (n->nwr) {
-        /* Kernels that may write one buffer share an executor (they may
-         * write different parts of it at the same time). */
-        int pe = dm_pin_executor(tgt_rt->dm, n->wr, n->nwr);
-        /* Sent ahead, a kernel often meets the pin of the writer before it
-         * (the same buffer, a step earlier), which will be done before it
-         * runs: moving it there would undo the schedule (a stencil lost an
-         * eighth of its placements so).  It waits for a predecessor to be
-         * done instead and tries again; once none is left, the pin wins. */
-        bool defer = pe >= 0 && pe != e && early;
-        if (pe >= 0 && pe != e && !defer)
-            G.stats.pin_moves++;
-        if (pe >= 0)
-            e = pe;
-        if (defer || !dm_try_pin(tgt_rt->dm, e, n->wr, n->nwr)) {
-            /* Retried when a node finishes; a node sent ahead of its
-             * predecessors waits for them instead. */
-            if (n->npred_left > 0)
-                n->state = N_WAITING;
-            else
-                q_push(&G.blocked, n);
-            pthread_mutex_unlock(&G.mtx);
-            return;
-        }
-    }
-    if (n->placed_on != e) {
-        placed_drop(n);
-        placed_add(n, e);
-    }
-    n->exec = e; /* flushes read where running nodes are */
-    pthread_mutex_unlock(&G.mtx);
-    if (!n->inlined) {
-        inline_writes(n);
-        n->inlined = true;
-    }
-    bool ahead = ahead_candidate(n);
-    for (size_t i = 0; ahead && i < n->npre; i++)
-        ahead = n->ops[i].kind == OP_DONE;
-    if (ahead) {
-        ahead_launch(n, e, t0);
-        return;
-    }
-    pthread_mutex_lock(&G.mtx);
-    if (n->npred_left > 0) {
-        /* Sent early, but a copy from the host could not go with the
-         * launch: wait for the predecessors after all. */
-        n->state = N_WAITING;
-        pthread_mutex_unlock(&G.mtx);
-        if (n->nwr)
-            dm_unpin(tgt_rt->dm, n->wr, n->nwr);
-        return;
-    }
-    pthread_mutex_unlock(&G.mtx);
-    lb_flush();
-    run_ops(n, 0, n->npre);
-    ompc_status_t st = dm_acquire(tgt_rt->dm, e, n->bufs, n->nbufs);
-    if (st != OMPC_OK)
-        TGT_USER_ERROR(n->loc, "moving the region's data to executor %d failed: %s",
-                       e, ompc_status_str(st));
-    span("transfer", n, "in", t0, ops_bytes(n, 0, n->npre));
-    if (tgt_rt->info)
-        fprintf(stderr, "[ompc info] r0 task %llu (%s) -> executor %d (rank %d)\n",
-                (unsigned long long)n->seq, n->k->name, e,
-                dm_executor_rank(tgt_rt->dm, e));
-    pthread_mutex_lock(&G.mtx);
-    n->state = N_RUNNING;
-    pthread_mutex_unlock(&G.mtx);
-    if (dm_executor_rank(tgt_rt->dm, e) == tgt_rt->rank) {
-        /* This rank executes (a one-rank job): the kernel runs here, on this
-         * dispatch thread, not through an event to itself (a hand-off to
-         * the gate and a handler thread and back per kernel). */
-        uint64_t ns = 0;
-        ompc_status_t kst = tgt_kernel_run(n->msg, n->msg_len, &ns, NULL, NULL);
-        free(n->msg);
-        n->msg = NULL;
-        n->kernel_ns = ns;
-        n->kst = kst;
-        node_finish(n);
-        return;
-    }
-    read_backs(n, e);
-    ev_handle_t *h = NULL;
-    st = ev_execute(tgt_rt->ev, dm_executor_rank(tgt_rt->dm, e), tgt_rt->fn_kernel,
-                    n->msg, n->msg_len, n->reply ? (void *)n->reply : &n->kernel_ns,
-                    n->reply ? n->reply_len : sizeof(n->kernel_ns), &h);
-    free(n->msg);
-    n->msg = NULL;
-    if (st != OMPC_OK)
-        TGT_USER_ERROR(n->loc, "cannot launch kernel %s: %s", n->k->name,
-                       ompc_status_str(st));
-    pthread_mutex_lock(&G.mtx);
-    n->h = h;
-    pthread_mutex_unlock(&G.mtx);
-    ev_handle_on_done(h, on_kernel_done, n);
-}
-
-static void node_finish(tgt_node_t *n)
-{
-    uint64_t t0 = ompc_now_ns();
-    if (n->ahead) {
-        ahead_finish(n, t0);
-        return;
-    }
-    pthread_mutex_lock(&G.mtx);
-    ev_handle_t *h = n->h;
-    n->h = NULL;
-    pthread_mutex_unlock(&G.mtx);
-    bool measured = true; /* run here, without an event */
-    if (h) {
-        size_t got = ev_handle_result_size(h);
-        ev_handle_release(h);
-        measured = got == (n->reply ? n->reply_len : sizeof(uint64_t));
-    }
-    if (n->reply && measured) {
-        n->kernel_ns = n->reply[0];
-        const char *p = (const char *)(n->reply + 1);
-        size_t bytes = 0;
-        for (size_t i = n->npre; i < n->nops; i++) {
-            tgt_op_t *op = &n->ops[i];
-            if (op->kind != OP_READ || !op->back)
-                continue;
-            op->data = (void *)p;
-            p += tgt_pad8(op->len);
-            bytes += op->len;
-        }
-        dm_count_read(tgt_rt->dm, bytes);
-    }
-    if (n->kst != OMPC_OK)
-        TGT_USER_ERROR(n->loc, "kernel %s failed on executor %d: %s", n->k->name,
-                       n->exec, ompc_status_str(n->kst));
-    atomic_fetch_add(&tgt_rt->kernels_run, 1);
-    if (measured)
-        tgt_model_learn(n->k, n->exec, (double)n->kernel_ns * 1e-9);
-    dm_written_by(tgt_rt->dm, n->exec, n->wr, n->nwr, n->seq);
-    /* Data that came with the launch lives on the executor only. */
-    if (n->ninline)
-        dm_written_by(tgt_rt->dm, n->exec, n->inl, n->ninline, n->seq);
-    if (n->nwr)
-        dm_unpin(tgt_rt->dm, n->wr, n->nwr);
-    ops_unborrow(n);
-    run_ops(n, n->npre, n->nops);
-    if (n->nops > n->npre)
-        span("transfer", n, "out", t0, ops_bytes(n, n->npre, n->nops));
-    node_done(n);
-}
-
-static void *dispatch_main(void *arg)
-{
-    char name[32];
-    snprintf(name, sizeof(name), "dispatch %d", (int)(intptr_t)arg);
-    ompc_log_set_thread_name(name);
-    ompc_trace_thread_name(name);
-    /* Where the head runs the kernels itself (one rank), their teams take
-     * every CPU and a thread spinning for work took one from them. */
-    uint64_t spin_ns = tgt_rt->executor ? 0 : ev_spin_us(tgt_rt->ev) * 1000u;
-    uint64_t hot_until = 0;
-    takes_more = true;
-    pthread_mutex_lock(&G.mtx);
-    for (;;) {
-        tgt_node_t *n;
-        if (lb_due()) {
-            pthread_mutex_unlock(&G.mtx);
-            lb_flush();
-            n = NULL;
-        } else if ((n = work_pop(&G.finished))) {
-            pthread_mutex_unlock(&G.mtx);
-            node_finish(n);
-        } else if ((n = work_pop(&G.ready))) {
-            pthread_mutex_unlock(&G.mtx);
-            node_start(n);
-        } else if (G.stop) {
-            break;
-        } else if (ompc_now_ns() < hot_until &&
-                   atomic_compare_exchange_strong(&G.hot, &(int){0}, 1)) {
-            /* Work tends to come in bursts (a kernel finishes, its
-             * successors become ready): one thread keeps looking for a
-             * while instead of paying a wake-up per node. */
-            pthread_mutex_unlock(&G.mtx);
-            while (!atomic_load_explicit(&G.nwork, memory_order_acquire) &&
-                   ompc_now_ns() < hot_until)
-                sched_yield();
-            atomic_fetch_sub(&G.hot, 1);
-            hot_until = 0;
-        } else {
-            hot_until = 0;
-            pthread_cond_wait(&G.cv_work, &G.mtx);
-            continue;
-        }
-        pthread_mutex_lock(&G.mtx);
-        if (n)
-            hot_until = ompc_now_ns() + spin_ns;
-    }
-    pthread_mutex_unlock(&G.mtx);
-    return NULL;
-}
-
-void tgt_graph_init(void)
-{
-    int ne = dm_num_executors(tgt_rt->dm);
-    G.t0_ns = ompc_now_ns();
-    G.busy_until = calloc((size_t)ne, sizeof(double));
-    G.placed = calloc((size_t)ne, sizeof(int64_t));
-    G.stats.tasks_per_exec = calloc((size_t)ne, sizeof(uint64_t));
-    if (!G.busy_until || !G.placed || !G.stats.tasks_per_exec)
-        ompc_fatal("out of memory starting the task graph");
-    int nt = (int)ompc_config_get()->dispatch_threads;
-    if (nt <= 0)
-        nt = ne < 2 ? 2 : ne > 16 ? 16 : ne;
-    G.threads = calloc((size_t)nt, sizeof(pthread_t));
-    if (!G.threads)
-        ompc_fatal("out of memory starting the task graph");
-    for (int i = 0; i < nt; i++) {
-        int rc = pthread_create(&G.threads[i], NULL, dispatch_main, (void *)(intptr_t)i);
-        if (rc != 0)
-            ompc_fatal("cannot start dispatch thread: %s", strerror(rc));
-        G.nthreads++;
-    }
-    G.ahead = ompc_config_get()->ahead && tgt_rt->size > 1;
-    G.relaxed_sent = calloc((size_t)tgt_rt->size, sizeof(bool));
-    if (!G.relaxed_sent)
-        ompc_fatal("out of memory starting the task graph");
-    G.active = true;
-}
-
-void tgt_graph_fini(void)
-{
-    if (!G.active)
-        return;
-    tgt_graph_sync_all();
-    pthread_mutex_lock(&G.mtx);
-    G.stop = true;
-    pthread_cond_broadcast(&G.cv_work);
-    pthread_mutex_unlock(&G.mtx);
-    for (int i = 0; i < G.nthreads; i++)
-        pthread_join(G.threads[i], NULL);
-    pthread_mutex_lock(&G.mtx);
-    G.active = false;
-    free(G.threads);
-    G.threads = NULL;
-    G.nthreads = 0;
-    for (size_t j = 0; j < G.nhw; j++)
-        node_unref(G.hw[j].n);
-    G.nhw = G.caphw = 0;
-    free(G.hw);
-    G.hw = NULL;
-    free(G.busy_until);
-    free(G.placed);
-    G.placed = NULL;
-    free(G.relaxed_sent);
-    G.relaxed_sent = NULL;
-    G.busy_until = NULL;
-    pthread_mutex_unlock(&G.mtx);
 }

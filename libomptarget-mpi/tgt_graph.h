@@ -116,7 +116,7 @@ typedef struct tgt_graph_stats {
     uint64_t completions, done_msgs;     /* reported done, in messages */
     uint64_t sched_ns;
     _Atomic uint64_t in_memory;          /* task nodes allocated now */
-    uint64_t in_memory_peak;             /* the most at once (G.mtx) */
+    uint64_t in_memory_peak;             /* the most at once (tgt_g.mtx) */
     uint64_t *tasks_per_exec;            /* kernels per executor */
 } tgt_graph_stats_t;
 const tgt_graph_stats_t *tgt_graph_stats(void);

@@ -15,24 +15,25 @@
 /* ------------------------------------------------------------ lock order
  * A thread that holds one of these may take only those below it:
  *
- *   register_mtx (tgt_register.c)  start-up and image registration only
- *   rec_mtx      (tgt_graph.c)     from tgt_rec_begin to tgt_rec_commit:
- *                                  one construct records at a time, so
- *                                  nodes enter the graph in program order
- *   tgt_rt->map_mtx                the mapping table
- *   G.sched_mtx  (tgt_graph.c)     one flush places nodes at a time
- *   G.mtx        (tgt_graph.c)     the graph, its queues and statistics
- *   G.ahead_mtx  (tgt_graph.c)     launch-ahead's per-buffer plans
- *   dm->mtx      (data-manager/)   where copies live
+ *   register_mtx     start-up and image registration only (tgt_register.c)
+ *   rec_mtx          from tgt_rec_begin to tgt_rec_commit (tgt_record.c):
+ *                    one construct records at a time, so nodes enter the
+ *                    graph in program order
+ *   tgt_rt->map_mtx  the mapping table
+ *   tgt_g.sched_mtx  one flush places nodes at a time (tgt_flush.c)
+ *   tgt_g.mtx        the graph, its queues and statistics
+ *                    (tgt_graph_internal.h says which fields)
+ *   tgt_g.ahead_mtx  launch-ahead's per-buffer plans (tgt_ahead_head.c)
+ *   dm->mtx          where copies live (data-manager/)
  *
  * Leaves, holding nothing else while held: M.mtx (tgt_model.c; taken
- * under G.mtx), A.mtx (tgt_ahead.c, executors), tgt_taskred.c's mtx.
+ * under tgt_g.mtx), A.mtx (tgt_ahead.c, executors), tgt_taskred.c's mtx.
  * The event system's own locks come below all of these: any of them may
  * be held while an event starts.  Only rec_mtx and map_mtx may be held
  * while an event is waited for (mapping allocates and copies under them);
- * G.*, dm->mtx and the leaves never are, since gate handlers take them
- * (fn_done takes G.mtx) and the gate would wait for its own waiter.  A
- * pin of a buffer (dm_pin) is tried under G.mtx, never waited for. */
+ * tgt_g.*, dm->mtx and the leaves never are, since gate handlers take them
+ * (fn_done takes tgt_g.mtx) and the gate would wait for its own waiter.  A
+ * pin of a buffer (dm_pin) is tried under tgt_g.mtx, never waited for. */
 
 /* ------------------------------------------------- clang-19 ABI (facts) */
 /* From libomp, which every OpenMP program loads; weak so that the library

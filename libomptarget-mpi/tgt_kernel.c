@@ -43,7 +43,7 @@ ompc_status_t tgt_kernel_run(const void *args, size_t args_size, uint64_t *ns_p,
     size_t base = sizeof(hdr) + (size_t)n * sizeof(uint64_t);
     if (args_size < base)
         return OMPC_ERR_INVALID;
-    /* Small copies into the kernel's fresh buffers may follow (tgt_graph.c,
+    /* Small copies into the kernel's fresh buffers may follow (tgt_dispatch.c,
      * inline_writes): {u64 count}, then {u64 address, u64 length, bytes
      * padded to 8} each.  The head committed their pages before sending. */
     if (args_size > base) {
@@ -65,7 +65,7 @@ ompc_status_t tgt_kernel_run(const void *args, size_t args_size, uint64_t *ns_p,
             p += 16 + padded;
         }
         /* Then, for a direct launch, the copies its reply brings back
-         * (tgt_graph.c, read_backs): {u64 count}, {u64 address, u64
+         * (tgt_dispatch.c, read_backs): {u64 count}, {u64 address, u64
          * length} each. */
         if (p != end) {
             if (!back_p || end - p < 8)

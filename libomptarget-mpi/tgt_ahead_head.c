@@ -1,0 +1,587 @@
+/* Launch ahead, head side (tgt_ahead.c is the executors' side and says
+ * what the messages hold): a kernel whose copies from the head all travel
+ * inside its launch goes to its executor before its predecessors are
+ * done, naming what it must wait for there and where each of its buffers'
+ * data will come from (per-buffer plans, ahead_buf_t).  Launches are
+ * planned per dispatching thread and sent in batches, one message per
+ * executor; the executors report them done in batches too
+ * (tgt_graph_ahead_done, on the gate thread). */
+#define _GNU_SOURCE
+#include "tgt_graph_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* ------------------------------------------- batched launches (state) */
+/* A dispatching thread plans launches one node at a time but sends them
+ * per executor: one message (and one reply) for everything it planned
+ * while more nodes were ready.  Per launch, the message, its reply and the
+ * progress passes they take cost the head more than the planning.  A
+ * thread sends what it holds before anything that may block (a copy from
+ * the head waits for commits other threads claimed), so a claim never
+ * waits on the thread that holds it. */
+#define LB_MAX_ITEMS 32
+#define LB_MAX_WORDS (32 * 1024)
+
+typedef struct lb_item {
+    tgt_node_t *n;
+    dm_buf_t **claimed;
+    size_t nclaimed;
+} lb_item_t;
+
+static _Thread_local struct {
+    lb_item_t v[LB_MAX_ITEMS];
+    size_t n, words;
+} LB;
+
+/* ------------------------------------------ per-buffer plans, launches */
+static ahead_buf_t *abuf_get(dm_buf_t *b, bool create)
+{
+    uintptr_t key = (uintptr_t)dm_buf_addr(b);
+    ompc_tmap_node_t *t = graph_tmap_find(&tgt_g.abufs, key);
+    if (t || !create)
+        return t ? OMPC_TMAP_ENTRY(t, ahead_buf_t, node) : NULL;
+    int P = dm_num_executors(tgt_rt->dm);
+    ahead_buf_t *a = calloc(1, sizeof(*a) + (size_t)P * sizeof(uint64_t));
+    if (!a)
+        ompc_fatal("out of memory launching a kernel");
+    a->node.key = key;
+    a->wexec = -1;
+    ompc_tmap_insert(&tgt_g.abufs, &a->node);
+    return a;
+}
+
+static void abuf_use(tgt_node_t *n, ahead_buf_t *a)
+{
+    for (size_t i = 0; i < n->ahead.nabufs; i++)
+        if (n->ahead.abufs[i] == a)
+            return;
+    n->ahead.abufs[n->ahead.nabufs++] = a;
+    a->users++;
+}
+
+static bool in_list(dm_buf_t *const *v, size_t n, const dm_buf_t *b)
+{
+    for (size_t i = 0; i < n; i++)
+        if (v[i] == b)
+            return true;
+    return false;
+}
+
+/* A launch's word lists: on the stack up to VEC_INLINE words (a task
+ * with a handful of buffers), so that a launch costs no allocation for
+ * them; malloc and free were the head's largest cost per task after the
+ * lock hand-offs. */
+#define VEC_INLINE 24
+/* Buffers a launch lists on the stack (graph_ahead_launch). */
+#define SCRATCH_BUFS 16
+typedef struct u64_vec {
+    uint64_t *v;
+    size_t n, cap;
+    uint64_t inl[VEC_INLINE];
+} u64_vec_t;
+
+static void vec_init(u64_vec_t *x)
+{
+    x->v = x->inl;
+    x->n = 0;
+    x->cap = VEC_INLINE;
+}
+
+static void vec_add(u64_vec_t *x, uint64_t a)
+{
+    if (x->n == x->cap) {
+        x->cap *= 2;
+        if (x->v == x->inl) {
+            x->v = graph_xrealloc(NULL, x->cap * sizeof(uint64_t), "kernel launch");
+            memcpy(x->v, x->inl, sizeof(x->inl));
+        } else {
+            x->v = graph_xrealloc(x->v, x->cap * sizeof(uint64_t), "kernel launch");
+        }
+    }
+    x->v[x->n++] = a;
+}
+
+static void vec_free(u64_vec_t *x)
+{
+    if (x->v != x->inl)
+        free(x->v);
+}
+
+/* One pull of a launch message, in wire order (tgt_ahead.c): once task
+ * `after` is done on rank, size bytes from src there to dst here. */
+#define PULL_WORDS 5
+static void pull_add(u64_vec_t *pulls, uint64_t after, uint64_t src, uint64_t dst,
+                     uint64_t size, int rank)
+{
+    vec_add(pulls, after);
+    vec_add(pulls, src);
+    vec_add(pulls, dst);
+    vec_add(pulls, size);
+    vec_add(pulls, (uint64_t)rank);
+}
+
+/* ------------------------------------------------- batched launches */
+/* What a batch needs until its reply: the message and its nodes. */
+typedef struct lb_sent {
+    uint64_t *msg;
+    int exec;
+    uint64_t sent_ns;        /* head clock */
+    uint64_t arrived_ns;     /* the reply: when the worker's gate took it */
+    size_t n;
+    tgt_node_t *nodes[];
+} lb_sent_t;
+
+/* A launched-ahead node is owed by its executor until it reports it done:
+ * the event system's liveness check watches that rank meanwhile (nothing
+ * else would: launches and completions are one-way). */
+static void ahead_owed(const tgt_node_t *n, int delta)
+{
+    ev_peer_expect(tgt_rt->ev, dm_executor_rank(tgt_rt->dm, n->exec), delta);
+}
+
+/* The batch was delivered (or refused): its bytes are free. */
+static void on_launch_done(void *arg, ompc_status_t st)
+{
+    lb_sent_t *s = arg;
+    pthread_mutex_lock(&tgt_g.mtx);
+    for (size_t i = 0; i < s->n; i++) {
+        tgt_node_t *n = s->nodes[i];
+        if (st != OMPC_OK && !n->ahead.kdone) {
+            /* The executor refused it: no completion will come. */
+            if (ompc_tmap_erase(&tgt_g.ahead_nodes, n->seq))
+                ahead_owed(n, -1);
+            n->kst = st;
+            n->ahead.kdone = true;
+            if (n->npred_left == 0)
+                graph_push_finished(n);
+        }
+        graph_node_unref(n);
+    }
+    pthread_mutex_unlock(&tgt_g.mtx);
+    if (st == OMPC_OK && s->arrived_ns) {
+        /* A message's way to a busy worker's gate, from the first wave on
+         * (forwarded inputs come later): what HEFT's next flush should
+         * expect of a hop rather than the idle probe's microsecond. */
+        int64_t hop = (int64_t)s->arrived_ns - tgt_model_clock_offset(s->exec) -
+                      (int64_t)s->sent_ns;
+        if (hop > 0)
+            tgt_model_learn_hop((double)hop * 1e-9, true);
+    }
+    free(s->msg);
+    free(s);
+}
+
+/* Send the launches v[0..k) to executor e, one message: {count}, then per
+ * launch {words} and the launch (tgt_ahead.c). */
+static void lb_send(int e, lb_item_t *v, size_t k)
+{
+    dm_ctx_t *dm = tgt_rt->dm;
+    size_t words = 2;
+    for (size_t i = 0; i < k; i++)
+        words += 1 + v[i].n->msg_len / 8;
+    lb_sent_t *s = malloc(sizeof(*s) + k * sizeof(tgt_node_t *));
+    uint64_t *m = malloc(words * 8);
+    if (!s || !m)
+        ompc_fatal("out of memory launching %zu kernels", k);
+    s->msg = m;
+    s->exec = e;
+    s->arrived_ns = 0;
+    s->n = k;
+    *m++ = k;
+    int rank = dm_executor_rank(dm, e);
+    pthread_mutex_lock(&tgt_g.mtx);
+    bool needed = tgt_g.need > 0;
+    *m++ = tgt_g.need_gen << 1 | needed;
+    if (tgt_g.relaxed_sent)
+        tgt_g.relaxed_sent[rank] = !needed;
+    pthread_mutex_unlock(&tgt_g.mtx);
+    for (size_t i = 0; i < k; i++) {
+        tgt_node_t *n = v[i].n;
+        *m++ = n->msg_len / 8;
+        memcpy(m, n->msg, n->msg_len);
+        m += n->msg_len / 8;
+        s->nodes[i] = n;
+    }
+    ev_handle_t *h = NULL;
+    s->sent_ns = ompc_now_ns();
+    ompc_status_t st = ev_execute(tgt_rt->ev, rank,
+                                  tgt_rt->fn_ahead_launch, s->msg, words * 8,
+                                  &s->arrived_ns, sizeof(s->arrived_ns), &h);
+    for (size_t i = 0; i < k; i++) {
+        if (v[i].nclaimed) /* no claim: nothing for a waiter to see */
+            dm_commit_claimed(dm, e, v[i].claimed, v[i].nclaimed,
+                              st == OMPC_OK ? h : NULL);
+        free(v[i].claimed);
+    }
+    if (st != OMPC_OK)
+        TGT_USER_ERROR(v[0].n->loc, "cannot launch kernel %s: %s", v[0].n->k->name,
+                       ompc_status_str(st));
+    /* A finish (which may free the buffers just claimed) waits for this. */
+    pthread_mutex_lock(&tgt_g.mtx);
+    tgt_g.stats.launch_msgs++;
+    tgt_g.stats.launches += k;
+    for (size_t i = 0; i < k; i++) {
+        tgt_node_t *n = v[i].n;
+        free(n->msg);
+        n->msg = NULL;
+        n->ahead.sent = true;
+        if (n->ahead.kdone && n->npred_left == 0)
+            graph_push_finished(n);
+    }
+    pthread_mutex_unlock(&tgt_g.mtx);
+    ev_handle_on_done(h, on_launch_done, s);
+    ev_handle_release(h);
+}
+
+/* Send every launch this thread holds, one message per executor. */
+void graph_lb_flush(void)
+{
+    size_t n = LB.n;
+    if (!n)
+        return;
+    LB.n = 0;
+    LB.words = 0;
+    lb_item_t v[LB_MAX_ITEMS], rest[LB_MAX_ITEMS];
+    memcpy(v, LB.v, n * sizeof(*v));
+    while (n) {
+        /* Those for the first one's executor, in planning order. */
+        int e = v[0].n->exec;
+        size_t k = 0, r = 0;
+        for (size_t i = 0; i < n; i++) {
+            if (v[i].n->exec == e)
+                v[k++] = v[i];
+            else
+                rest[r++] = v[i];
+        }
+        lb_send(e, v, k);
+        memcpy(v, rest, r * sizeof(*v));
+        n = r;
+    }
+}
+
+/* tgt_g.mtx held: whether this thread should send what it holds now rather
+ * than plan another ready node first (with nothing ready it always should,
+ * so no loop sleeps or exits holding launches). */
+bool graph_lb_due(void)
+{
+    return LB.n && (tgt_g.ready.n == 0 || tgt_g.finished.n || LB.n == LB_MAX_ITEMS ||
+                    LB.words >= LB_MAX_WORDS);
+}
+
+bool graph_lb_held(void) { return LB.n > 0; }
+
+static void lb_add(tgt_node_t *n, dm_buf_t **claimed, size_t nclaimed)
+{
+    if (LB.n == LB_MAX_ITEMS)
+        graph_lb_flush();
+    LB.v[LB.n++] = (lb_item_t){n, claimed, nclaimed};
+    LB.words += 1 + n->msg_len / 8;
+}
+
+/* ------------------------------------------- launching and finishing */
+/* Send kernel node n to executor e now, naming what it must wait for
+ * there: its predecessors still running (on e: their sequence numbers; on
+ * another executor: a request to that executor), and for each buffer the
+ * executor to fetch it from once the task that writes it is done. */
+void graph_ahead_launch(tgt_node_t *n, int e, uint64_t t0)
+{
+    dm_ctx_t *dm = tgt_rt->dm;
+    int rank = dm_executor_rank(dm, e);
+    /* Data only the head holds (from target enter data or update) goes
+     * first, the usual way; no task in flight changes it. */
+    /* Buffer lists on the stack for the usual handful of buffers. */
+    size_t nb = n->nbufs + n->ninline;
+    dm_buf_t *stack[3 * SCRATCH_BUFS];
+    dm_buf_t **scratch = nb <= SCRATCH_BUFS ? stack : malloc(3 * nb * sizeof(*scratch));
+    if (!scratch)
+        ompc_fatal("out of memory launching a kernel");
+    dm_buf_t **head = scratch, **all = scratch + nb, **claimed = scratch + 2 * nb;
+    size_t nhead = 0;
+    pthread_mutex_lock(&tgt_g.ahead_mtx);
+    for (size_t i = 0; i < n->nbufs; i++) {
+        ahead_buf_t *a = abuf_get(n->bufs[i], false);
+        if (a && (a->wseq || a->hold[e]))
+            continue;
+        bool head_only;
+        uint64_t tag;
+        dm_source_for(dm, n->bufs[i], e, &head_only, &tag);
+        if (head_only)
+            head[nhead++] = n->bufs[i];
+    }
+    pthread_mutex_unlock(&tgt_g.ahead_mtx);
+    if (nhead) {
+        graph_lb_flush(); /* it may wait for claims this thread holds */
+        ompc_status_t st = dm_acquire(dm, e, head, nhead);
+        if (st != OMPC_OK)
+            TGT_USER_ERROR(n->loc, "moving the region's data to executor %d failed: %s",
+                           e, ompc_status_str(st));
+    }
+
+    u64_vec_t after, pulls, commits;
+    vec_init(&after);
+    vec_init(&pulls);
+    vec_init(&commits);
+    /* pulled_tag, pulled and abufs: one block, freed through pulled_tag. */
+    size_t per = n->nbufs ? n->nbufs : 1;
+    char *blk = malloc(per * (sizeof(*n->ahead.pulled) + sizeof(*n->ahead.pulled_tag) +
+                              sizeof(*n->ahead.abufs)));
+    if (!blk)
+        ompc_fatal("out of memory launching a kernel");
+    n->ahead.pulled_tag = (uint64_t *)blk;
+    n->ahead.pulled = (dm_buf_t **)(blk + per * sizeof(*n->ahead.pulled_tag));
+    n->ahead.abufs = (ahead_buf_t **)(blk + per * (sizeof(*n->ahead.pulled_tag) +
+                                                   sizeof(*n->ahead.pulled)));
+    if (n->nbufs)
+        memcpy(all, n->bufs, n->nbufs * sizeof(*all));
+    memcpy(all + n->nbufs, n->inl, n->ninline * sizeof(*all));
+
+    pthread_mutex_lock(&tgt_g.mtx);
+    uint64_t lwm = tgt_g.live_head ? tgt_g.live_head->seq - 1 : tgt_g.seq;
+    pthread_mutex_lock(&tgt_g.ahead_mtx);
+    size_t nclaimed, ncommit = dm_commit_claim(dm, e, all, nb, claimed, &nclaimed);
+    for (size_t i = 0; i < ncommit; i++) {
+        vec_add(&commits, dm_buf_addr(claimed[i]));
+        vec_add(&commits, dm_buf_span(claimed[i]));
+    }
+    for (size_t i = 0; i < n->nbufs; i++) {
+        dm_buf_t *b = n->bufs[i];
+        ahead_buf_t *a = abuf_get(b, false);
+        /* Where the data comes from: a task on e, the writer in flight
+         * (once it is done), or a worker holding it now. */
+        int src = -1;
+        uint64_t wait = 0, tag = 0;
+        bool head_only;
+        if (a && a->hold[e]) {
+            vec_add(&after, a->hold[e]);
+        } else if (a && a->wseq) {
+            src = a->wexec;
+            wait = tag = a->wseq;
+        } else {
+            src = dm_source_for(dm, b, e, &head_only, &tag);
+        }
+        if (src >= 0) {
+            int srank = dm_executor_rank(dm, src);
+            pull_add(&pulls, wait, dm_buf_addr_on(b, src), dm_buf_addr_on(b, e),
+                     dm_buf_size(b), srank);
+            a = abuf_get(b, true);
+            a->hold[e] = n->seq;
+            n->ahead.pulled[n->ahead.npulled] = b;
+            n->ahead.pulled_tag[n->ahead.npulled++] = tag;
+            dm_count_forward(dm, dm_buf_size(b));
+            if (tgt_rt->info)
+                fprintf(stderr, "[ompc info] r0 move: device %#lx (%zu B) rank %d "
+                        "-> rank %d\n", (unsigned long)dm_buf_addr(b), dm_buf_size(b),
+                        srank, rank);
+        }
+        if (in_list(n->wr, n->nwr, b)) {
+            a = abuf_get(b, true);
+            memset(a->hold, 0, (size_t)dm_num_executors(dm) * sizeof(uint64_t));
+            a->wseq = n->seq;
+            a->wexec = e;
+            a->hold[e] = n->seq;
+        }
+        if (a)
+            abuf_use(n, a);
+    }
+    pthread_mutex_unlock(&tgt_g.ahead_mtx);
+    /* Predecessors still running that no transfer above waits for (an
+     * order without data: a depend on a host variable, or a reader that
+     * must be done before this task overwrites what it read). */
+    for (size_t i = 0; i < n->preds.n; i++) {
+        tgt_node_t *p = n->preds.v[i];
+        if (p->state == N_DONE || !p->ahead.launched)
+            continue;
+        int prank = dm_executor_rank(dm, p->exec);
+        bool covered = false;
+        for (size_t j = 0; j < after.n && !covered; j++)
+            covered = p->exec == e && after.v[j] == p->seq;
+        for (size_t j = 0; j < pulls.n && !covered; j += PULL_WORDS)
+            covered = pulls.v[j] == p->seq && (int)pulls.v[j + 4] == prank;
+        if (covered)
+            continue;
+        if (p->exec == e)
+            vec_add(&after, p->seq);
+        else
+            pull_add(&pulls, p->seq, 0, 0, 0, prank);
+    }
+    /* The message: see tgt_ahead.c. */
+    size_t np = pulls.n / PULL_WORDS;
+    size_t words = 6 + commits.n + after.n + pulls.n + (n->msg_len + 7) / 8;
+    uint64_t *m = calloc(words, sizeof(uint64_t));
+    if (!m)
+        ompc_fatal("out of memory launching a kernel");
+    m[0] = n->seq;
+    m[1] = lwm;
+    m[2] = commits.n / 2;
+    m[3] = after.n;
+    m[4] = np;
+    m[5] = n->msg_len;
+    uint64_t *w = m + 6;
+    if (commits.n)
+        memcpy(w, commits.v, commits.n * 8);
+    w += commits.n;
+    if (after.n)
+        memcpy(w, after.v, after.n * 8);
+    w += after.n;
+    if (pulls.n)
+        memcpy(w, pulls.v, pulls.n * 8);
+    w += pulls.n;
+    memcpy(w, n->msg, n->msg_len);
+    free(n->msg);
+    n->msg = (char *)m;
+    n->msg_len = words * 8;
+    /* Successors may go as soon as this one has. */
+    n->ahead.launched = true;
+    n->state = N_RUNNING;
+    n->ahead.anode.key = n->seq;
+    ompc_tmap_insert(&tgt_g.ahead_nodes, &n->ahead.anode);
+    ahead_owed(n, 1);
+    size_t woken = 0;
+    for (size_t i = 0; i < n->succs.n; i++) {
+        --n->succs.v[i]->nunsent;
+        woken += graph_make_ready(n->succs.v[i]);
+    }
+    graph_wake_dispatchers(woken);
+    graph_node_ref(n); /* on_launch_done's */
+    pthread_mutex_unlock(&tgt_g.mtx);
+    vec_free(&after);
+    vec_free(&pulls);
+    vec_free(&commits);
+    /* The batch keeps the claims until its reply. */
+    dm_buf_t **kept = NULL;
+    if (nclaimed) {
+        kept = malloc(nclaimed * sizeof(*kept));
+        if (!kept)
+            ompc_fatal("out of memory launching a kernel");
+        memcpy(kept, claimed, nclaimed * sizeof(*kept));
+    }
+    if (scratch != stack)
+        free(scratch);
+
+    if (tgt_rt->info)
+        fprintf(stderr, "[ompc info] r0 task %llu (%s) -> executor %d (rank %d)\n",
+                (unsigned long long)n->seq, n->k->name, e, rank);
+    graph_span("transfer", n, "launch", t0, 0);
+    /* From here on n may finish on another thread as soon as its batch is
+     * sent: only the reference taken above keeps it. */
+    lb_add(n, kept, nclaimed);
+}
+
+void graph_ahead_finish(tgt_node_t *n)
+{
+    dm_ctx_t *dm = tgt_rt->dm;
+    if (n->kst != OMPC_OK)
+        TGT_USER_ERROR(n->loc, "kernel %s failed on executor %d: %s", n->k->name,
+                       n->exec, ompc_status_str(n->kst));
+    atomic_fetch_add(&tgt_rt->kernels_run, 1);
+    tgt_model_learn(n->k, n->exec, (double)n->kernel_ns * 1e-9);
+    dm_written_by(dm, n->exec, n->wr, n->nwr, n->seq);
+    if (n->ninline)
+        dm_written_by(dm, n->exec, n->inl, n->ninline, n->seq);
+    for (size_t i = 0; i < n->ahead.npulled; i++)
+        dm_valid_if(dm, n->exec, n->ahead.pulled[i], n->ahead.pulled_tag[i]);
+    pthread_mutex_lock(&tgt_g.ahead_mtx);
+    for (size_t i = 0; i < n->ahead.nabufs; i++) {
+        ahead_buf_t *a = n->ahead.abufs[i];
+        if (a->wseq == n->seq)
+            a->wseq = 0;
+        if (a->hold[n->exec] == n->seq)
+            a->hold[n->exec] = 0;
+        if (--a->users == 0) {
+            ompc_tmap_erase(&tgt_g.abufs, a->node.key);
+            free(a);
+        }
+    }
+    n->ahead.nabufs = 0;
+    pthread_mutex_unlock(&tgt_g.ahead_mtx);
+    if (n->nwr)
+        dm_unpin(dm, n->wr, n->nwr);
+}
+
+int tgt_graph_describe_owed(int rank, int owed, char *buf, size_t cap)
+{
+    /* The gate calls this as it ends the job; a thread stuck holding the
+     * lock must not stop the message. */
+    bool locked = false;
+    for (int i = 0; i < 100 && !locked; i++) {
+        locked = pthread_mutex_trylock(&tgt_g.mtx) == 0;
+        if (!locked)
+            usleep(1000);
+    }
+    if (!locked)
+        return snprintf(buf, cap, "%d kernel(s) launched there", owed);
+    const tgt_node_t *oldest = NULL;
+    for (ompc_tmap_node_t *t = ompc_tmap_ceil(&tgt_g.ahead_nodes, 0); t && !oldest;
+         t = ompc_tmap_ceil(&tgt_g.ahead_nodes, t->key + 1)) {
+        const tgt_node_t *n = OMPC_TMAP_ENTRY(t, tgt_node_t, ahead.anode);
+        if (n->exec >= 0 && dm_executor_rank(tgt_rt->dm, n->exec) == rank)
+            oldest = n;
+    }
+    char where[256] = "";
+    if (oldest && oldest->loc)
+        tgt_loc(oldest->loc, where, sizeof(where));
+    else if (oldest)
+        snprintf(where, sizeof(where), "%s", oldest->k->name);
+    int len = snprintf(buf, cap, "%d kernel(s) launched there to finish%s%s%s",
+                       owed, oldest ? " (the oldest: " : "", where, oldest ? ")" : "");
+    pthread_mutex_unlock(&tgt_g.mtx);
+    return len;
+}
+
+/* The hop a consumer measured, on the head's clock: its arrival time minus
+ * the producer's serve time, each rank's clock corrected by its offset. */
+static void learn_hop(int exec, uint64_t hop_raw, int hop_rank)
+{
+    dm_ctx_t *dm = tgt_rt->dm;
+    int p = -1;
+    for (int e = 0; e < dm_num_executors(dm) && p < 0; e++)
+        if (dm_executor_rank(dm, e) == hop_rank)
+            p = e;
+    if (p < 0 || exec < 0 || p == exec)
+        return;
+    int64_t hop = (int64_t)hop_raw - tgt_model_clock_offset(exec) +
+                  tgt_model_clock_offset(p);
+    if (hop > 0)
+        tgt_model_learn_hop((double)hop * 1e-9, false);
+}
+
+/* tgt_g.mtx held. */
+static void ahead_done_one(uint64_t seq, uint64_t kernel_ns, ompc_status_t st,
+                           uint64_t hop_raw, int hop_rank, int from)
+{
+    ompc_tmap_node_t *t = ompc_tmap_erase(&tgt_g.ahead_nodes, (uintptr_t)seq);
+    if (!t) {
+        ompc_error("an executor reported task %llu done, which is not running",
+                   (unsigned long long)seq);
+        return;
+    }
+    tgt_node_t *n = OMPC_TMAP_ENTRY(t, tgt_node_t, ahead.anode);
+    if (n->exec < 0 || dm_executor_rank(tgt_rt->dm, n->exec) != from) {
+        ompc_tmap_insert(&tgt_g.ahead_nodes, t);
+        ompc_error("rank %d reported task %llu done, which runs elsewhere", from,
+                   (unsigned long long)seq);
+        return;
+    }
+    ahead_owed(n, -1);
+    if (hop_rank >= 0)
+        learn_hop(n->exec, hop_raw, hop_rank);
+    n->kernel_ns = kernel_ns;
+    n->kst = st;
+    n->ahead.kdone = true;
+    tgt_g.stats.completions++;
+    if (n->npred_left == 0 && n->ahead.sent)
+        graph_push_finished(n);
+}
+
+void tgt_graph_ahead_done(const uint64_t *m, size_t n, int from)
+{
+    pthread_mutex_lock(&tgt_g.mtx);
+    tgt_g.stats.done_msgs++;
+    for (size_t i = 0; i < n; i++, m += TGT_DONE_WORDS)
+        ahead_done_one(m[0], m[1], (ompc_status_t)(int64_t)m[2], m[3],
+                       (int)(int64_t)m[4], from);
+    pthread_mutex_unlock(&tgt_g.mtx);
+}

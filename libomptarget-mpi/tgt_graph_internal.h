@@ -1,0 +1,315 @@
+/* Private to the task graph's files: the node, the per-address and
+ * per-buffer ordering state, and the graph's shared state (tgt_graph.h says
+ * what the graph is).  The graph is five files, one job each, each calling
+ * only those above it in this list:
+ *
+ *   tgt_graph.c       the state below and a node's life: references, lists,
+ *                     queues, the live list, readiness
+ *   tgt_flush.c       flush points place pending nodes (the scheduler glue)
+ *   tgt_ahead_head.c  the head's half of launch-ahead (tgt_ahead.c is the
+ *                     executors' half)
+ *   tgt_dispatch.c    waiting, and the dispatch threads that run nodes;
+ *                     the graph's start and end
+ *   tgt_record.c      recording: data ops, nodes, dependence and buffer
+ *                     edges, host bytes still to be written
+ *
+ * (tests/common/check_file_deps.py checks that no call cycle runs
+ * through them.)
+ *
+ * Locks (their order is in tgt_internal.h): tgt_g.mtx guards the graph and
+ * every node field not marked otherwise; tgt_g.sched_mtx lets one flush
+ * place nodes at a time; tgt_g.ahead_mtx guards the per-buffer plans of
+ * launch-ahead (ahead_buf_t). */
+#ifndef OMPC_TGT_GRAPH_INTERNAL_H
+#define OMPC_TGT_GRAPH_INTERNAL_H
+
+#include "tgt_graph.h"
+
+/* ------------------------------------------------------------------ ops */
+typedef enum { OP_WRITE, OP_READ, OP_HOST_STORE, OP_FREE, OP_DONE } op_kind_t;
+
+typedef struct tgt_op {
+    op_kind_t kind;
+    dm_buf_t *buf;
+    size_t off, len;
+    void *host;              /* READ: destination; HOST_STORE: the slot */
+    void *data;              /* WRITE: owned snapshot, or the program's
+                              * bytes if borrowed; HOST_STORE: value;
+                              * READ: the bytes, once they came back with
+                              * the kernel's reply (NULL: dm_read them) */
+    bool back;               /* READ: asked for in the kernel's reply */
+    bool borrowed;           /* WRITE: data is the program's (see BORROW_MIN) */
+} tgt_op_t;
+
+/* At most this many copies travel inside one kernel launch. */
+#define INLINE_BUFS 16
+
+/* ---------------------------------------------------------------- nodes */
+typedef enum {
+    N_RECORDING,             /* ops still being added */
+    N_PENDING,               /* recorded, not scheduled yet */
+    N_SCHEDULING,            /* a flush is placing it */
+    N_WAITING,               /* placed, predecessors not done */
+    N_READY,                 /* queued for a dispatch thread */
+    N_RUNNING,
+    N_DONE,
+} node_state_t;
+
+typedef struct node_list {
+    tgt_node_t **v;
+    size_t n, cap;
+} node_list_t;
+
+struct tgt_node {
+    uint64_t seq;
+    _Atomic int refs;
+    node_state_t state;
+    const tgt_ident_t *loc;
+    const tgt_kernel_t *k;   /* NULL: data-only node */
+    /* What was recorded: written by the recording thread until commit,
+     * then by the thread that runs the node. */
+    char *msg;               /* the kernel's launch message */
+    size_t msg_len;
+    dm_buf_t **bufs;         /* the kernel's buffers (made valid on exec) */
+    size_t nbufs;
+    dm_buf_t **wr;           /* the ones it may write */
+    size_t nwr;
+    tgt_op_t *ops;           /* ops[0, npre) before the kernel, the rest after */
+    size_t nops, capops, npre;
+    bool post;
+    /* Edges and readiness. */
+    node_list_t preds;       /* references held until this node is done */
+    node_list_t succs;
+    int npred_left;
+    int nunsent;             /* preds neither done nor launched ahead */
+    bool hostside;           /* runs head-side ops once its preds are done */
+    int nwaiters;            /* threads in graph_wait_node on it */
+    /* Running it (tgt_dispatch.c). */
+    int exec;
+    ompc_status_t kst;
+    uint64_t kernel_ns;      /* measured on the executor */
+    ev_handle_t *h;          /* a direct launch's kernel event */
+    bool waited;             /* a thread waits on its kernel event */
+    uint64_t *reply;         /* direct launch with read-backs: {kernel ns,
+                              * the bytes, each padded to 8}; else NULL */
+    size_t reply_len;
+    bool inlined;            /* inline_writes ran */
+    dm_buf_t *inl[INLINE_BUFS]; /* buffers whose data came with the launch */
+    size_t ninline;
+    /* Placement by a flush (tgt_flush.c). */
+    struct {
+        uint64_t batch;      /* flush that scheduled it (0: held back) */
+        int64_t idx;         /* its index in that flush's batch */
+        int32_t pref;        /* HEFT: worker from the whole flush's shape, or -1 */
+        int placed_on;       /* executor whose tgt_g.placed counts it, or -1 */
+        double est_finish;   /* seconds on the graph clock */
+        bool deferred;       /* in tgt_g.held (see hold_unmeasured) */
+        bool holds;          /* something was held back until it is done */
+        bool was_held;       /* counted in stats.held */
+    } sched;
+    /* Launch-ahead (tgt_ahead_head.c).  pulled, pulled_tag and abufs are
+     * written by the launching thread and read by the finishing one. */
+    struct {
+        bool launched;       /* sent before its predecessors were done */
+        bool kdone;          /* its executor reported it done */
+        bool sent;           /* the launching thread is done with it */
+        dm_buf_t **pulled;   /* copies that arrive on exec for it */
+        uint64_t *pulled_tag; /* the writer whose data each one brings */
+        size_t npulled;
+        struct ahead_buf **abufs; /* per-buffer plans it takes part in */
+        size_t nabufs;
+        ompc_tmap_node_t anode; /* tgt_g.ahead_nodes, key seq */
+    } ahead;
+    tgt_node_t *qnext;       /* pending / ready / finished / blocked queue */
+    tgt_node_t *lprev, *lnext; /* live list (not done), in seq order */
+};
+
+/* ------------------------------------------------------ ordering state */
+/* Per depend address: the last writer group and the readers since. */
+typedef struct dep_state {
+    ompc_tmap_node_t node;   /* key: address */
+    node_list_t writers;     /* one out/inout node, or an inoutset group */
+    bool set;                /* writers is an inoutset group */
+    node_list_t set_preds;   /* what the group's members wait for */
+    node_list_t readers;
+    size_t prune_at;         /* readers.n that triggers the next prune */
+} dep_state_t;
+
+/* Per buffer: the last node with data ops on it and the users since. */
+typedef struct buf_state {
+    ompc_tmap_node_t node;   /* key: buffer device address */
+    tgt_node_t *last_op;
+    node_list_t users;
+    size_t prune_at;         /* users.n that triggers the next prune */
+} buf_state_t;
+
+/* Per buffer used by launched-ahead nodes in flight: where its next data
+ * comes from.  hold[x] is the node on executor x after which x has the
+ * data (0: ask the data manager).  Guarded by tgt_g.ahead_mtx. */
+typedef struct ahead_buf {
+    ompc_tmap_node_t node;   /* key: buffer device address */
+    int users;               /* launched-ahead nodes in flight using it */
+    uint64_t wseq;           /* the launched-ahead writer in flight, or 0 */
+    int wexec;
+    uint64_t hold[];         /* per executor */
+} ahead_buf_t;
+
+/* Host bytes a node not yet done will write (READ and HOST_STORE ops). */
+typedef struct host_write {
+    uintptr_t begin, end;
+    tgt_node_t *n;
+} host_write_t;
+
+/* A FIFO of nodes linked through qnext. */
+typedef struct queue {
+    tgt_node_t *head, *tail;
+    size_t n;
+} queue_t;
+
+/* ---------------------------------------------------------------- state */
+typedef struct tgt_graph_state {
+    /* Set once started; cleared under mtx at program end, when libomp's
+     * worker threads may still report the end of their last barrier. */
+    _Atomic bool active;
+    pthread_mutex_t mtx;     /* everything below but the sched_ fields */
+    pthread_cond_t cv_work;  /* dispatch threads: something to do */
+    pthread_cond_t cv_done;  /* waiters: a node they wait for is done */
+    int room_waiters;        /* recorders held back (nlive too high) */
+    /* Whether the head needs each completion promptly (graph_need_add):
+     * threads waiting for a node, and live nodes that run on the head once
+     * their predecessors are done.  Launch batches carry need > 0 and
+     * need_gen, and a rise from 0 reaches the workers told otherwise at
+     * once. */
+    int need;
+    uint64_t need_gen;
+    bool *relaxed_sent;      /* per rank: its last batch said "not needed" */
+    uint64_t seq;
+    uint64_t nlive;
+    tgt_node_t *live_head, *live_tail;
+    /* Queues.  pending: recorders push, flushes pop.  held: flushes push
+     * and pop.  ready, finished: any thread pushes (schedule, completion
+     * callbacks, node_done); dispatch threads and helping waiters pop.
+     * blocked: node_start pushes, node_done pops. */
+    queue_t pending, ready, finished, blocked;
+    queue_t held;            /* held back by a flush: before pending */
+    tgt_node_t *last_all;    /* latest omp_all_memory node */
+    ompc_tmap_t deps;        /* dep_state_t by address */
+    ompc_tmap_t bstate;      /* buf_state_t by buffer */
+    host_write_t *hw;
+    size_t nhw, caphw;
+    double *busy_until;      /* per executor, graph clock */
+    int64_t *placed;         /* per executor: kernels placed there, not done */
+    uint64_t t0_ns;          /* graph clock origin */
+    bool stop;
+    pthread_t *threads;
+    int nthreads;
+    pthread_mutex_t sched_mtx; /* one flush places nodes at a time */
+    uint64_t batches;        /* sched_mtx */
+    unsigned rr;             /* OMPC_SCHEDULER=roundrobin: next executor
+                              * (sched_mtx) */
+    uint64_t ndone;          /* nodes done (pins may have been released) */
+    _Atomic size_t nwork;    /* nodes in ready + finished (read unlocked) */
+    _Atomic int hot;         /* dispatch threads spinning for work */
+    bool ahead;              /* OMPC_AHEAD and there are workers */
+    ompc_tmap_t ahead_nodes; /* launched ahead, not reported done: by seq */
+    pthread_mutex_t ahead_mtx; /* abufs */
+    ompc_tmap_t abufs;       /* ahead_buf_t by buffer */
+    tgt_graph_stats_t stats;
+} tgt_graph_state_t;
+
+/* The head's one task graph. */
+extern tgt_graph_state_t tgt_g;
+
+/* ------------------------------------------- shared by the graph's files
+ * "tgt_g.mtx held": the caller holds it, and still does on return.  "No
+ * graph lock held": the caller holds none of tgt_g's locks (it may hold
+ * rec_mtx and map_mtx, which come before them). */
+
+/* The core: the state above and a node's life. */
+/* The entry of m with exactly this key, or NULL. */
+ompc_tmap_node_t *graph_tmap_find(ompc_tmap_t *m, uintptr_t key);
+/* realloc that never returns NULL: out of memory is fatal, naming what. */
+void *graph_xrealloc(void *p, size_t n, const char *what);
+/* Appends n to l (takes no reference: a list that holds them takes one). */
+void graph_list_push(node_list_t *l, tgt_node_t *n);
+void graph_node_ref(tgt_node_t *n);
+/* Drops one reference (n may be NULL); the last frees the node.  Any thread. */
+void graph_node_unref(tgt_node_t *n);
+/* Drop a list's references; graph_list_free also frees its array
+ * (tgt_g.mtx held or the caller owns the list). */
+void graph_list_clear(node_list_t *l);
+void graph_list_free(node_list_t *l);
+/* Keeps only the nodes not done (tgt_g.mtx held). */
+void graph_list_prune(node_list_t *l);
+/* FIFO push and pop (tgt_g.mtx held).  work_ ones are for ready and
+ * finished, whose total tgt_g.nwork spinning threads read unlocked. */
+void graph_q_push(queue_t *q, tgt_node_t *n);
+tgt_node_t *graph_q_pop(queue_t *q);
+void graph_work_push(queue_t *q, tgt_node_t *n);
+tgt_node_t *graph_work_pop(queue_t *q);
+/* Seconds since tgt_graph_init: the clock of est_finish and busy_until. */
+double graph_now(void);
+/* tmap drain callbacks freeing a dep_state_t, a buf_state_t (tgt_g.mtx held). */
+void graph_dep_state_free(ompc_tmap_node_t *t, void *arg);
+void graph_buf_state_free(ompc_tmap_node_t *t, void *arg);
+/* The head's need of prompt completions goes up or down by d (tgt_g.mtx
+ * held); a rise from none is posted to the workers at once. */
+void graph_need_add(int d);
+/* The live list (nodes not done, in seq order) gains or loses n (tgt_g.mtx
+ * held). */
+void graph_live_append(tgt_node_t *n);
+void graph_live_remove(tgt_node_t *n);
+/* This thread takes queued work after the node it runs (dispatch threads,
+ * helping waiters): it need not wake another for the first. */
+extern _Thread_local bool graph_takes_more;
+/* n may be launched before its predecessors are done: a kernel whose only
+ * ops are copies that travel with the launch, and frees after it (its ops
+ * must not change meanwhile: tgt_g.mtx held, or n's recorder or runner). */
+bool graph_ahead_candidate(const tgt_node_t *n);
+/* Queues a waiting node that may be dispatched now; true if it was
+ * (tgt_g.mtx held; the caller wakes a dispatch thread for it). */
+bool graph_make_ready(tgt_node_t *n);
+/* Wakes dispatch threads for `woken` nodes queued (tgt_g.mtx held). */
+void graph_wake_dispatchers(size_t woken);
+/* A node whose kernel is over goes to be finished, by a thread waiting
+ * for it if there is one (tgt_g.mtx held). */
+void graph_push_finished(tgt_node_t *n);
+/* An OMPC_TRACE span of n from t0 until now.  Any thread, no lock. */
+void graph_span(const char *cat, const tgt_node_t *n, const char *what, uint64_t t0,
+                size_t bytes);
+
+/* Flushes (tgt_flush.c). */
+/* Places every pending and held node and queues those ready; does not wait.
+ * mine: a node the caller will wait for and run itself, or NULL.  No graph
+ * lock held. */
+void graph_flush_keep(tgt_node_t *mine);
+#define graph_flush() graph_flush_keep(NULL)
+/* n counts, or stops counting, among the kernels placed on an executor
+ * (tgt_g.mtx held). */
+void graph_placed_add(tgt_node_t *n, int w);
+void graph_placed_drop(tgt_node_t *n);
+
+/* Launch-ahead, the head's half (tgt_ahead_head.c).  Launches are planned
+ * per thread and sent in batches, one message per executor. */
+/* Sends every launch this thread planned.  No graph lock held. */
+void graph_lb_flush(void);
+/* This thread should send its planned launches before planning another
+ * (tgt_g.mtx held). */
+bool graph_lb_due(void);
+/* This thread holds planned launches.  No lock. */
+bool graph_lb_held(void);
+/* Plans the launch of n, pinned and placed on executor e, an ahead
+ * candidate whose copies all travel inside the launch (t0: when its start
+ * began).  No graph lock held. */
+void graph_ahead_launch(tgt_node_t *n, int e, uint64_t t0);
+/* Takes in the report of launched-ahead n's executor (data now there, the
+ * cost model, the per-buffer plans); the caller then runs n's ops after
+ * the kernel and ends it.  No graph lock held. */
+void graph_ahead_finish(tgt_node_t *n);
+
+/* Dispatch (tgt_dispatch.c). */
+/* Returns once n is done, running queued work meanwhile.  The caller holds
+ * a reference on n and no graph lock. */
+void graph_wait_node(tgt_node_t *n);
+
+#endif

@@ -1,0 +1,461 @@
+/* The task graph's recording (tgt_graph.h says what and why): the data ops
+ * the mapping code issues while a construct records, the node, and its
+ * edges: from depend lists by OpenMP's rules, and from buffers.  Also the
+ * host bytes that nodes not done will still write, which later copies to
+ * the device and host tasks wait for. */
+#include "tgt_graph_internal.h"
+
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A copy to the device of at least this many bytes is not snapshotted
+ * when the same kernel node copies those host bytes back (map(tofrom:)):
+ * it is sent from the program's memory when the node runs.  No program
+ * may touch those bytes meanwhile: whatever OpenMP orders after the task
+ * waits for the node (it will write them), and anything else races with
+ * that write anyway.  Smaller copies are snapshotted (cheap, and they may
+ * travel inside the launch). */
+#define BORROW_MIN (64 * 1024)
+
+static _Thread_local tgt_node_t *rec; /* node this thread is recording */
+/* One node records at a time: a node's mapping-table changes and its
+ * place in the graph must be one step, or another thread could use a
+ * mapping whose data ops belong to a node not in the graph yet. */
+static pthread_mutex_t rec_mtx = PTHREAD_MUTEX_INITIALIZER;
+
+/* ------------------------------------------------------------------ ops */
+static tgt_op_t *op_add(tgt_node_t *n, op_kind_t kind)
+{
+    if (n->nops == n->capops) {
+        n->capops = n->capops ? 2 * n->capops : 8;
+        n->ops = graph_xrealloc(n->ops, n->capops * sizeof(*n->ops),
+                                "recording data ops");
+    }
+    tgt_op_t *op = &n->ops[n->nops++];
+    memset(op, 0, sizeof(*op));
+    op->kind = kind;
+    if (!n->post)
+        n->npre = n->nops;
+    return op;
+}
+
+/* A node not done that will write host bytes in [b, e), referenced; NULL
+ * if none.  tgt_g.mtx held. */
+static tgt_node_t *host_write_pending(uintptr_t b, uintptr_t e)
+{
+    for (size_t i = 0; i < tgt_g.nhw; i++)
+        if (tgt_g.hw[i].begin < e && b < tgt_g.hw[i].end &&
+            tgt_g.hw[i].n->state != N_DONE) {
+            graph_node_ref(tgt_g.hw[i].n);
+            return tgt_g.hw[i].n;
+        }
+    return NULL;
+}
+
+static void op_snapshot(tgt_op_t *op, const void *src)
+{
+    op->data = malloc(op->len);
+    if (!op->data)
+        ompc_fatal("out of memory capturing %zu bytes for the device", op->len);
+    memcpy(op->data, src, op->len);
+    op->borrowed = false;
+}
+
+/* Recording ends: a borrowed copy stays borrowed only if a copy back of
+ * this node covers its host bytes (BORROW_MIN). */
+static void ops_settle_borrowed(tgt_node_t *n)
+{
+    for (size_t i = 0; i < n->npre; i++) {
+        tgt_op_t *w = &n->ops[i];
+        if (w->kind != OP_WRITE || !w->borrowed)
+            continue;
+        uintptr_t b = (uintptr_t)w->data, e = b + w->len;
+        bool back = false;
+        for (size_t j = n->npre; j < n->nops && !back; j++) {
+            const tgt_op_t *r = &n->ops[j];
+            back = r->kind == OP_READ && (uintptr_t)r->host <= b &&
+                   e <= (uintptr_t)r->host + r->len;
+        }
+        if (!back)
+            op_snapshot(w, w->data);
+    }
+}
+
+void tgt_op_write(const void *loc, dm_buf_t *b, size_t off, const void *src,
+                  size_t len)
+{
+    if (len == 0)
+        return;
+    tgt_node_t *n = rec;
+    if (!n) {
+        ompc_status_t st = dm_write(tgt_rt->dm, b, off, src, len);
+        if (st != OMPC_OK)
+            TGT_USER_ERROR(loc, "copy to the device failed: %s", ompc_status_str(st));
+        return;
+    }
+    /* The bytes are taken now, as OpenMP says (or lent, BORROW_MIN); if a
+     * task recorded earlier will still copy results into them, that task
+     * runs first (the classic map(tofrom) chain without enter data). */
+    for (;;) {
+        pthread_mutex_lock(&tgt_g.mtx);
+        tgt_node_t *w = host_write_pending((uintptr_t)src, (uintptr_t)src + len);
+        pthread_mutex_unlock(&tgt_g.mtx);
+        if (!w)
+            break;
+        graph_flush();
+        graph_wait_node(w);
+        pthread_mutex_lock(&tgt_g.mtx);
+        graph_node_unref(w);
+        pthread_mutex_unlock(&tgt_g.mtx);
+    }
+    tgt_op_t *op = op_add(n, OP_WRITE);
+    op->buf = b;
+    op->off = off;
+    op->len = len;
+    if (len >= BORROW_MIN && n->k) {
+        /* tgt_rec_commit decides, once it knows the node's copies back. */
+        op->data = (void *)(uintptr_t)src;
+        op->borrowed = true;
+        return;
+    }
+    op_snapshot(op, src);
+}
+
+void tgt_op_read(const void *loc, dm_buf_t *b, size_t off, void *dst, size_t len)
+{
+    if (len == 0)
+        return;
+    tgt_node_t *n = rec;
+    if (!n) {
+        ompc_status_t st = dm_read(tgt_rt->dm, b, off, dst, len);
+        if (st != OMPC_OK)
+            TGT_USER_ERROR(loc, "copy from the device failed: %s", ompc_status_str(st));
+        return;
+    }
+    tgt_op_t *op = op_add(n, OP_READ);
+    op->buf = b;
+    op->off = off;
+    op->len = len;
+    op->host = dst;
+}
+
+void tgt_op_host_store(void **slot, void *value)
+{
+    tgt_node_t *n = rec;
+    if (!n) {
+        *slot = value;
+        return;
+    }
+    tgt_op_t *op = op_add(n, OP_HOST_STORE);
+    op->host = slot;
+    op->data = value;
+    op->len = sizeof(void *);
+}
+
+void tgt_op_free(dm_buf_t *b)
+{
+    tgt_node_t *n = rec;
+    if (!n) {
+        dm_free(tgt_rt->dm, b);
+        return;
+    }
+    n->post = true; /* frees come after everything else of the node */
+    tgt_op_t *op = op_add(n, OP_FREE);
+    op->buf = b;
+}
+
+/* ------------------------------------------------------------ recording */
+tgt_node_t *tgt_rec_begin(const tgt_ident_t *loc, const tgt_kernel_t *k)
+{
+    tgt_node_t *n = calloc(1, sizeof(*n));
+    if (!n)
+        ompc_fatal("out of memory recording a target task");
+    atomic_init(&n->refs, 1); /* the graph's; dropped when done */
+    atomic_fetch_add(&tgt_g.stats.in_memory, 1);
+    n->state = N_RECORDING;
+    n->loc = loc;
+    n->k = k;
+    n->exec = -1;
+    n->sched.placed_on = -1;
+    pthread_mutex_lock(&rec_mtx);
+    rec = n;
+    return n;
+}
+
+void tgt_rec_post(void)
+{
+    if (rec)
+        rec->post = true;
+}
+
+static void edge(tgt_node_t *pred, tgt_node_t *succ)
+{
+    if (!pred || pred == succ || pred->state == N_DONE)
+        return;
+    if (pred->succs.n && pred->succs.v[pred->succs.n - 1] == succ)
+        return;
+    for (size_t i = 0; i < succ->preds.n; i++)
+        if (succ->preds.v[i] == pred)
+            return;
+    graph_list_push(&pred->succs, succ);
+    graph_node_ref(pred);
+    graph_list_push(&succ->preds, pred);
+    succ->npred_left++;
+    if (!pred->ahead.launched)
+        succ->nunsent++;
+}
+
+static void edges_from(const node_list_t *l, tgt_node_t *succ)
+{
+    for (size_t i = 0; i < l->n; i++)
+        edge(l->v[i], succ);
+}
+
+static void list_set_one(node_list_t *l, tgt_node_t *n)
+{
+    graph_list_clear(l);
+    graph_node_ref(n);
+    graph_list_push(l, n);
+}
+
+/* The entry of map m for key, created zeroed (size bytes, the map node
+ * first) if there is none. */
+static void *tmap_obtain(ompc_tmap_t *m, uintptr_t key, size_t size)
+{
+    ompc_tmap_node_t *t = graph_tmap_find(m, key);
+    if (t)
+        return t;
+    t = calloc(1, size);
+    if (!t)
+        ompc_fatal("out of memory tracking the task graph");
+    t->key = key;
+    ompc_tmap_insert(m, t);
+    return t;
+}
+
+_Static_assert(offsetof(dep_state_t, node) == 0, "tmap_obtain needs the node first");
+_Static_assert(offsetof(buf_state_t, node) == 0, "tmap_obtain needs the node first");
+
+static dep_state_t *dep_get(uintptr_t addr)
+{
+    return tmap_obtain(&tgt_g.deps, addr, sizeof(dep_state_t));
+}
+
+/* OpenMP's dependence rules for one depend item of node n (tgt_g.mtx held). */
+static void dep_record(tgt_node_t *n, const tgt_dep_t *dp)
+{
+    if (dp->type == TGT_DEP_ALL) {
+        for (tgt_node_t *o = tgt_g.live_head; o; o = o->lnext)
+            edge(o, n);
+        if (tgt_g.last_all)
+            graph_node_unref(tgt_g.last_all);
+        graph_node_ref(n);
+        tgt_g.last_all = n;
+        return;
+    }
+    dep_state_t *d = dep_get(dp->addr);
+    switch (dp->type) {
+    case TGT_DEP_IN:
+        edges_from(&d->writers, n);
+        if (d->readers.n >= d->prune_at) {
+            /* An address only ever read (a parameter block every task
+             * names with depend(in:)) kept every reader, and with it every
+             * node, until the next barrier: memory grew with the run.  A
+             * reader that is done orders nothing; amortised as for
+             * buffer users. */
+            graph_list_prune(&d->readers);
+            d->prune_at = d->readers.n < 32 ? 64 : 2 * d->readers.n;
+        }
+        graph_node_ref(n);
+        graph_list_push(&d->readers, n);
+        break;
+    case TGT_DEP_INOUTSET:
+        if (d->set && d->readers.n == 0) {
+            edges_from(&d->set_preds, n);
+            graph_node_ref(n);
+            graph_list_push(&d->writers, n);
+            break;
+        }
+        edges_from(&d->readers, n);
+        edges_from(&d->writers, n);
+        /* The group's members all wait for what the first one waits for. */
+        node_list_t preds = {0};
+        const node_list_t *src = d->readers.n ? &d->readers : &d->writers;
+        for (size_t i = 0; i < src->n; i++) {
+            graph_node_ref(src->v[i]);
+            graph_list_push(&preds, src->v[i]);
+        }
+        graph_list_free(&d->set_preds);
+        d->set_preds = preds;
+        list_set_one(&d->writers, n);
+        graph_list_clear(&d->readers);
+        d->set = true;
+        break;
+    default: /* out, inout, mutexinoutset (run in record order: exclusive) */
+        edges_from(&d->readers, n);
+        edges_from(&d->writers, n);
+        list_set_one(&d->writers, n);
+        graph_list_clear(&d->readers);
+        graph_list_free(&d->set_preds);
+        d->set = false;
+        break;
+    }
+}
+
+static buf_state_t *bstate_get(dm_buf_t *b)
+{
+    return tmap_obtain(&tgt_g.bstate, (uintptr_t)dm_buf_addr(b), sizeof(buf_state_t));
+}
+
+static void bstate_drop(buf_state_t *s)
+{
+    ompc_tmap_erase(&tgt_g.bstate, s->node.key);
+    graph_buf_state_free(&s->node, NULL);
+}
+
+/* Buffer edges: a node with data ops on a buffer comes after every earlier
+ * user of it (a FREE after the last kernel, a READ after the writes, as
+ * reference counts order them in OpenMP), and users come after it. */
+static void buf_record(tgt_node_t *n)
+{
+    for (size_t i = 0; i < n->nops; i++) {
+        if (!n->ops[i].buf)
+            continue;
+        buf_state_t *s = bstate_get(n->ops[i].buf);
+        if (s->last_op == n)
+            continue;
+        edge(s->last_op, n);
+        edges_from(&s->users, n);
+        graph_list_clear(&s->users);
+        graph_node_unref(s->last_op);
+        graph_node_ref(n);
+        s->last_op = n;
+    }
+    for (size_t i = 0; i < n->nbufs; i++) {
+        buf_state_t *s = bstate_get(n->bufs[i]);
+        if (s->last_op == n)
+            continue;
+        edge(s->last_op, n);
+        if (s->users.n >= s->prune_at) {
+            /* Amortised: the users of a buffer every task touches can all
+             * still be running (a whole window of them), so a prune per
+             * record would cost the window's length each time. */
+            graph_list_prune(&s->users);
+            s->prune_at = s->users.n < 32 ? 64 : 2 * s->users.n;
+        }
+        graph_node_ref(n);
+        graph_list_push(&s->users, n);
+    }
+    /* A freed buffer's address may be handed out again: forget it. */
+    for (size_t i = 0; i < n->nops; i++)
+        if (n->ops[i].kind == OP_FREE) {
+            ompc_tmap_node_t *t = graph_tmap_find(&tgt_g.bstate,
+                                                  (uintptr_t)dm_buf_addr(n->ops[i].buf));
+            if (t)
+                bstate_drop(OMPC_TMAP_ENTRY(t, buf_state_t, node));
+        }
+}
+
+void tgt_rec_commit(tgt_node_t *n, tgt_mapped_t *m, dm_buf_t **wr, size_t nwr,
+                    char *msg, size_t msg_len, bool wait)
+{
+    rec = NULL;
+    if (m) {
+        /* firstprivate copies live as long as the node */
+        n->post = true;
+        for (size_t i = 0; i < m->ntemps; i++) {
+            tgt_op_t *op = op_add(n, OP_FREE);
+            op->buf = m->temps[i];
+        }
+        m->ntemps = 0;
+        n->bufs = m->bufs;
+        n->nbufs = m->nbufs;
+        m->bufs = NULL;
+        m->nbufs = m->capbufs = 0;
+    }
+    n->wr = wr;
+    n->nwr = nwr;
+    n->msg = msg;
+    n->msg_len = msg_len;
+    ops_settle_borrowed(n);
+    int ndeps;
+    const tgt_dep_t *deps;
+    tgt_ompt_current_deps(&ndeps, &deps);
+
+    pthread_mutex_lock(&tgt_g.mtx);
+    n->seq = ++tgt_g.seq;
+    if (tgt_g.last_all)
+        edge(tgt_g.last_all, n);
+    for (int d = 0; d < ndeps; d++)
+        dep_record(n, &deps[d]);
+    buf_record(n);
+    for (size_t i = 0; i < n->nops; i++) {
+        tgt_op_t *op = &n->ops[i];
+        if (op->kind != OP_READ && op->kind != OP_HOST_STORE)
+            continue;
+        if (tgt_g.nhw == tgt_g.caphw) {
+            /* Entries of finished nodes go first. */
+            size_t k = 0;
+            for (size_t j = 0; j < tgt_g.nhw; j++) {
+                if (tgt_g.hw[j].n->state == N_DONE)
+                    graph_node_unref(tgt_g.hw[j].n);
+                else
+                    tgt_g.hw[k++] = tgt_g.hw[j];
+            }
+            tgt_g.nhw = k;
+            if (tgt_g.nhw == tgt_g.caphw) {
+                tgt_g.caphw = tgt_g.caphw ? 2 * tgt_g.caphw : 64;
+                tgt_g.hw = graph_xrealloc(tgt_g.hw, tgt_g.caphw * sizeof(*tgt_g.hw),
+                                          "task graph");
+            }
+        }
+        graph_node_ref(n);
+        tgt_g.hw[tgt_g.nhw++] = (host_write_t){(uintptr_t)op->host,
+                                       (uintptr_t)op->host + op->len, n};
+    }
+    /* Ops on the head after its predecessors: their completions hold it
+     * up (and, through it, its successors). */
+    n->hostside = !graph_ahead_candidate(n);
+    graph_live_append(n);
+    n->state = N_PENDING;
+    graph_q_push(&tgt_g.pending, n);
+    tgt_g.stats.nodes++;
+    if (n->k)
+        tgt_g.stats.kernels++;
+    uint64_t mem = atomic_load(&tgt_g.stats.in_memory);
+    if (mem > tgt_g.stats.in_memory_peak)
+        tgt_g.stats.in_memory_peak = mem;
+    size_t npend = tgt_g.pending.n;
+    uint64_t nlive = tgt_g.nlive;
+    if (wait) {
+        graph_node_ref(n);
+        graph_need_add(1); /* before its launch, which then says so */
+    }
+    pthread_mutex_unlock(&tgt_g.mtx);
+    pthread_mutex_unlock(&rec_mtx);
+
+    int64_t window = ompc_config_get()->graph_window;
+    if (wait) {
+        graph_flush_keep(n);
+        graph_wait_node(n);
+        pthread_mutex_lock(&tgt_g.mtx);
+        graph_need_add(-1);
+        graph_node_unref(n);
+        pthread_mutex_unlock(&tgt_g.mtx);
+        return;
+    }
+    if ((int64_t)npend >= window)
+        graph_flush();
+    if ((int64_t)nlive > 4 * window) {
+        /* Back-pressure: a program that records much faster than the
+         * cluster runs would otherwise hold its whole future in memory. */
+        graph_flush();
+        pthread_mutex_lock(&tgt_g.mtx);
+        tgt_g.room_waiters++;
+        while ((int64_t)tgt_g.nlive > 2 * window)
+            pthread_cond_wait(&tgt_g.cv_done, &tgt_g.mtx);
+        tgt_g.room_waiters--;
+        pthread_mutex_unlock(&tgt_g.mtx);
+    }
+}
