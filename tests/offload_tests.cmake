@@ -47,14 +47,22 @@ function(ompc_offload_cxx_program)
   add_custom_target(build_${P_NAME} ALL DEPENDS ${out})
 endfunction()
 
-# ompc_offload_test(NAME name NP n... [ENV ...]) runs bin/NAME under mpiexec.
+# ompc_offload_test(NAME name NP n... [PROGRAM prog] [ENV ...] [ARGS ...]
+#                   [TIMEOUT s]) runs bin/PROGRAM (by default bin/NAME) under
+# mpiexec as name:npN for each n.
 function(ompc_offload_test)
-  cmake_parse_arguments(T "" "NAME" "NP;ENV;ARGS" ${ARGN})
+  cmake_parse_arguments(T "" "NAME;PROGRAM;TIMEOUT" "NP;ENV;ARGS" ${ARGN})
+  if(NOT T_PROGRAM)
+    set(T_PROGRAM ${T_NAME})
+  endif()
+  if(NOT T_TIMEOUT)
+    set(T_TIMEOUT ${OMPC_TEST_TIMEOUT})
+  endif()
   foreach(np IN LISTS T_NP)
     add_test(NAME ${T_NAME}:np${np}
              COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${np}
-                     ${CMAKE_RUNTIME_OUTPUT_DIRECTORY}/${T_NAME} ${T_ARGS})
-    set_tests_properties(${T_NAME}:np${np} PROPERTIES TIMEOUT ${OMPC_TEST_TIMEOUT}
+                     ${CMAKE_RUNTIME_OUTPUT_DIRECTORY}/${T_PROGRAM} ${T_ARGS})
+    set_tests_properties(${T_NAME}:np${np} PROPERTIES TIMEOUT ${T_TIMEOUT}
                          ENVIRONMENT "${OMPC_OFFLOAD_TEST_ENV};${T_ENV}")
   endforeach()
 endfunction()

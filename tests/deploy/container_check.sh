@@ -5,7 +5,7 @@
 # (neither runs on CI): the same root filesystem with debootstrap, the same
 # %files, the recipe's own %post, %test, %environment and %runscript run
 # inside it with chroot; then, inside that root, the image's ompcc compiles
-# a conformance program (tests/offload/stencil.c) and the runscript runs it
+# a conformance program (tests/offload/conformance/stencil.c) and the runscript runs it
 # on 1 head + 2 workers, as `apptainer run ompc.sif -n 3 ./stencil` would
 # (embedded model), and a launcher starts the runscript once per rank, as
 # `srun apptainer run ompc.sif ./pipeline` would (hybrid model).
@@ -20,7 +20,7 @@
 #                ignored, files (git ls-files -co --exclude-standard)
 #   post         %post in the chroot (/bin/sh -ex, clean environment)
 #   test         %test in the chroot (the find_package example on 3 ranks)
-#   compile      ompcc builds tests/offload/stencil.c in the chroot
+#   compile      ompcc builds tests/offload/conformance/stencil.c in the chroot
 #   embedded     runscript -n 3 ./stencil: exit 0 and "PASS stencil"
 #   hybrid       mpiexec.mpich -n 3 runscript ./pipeline: one job, workers=2
 #
@@ -471,7 +471,7 @@ fi
 begin compile
 # The user's working directory (Apptainer binds it): a conformance program.
 mkdir -p "$root/root/work"
-cp "$src/tests/offload/stencil.c" "$src/tests/offload/offload_check.h" \
+cp "$src/tests/offload/conformance/stencil.c" "$src/tests/offload/conformance/offload_check.h" \
    "$src/examples/find_package/pipeline.c" "$root/root/work/"
 in_root 300 '. /.singularity.d/env/90-environment.sh && cd /root/work &&
   command -v ompcc && ompcc -O1 -Wall -Wextra -Werror -o stencil stencil.c &&

@@ -12,7 +12,7 @@
 add_test(NAME slurm_sbatch:np3
          COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/slurm_check.sh
                  ${PROJECT_SOURCE_DIR}/containers/ompc.sbatch
-                 ${CMAKE_RUNTIME_OUTPUT_DIRECTORY}/off_stencil
+                 ${CMAKE_RUNTIME_OUTPUT_DIRECTORY}/off_conf_stencil
                  ${CMAKE_RUNTIME_OUTPUT_DIRECTORY}/ompc-taskbench)
 set_tests_properties(slurm_sbatch:np3 PROPERTIES
                      LABELS deploy

@@ -380,7 +380,7 @@ job_ok() {
 }
 
 conf_pass=$(basename "$conformance")
-conf_pass=${conf_pass#off_}
+conf_pass=${conf_pass#off_conf_}
 
 for launcher in srun mpiexec; do
   run_job "conformance-$launcher" "$launcher" "$conformance"

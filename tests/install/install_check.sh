@@ -8,7 +8,7 @@
 #                     library; EXAMPLE_DIR (find_package(ompc)) configures,
 #                     builds and runs on 3 ranks: workers=2, result=ok.
 #                     The moved ompc++ builds a C++ program, and C++ and
-#                     C + C++ projects (sources from TESTS/offload-cxx)
+#                     C + C++ projects (sources from TESTS/offload/cxx)
 #                     configure with find_package(ompc) before and after
 #                     project(), build and pass on 3 ranks.
 #   wrong_compiler    EXAMPLE_DIR configured with GCC (not clang 19) stops
@@ -19,7 +19,7 @@
 set -euo pipefail
 mode=$1 build=$2 example=$3 cmake=$4 mpiexec=$5 sanitizer=$6 gcc=${7:-} gxx=${8:-}
 tests=${9:-}
-cxxsrc=$tests/offload-cxx
+cxxsrc=$tests/offload/cxx
 
 skip() { echo "SKIPPED: $*"; exit 77; }
 # says LOG ERE: CMake's message in LOG, its wrapped lines joined, matches ERE.
@@ -78,7 +78,7 @@ cxx_project() {
       echo "add_executable(app $cxxsrc/mixed_main.cpp $cxxsrc/mixed_kernels.c)"
       echo "target_link_libraries(app PRIVATE ompc::offload)"
     fi
-    echo "target_include_directories(app PRIVATE $tests/offload)"
+    echo "target_include_directories(app PRIVATE $tests/offload/conformance)"
     echo "target_compile_options(app PRIVATE -O1 -Wall -Wextra -Werror)"
   } > "$dir/CMakeLists.txt"
 }
@@ -201,7 +201,7 @@ check_pass() {  # check_pass LABEL PROGRAM TOPIC: 3 ranks, PASS TOPIC
 }
 
 echo "== moved ompc++"
-"$p/bin/ompc++" -O1 -I"$tests/offload" -o "$tmp/multi-ompcxx" \
+"$p/bin/ompc++" -O1 -I"$tests/offload/conformance" -o "$tmp/multi-ompcxx" \
   "$cxxsrc/multi_main.cpp" "$cxxsrc/multi_lib.cpp"
 rpath_is "$tmp/multi-ompcxx" "$p/lib"
 check_pass "ompc++ build" "$tmp/multi-ompcxx" multi_tu

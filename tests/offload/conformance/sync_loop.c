@@ -8,8 +8,8 @@
  * run with its thread start-up does, or a kernel whose work shrinks.  A
  * runtime that learns kernel costs then expects the light triads to take
  * long, and must still see that the worker holding the arrays is idle
- * once they are done: tests/offload/CMakeLists.txt checks, on 3 ranks
- * under the default scheduler, that no byte moved between workers.
+ * once they are done: off_rt_sync_loop_keeps_data:np3 (tests/offload/runtime)
+ * checks, under the default scheduler, that no byte moved between workers.
  *
  * Unsigned arithmetic (wraps, exact): a stale or misplaced array changes
  * the dot of its pass and the final arrays, compared with the host's.

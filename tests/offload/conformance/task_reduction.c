@@ -10,7 +10,7 @@
  * Each target construct joins one reduction: with two in_reduction items
  * clang 19 compiles the target task's body to `unreachable` (it crashes on
  * LLVM's own runtime too).  A combined construct's `reduction` with nowait
- * hangs on LLVM's runtime, so that case is in tests/offload-ompc.
+ * hangs on LLVM's runtime, so that case is in tests/offload/runtime.
  */
 #include <omp.h>
 #include <stdio.h>

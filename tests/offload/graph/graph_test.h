@@ -2,7 +2,7 @@
  * graph_test.h - helpers shared by the deferred-execution tests.
  *
  * Results are checked and reported with the conformance suite's helpers
- * (CHECK, CHECK_AT, finish: ../offload/offload_check.h). On top of them
+ * (CHECK, CHECK_AT, finish: ../conformance/offload_check.h). On top of them
  * this header gives every test the same busy work:
  *
  *   spin(v, n)  iterates a 32-bit linear congruential generator n times
@@ -26,7 +26,7 @@
 #ifndef GRAPH_TEST_H
 #define GRAPH_TEST_H
 
-#include "../offload/offload_check.h"
+#include "../conformance/offload_check.h"
 
 #pragma omp declare target
 static unsigned spin(unsigned v, int n) {

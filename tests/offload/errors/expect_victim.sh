@@ -16,7 +16,7 @@ trap 'rm -f "$out"' EXIT
 fail() { echo "expect_victim: FAIL: $*"; exit 1; }
 # The run, its time limit (a hang fails), its non-zero exit and REGEX:
 # expect_fail.sh, which prints the job's output.
-"$(dirname "$0")/../expect_fail.sh" "$limit" "${regex:-.}" "$@" >"$out" 2>&1
+"$(dirname "$0")/../../expect_fail.sh" "$limit" "${regex:-.}" "$@" >"$out" 2>&1
 rc=$?
 cat "$out"
 [ "$rc" -eq 0 ] || exit 1

@@ -12,7 +12,7 @@
  *
  * Lambdas made on the host that capture by reference, capture a pointer,
  * or capture `this`, called on the device, are refused by ompc (see
- * ../offload-errors/lambda_capture.cpp); LLVM's runtime runs them.
+ * ../errors/lambda_capture.cpp); LLVM's runtime runs them.
  *
  * Why: closures and objects are copied to the device as bytes; a runtime
  * that lost the closure copy, or did not bring an object mapped `tofrom`
