@@ -471,19 +471,25 @@ static void args_tests(void)
     ompc_trace_fini();
 }
 
-/* ns per span for n spans recorded on one thread with the given args. */
+/* ns per span for n spans recorded on one thread with the given args: the
+ * best of several rounds, each into memory the previous round freed, so
+ * that page faults and other load do not count. */
 static double bench_spans(int n, const ompc_trace_arg_t *args, size_t nargs)
 {
-    ompc_trace_init(0, true);
-    ompc_trace_set_max_events((uint64_t)n);
-    uint64_t t0 = ompc_trace_now_ns();
-    for (int i = 0; i < n; i++)
-        ompc_trace_span("transfer", "launch kernel_a", t0, t0 + (uint64_t)i, args,
-                        nargs);
-    double ns = (double)(ompc_trace_now_ns() - t0) / n;
-    check_counts((uint64_t)n, 0);
-    ompc_trace_fini();
-    return ns;
+    double best = 0;
+    for (int round = 0; round < 10; round++) {
+        ompc_trace_init(0, true);
+        uint64_t t0 = ompc_trace_now_ns();
+        for (int i = 0; i < n; i++)
+            ompc_trace_span("transfer", "launch kernel_a", t0, t0 + (uint64_t)i,
+                            args, nargs);
+        double ns = (double)(ompc_trace_now_ns() - t0) / n;
+        check_counts((uint64_t)n, 0);
+        ompc_trace_fini();
+        if (round == 0 || ns < best)
+            best = ns;
+    }
+    return best;
 }
 
 /* The per-span cost of recording, as a tgt_graph.c transfer span (three
@@ -496,6 +502,11 @@ static int bench(int n)
     const ompc_trace_arg_t sched[] = {OMPC_TRACE_U64("tasks", 64),
                                       OMPC_TRACE_U64("held", 0),
                                       OMPC_TRACE_STR("policy", "heft")};
+    if (n <= 0 || (uint64_t)n > OMPC_TRACE_MAX_EVENTS_DEFAULT) {
+        fprintf(stderr, "trace_test: --bench N: N from 1 to %u\n",
+                OMPC_TRACE_MAX_EVENTS_DEFAULT);
+        return 2;
+    }
     for (int rep = 0; rep < 3; rep++) {
         double none = bench_spans(n, NULL, 0);
         double nums = bench_spans(n, three, OMPC_TRACE_NARGS(three));
@@ -510,7 +521,7 @@ static int bench(int n)
 int main(int argc, char **argv)
 {
     if (argc >= 2 && strcmp(argv[1], "--bench") == 0)
-        return bench(argc >= 3 ? atoi(argv[2]) : 1000000);
+        return bench(argc >= 3 ? atoi(argv[2]) : 100000);
     if (argc != 3) {
         fprintf(stderr, "usage: %s OUT.json DROP.json | --bench [N]\n", argv[0]);
         return 2;
