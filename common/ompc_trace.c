@@ -32,10 +32,12 @@ enum {
     TRACE_CHUNK_EVENTS = 1024,
     TRACE_STRCHUNK_BYTES = 16384,
     TRACE_NAME_MAX = 64,
-    /* args are validated recursively; this bounds the stack a hostile blob
-     * can make the writer use. */
-    TRACE_JSON_DEPTH_MAX = 64,
 };
+
+/* Arena lengths of argument keys and strings are 16-bit. */
+_Static_assert(OMPC_TRACE_STR_MAX <= UINT16_MAX, "OMPC_TRACE_STR_MAX too large");
+/* An event's argument count travels in one byte of the blob. */
+_Static_assert(OMPC_TRACE_ARGS_MAX <= UINT8_MAX, "OMPC_TRACE_ARGS_MAX too large");
 
 /* Bytes of strings a rank may keep per event it may keep.  Names and
  * categories are interned per thread, so this is mostly args. */
@@ -56,8 +58,11 @@ typedef struct trace_ev {
     uint64_t val;     /* 'X': duration; 'C': the value's bits; 'i': 0 */
     const char *cat;  /* arena strings of the owner thread; NULL if absent */
     const char *name;
-    const char *args; /* 'C': the series */
+    /* 'C': the series; 'X' and 'i': nargs arguments encoded by
+     * thread_args_store, NULL when nargs is 0. */
+    const char *args;
     uint8_t ph;
+    uint8_t nargs;
 } trace_ev_t;
 
 /* Filled by the owner thread only.  A reader loads next before n (both
@@ -187,7 +192,9 @@ static uint32_t trace_str_len(const char *s)
     return len;
 }
 
-static const char *thread_str_store(trace_thread_t *th, const char *s, size_t len)
+/* Room for len bytes in the thread's arena, the length and the NUL around
+ * them already written; NULL when the budget or memory runs out. */
+static char *thread_arena_alloc(trace_thread_t *th, size_t len)
 {
     size_t need = 4 + len + 1;
     trace_strchunk_t *c = th->strs;
@@ -210,10 +217,70 @@ static const char *thread_str_store(trace_thread_t *th, const char *s, size_t le
     char *p = c->data + c->used;
     uint32_t len32 = (uint32_t)len;
     memcpy(p, &len32, sizeof(len32));
-    memcpy(p + 4, s, len);
     p[4 + len] = '\0';
     c->used += need;
     return p + 4;
+}
+
+static const char *thread_str_store(trace_thread_t *th, const char *s, size_t len)
+{
+    char *p = thread_arena_alloc(th, len);
+    if (p)
+        memcpy(p, s, len);
+    return p;
+}
+
+/* Arguments as one arena string in host byte order, unaligned: per
+ * argument a u8 type, a u16 key length and the key, then the value: 8
+ * bytes for a number, a u16 length and the bytes for a string.  Recording
+ * copies bytes only; keys and strings become JSON when the file is
+ * written.  NULL for an unknown type or when the arena is full. */
+static const char *thread_args_store(trace_thread_t *th,
+                                     const ompc_trace_arg_t *args, size_t nargs)
+{
+    uint16_t klen[OMPC_TRACE_ARGS_MAX], slen[OMPC_TRACE_ARGS_MAX];
+    size_t need = 0;
+    for (size_t i = 0; i < nargs; i++) {
+        const ompc_trace_arg_t *a = &args[i];
+        klen[i] = (uint16_t)(a->key ? strnlen(a->key, OMPC_TRACE_STR_MAX) : 0);
+        need += 3 + (size_t)klen[i];
+        switch (a->type) {
+        case OMPC_TRACE_ARG_U64:
+        case OMPC_TRACE_ARG_I64:
+        case OMPC_TRACE_ARG_F64:
+            need += 8;
+            break;
+        case OMPC_TRACE_ARG_STR:
+            slen[i] = (uint16_t)(a->str ? strnlen(a->str, OMPC_TRACE_STR_MAX) : 0);
+            need += 2 + (size_t)slen[i];
+            break;
+        default:
+            return NULL;
+        }
+    }
+    char *rec = thread_arena_alloc(th, need), *p = rec;
+    if (!rec)
+        return NULL;
+    for (size_t i = 0; i < nargs; i++) {
+        const ompc_trace_arg_t *a = &args[i];
+        *p++ = (char)a->type;
+        memcpy(p, &klen[i], 2);
+        if (klen[i])
+            memcpy(p + 2, a->key, klen[i]);
+        p += 2 + klen[i];
+        switch (a->type) {
+        case OMPC_TRACE_ARG_U64: memcpy(p, &a->u64, 8); p += 8; break;
+        case OMPC_TRACE_ARG_I64: memcpy(p, &a->i64, 8); p += 8; break;
+        case OMPC_TRACE_ARG_F64: memcpy(p, &a->f64, 8); p += 8; break;
+        default:
+            memcpy(p, &slen[i], 2);
+            if (slen[i])
+                memcpy(p + 2, a->str, slen[i]);
+            p += 2 + slen[i];
+            break;
+        }
+    }
+    return rec;
 }
 
 /* Names and categories repeat endlessly; each distinct one is stored once
@@ -305,8 +372,10 @@ static trace_ev_t *thread_slot(trace_thread_t *th)
     return &nc->ev[0];
 }
 
+/* series is for 'C' only, args and nargs for 'X' and 'i' only. */
 static void trace_record(uint8_t ph, const char *cat, const char *name,
-                         const char *args, uint64_t ts, uint64_t val)
+                         const char *series, const ompc_trace_arg_t *args,
+                         size_t nargs, uint64_t ts, uint64_t val)
 {
     trace_thread_t *th = trace_self();
     if (!th) {
@@ -322,17 +391,20 @@ static void trace_record(uint8_t ph, const char *cat, const char *name,
     ev->val = val;
     ev->cat = NULL;
     ev->args = NULL;
+    ev->nargs = 0;
     if (cat && !(ev->cat = thread_intern(th, cat)))
         goto drop;
     if (!(ev->name = thread_intern(th, name ? name : "")))
         goto drop;
     if (ph == 'C') {
-        if (!(ev->args = thread_intern(th, args)))
+        if (!(ev->args = thread_intern(th, series)))
             goto drop;
-    } else if (args) {
-        ev->args = thread_str_store(th, args, strnlen(args, OMPC_TRACE_STR_MAX));
-        if (!ev->args)
+    } else if (args && nargs) {
+        if (nargs > OMPC_TRACE_ARGS_MAX)
+            nargs = OMPC_TRACE_ARGS_MAX;
+        if (!(ev->args = thread_args_store(th, args, nargs)))
             goto drop;
+        ev->nargs = (uint8_t)nargs;
     }
     th->tail_n++;
     atomic_store_explicit(&th->tail->n, th->tail_n, memory_order_release);
@@ -427,20 +499,22 @@ void ompc_trace_thread_name(const char *name)
 }
 
 void ompc_trace_span(const char *cat, const char *name, uint64_t t0_ns,
-                     uint64_t t1_ns, const char *args)
+                     uint64_t t1_ns, const ompc_trace_arg_t *args, size_t nargs)
 {
     if (!atomic_load_explicit(&trace.on, memory_order_relaxed))
         return;
     uint64_t ts = trace_clamp_time(t0_ns);
     uint64_t dur = trace_clamp_time(t1_ns > t0_ns ? t1_ns - t0_ns : 0);
-    trace_record('X', cat, name, args, ts, dur);
+    trace_record('X', cat, name, NULL, args, nargs, ts, dur);
 }
 
-void ompc_trace_instant(const char *cat, const char *name, const char *args)
+void ompc_trace_instant(const char *cat, const char *name,
+                        const ompc_trace_arg_t *args, size_t nargs)
 {
     if (!atomic_load_explicit(&trace.on, memory_order_relaxed))
         return;
-    trace_record('i', cat, name, args, trace_clamp_time(ompc_trace_now_ns()), 0);
+    trace_record('i', cat, name, NULL, args, nargs,
+                 trace_clamp_time(ompc_trace_now_ns()), 0);
 }
 
 void ompc_trace_counter(const char *name, const char *series, double value)
@@ -449,7 +523,7 @@ void ompc_trace_counter(const char *name, const char *series, double value)
         return;
     uint64_t bits;
     memcpy(&bits, &value, sizeof(bits));
-    trace_record('C', NULL, name, series ? series : "value",
+    trace_record('C', NULL, name, series ? series : "value", NULL, 0,
                  trace_clamp_time(ompc_trace_now_ns()), bits);
 }
 
@@ -476,20 +550,28 @@ void ompc_trace_counts(uint64_t *events_p, uint64_t *dropped_p)
 
 /* ----------------------------------------------------------------- blobs
  *
- * Version 1, all integers little-endian, no alignment:
+ * Version 2, all integers little-endian, no alignment:
  *   header  "OMPCTRCE" u32 version, i32 rank, u64 total size, u64 dropped,
- *           u64 max_events, u32 nstrings, u32 nthreads, u64 nevents
+ *           u64 max_events, u32 nstrings, u32 nthreads, u64 nevents,
+ *           u64 nargs
  *   strings nstrings x { u32 len, len bytes }             (ids 0..n-1)
  *   threads nthreads x { u32 name string id }             (index = tid)
- *   events  nevents  x { u8 ph, 3 zero bytes, u32 tid, u32 cat, u32 name,
- *                        u32 args, u64 ts_ns, u64 val }
+ *   args    nargs    x { u8 type, 3 zero bytes, u32 key string id,
+ *                        u64 value }
+ *   events  nevents  x { u8 ph, u8 nargs, 2 zero bytes, u32 tid, u32 cat,
+ *                        u32 name, u32 args, u64 ts_ns, u64 val }
  * Absent strings are id 0xffffffff.  val is the duration for 'X', 0 for
- * 'i' and the IEEE double bits for 'C' (whose args is the series).  The
- * blob must end exactly after the last event. */
+ * 'i' and the IEEE double bits for 'C' (whose args is the series).  An
+ * argument's type is an ompc_trace_type_t; its value is the number (a
+ * double's IEEE bits) or, for a string, the string's id.  The events of
+ * 'X' and 'i' take the arguments in order: an event's args is the index of
+ * its first argument (0xffffffff when it has none), every argument belongs
+ * to exactly one event.  The blob must end exactly after the last event. */
 
 #define TRACE_MAGIC "OMPCTRCE"
-#define TRACE_VERSION 1u
-#define TRACE_HDR_BYTES 56u
+#define TRACE_VERSION 2u
+#define TRACE_HDR_BYTES 64u
+#define TRACE_ARG_BYTES 16u
 #define TRACE_EV_BYTES 36u
 
 static void enc_u32(uint8_t *p, uint32_t v)
@@ -617,13 +699,48 @@ static int strset_arena_id(trace_strset_t *set, const char *s, uint32_t *id_p)
     return strset_id(set, s, trace_str_len(s), id_p);
 }
 
+/* Append the arguments thread_args_store encoded at rec to out in the
+ * blob's form; -1 on failure. */
+static int args_encode(trace_strset_t *set, trace_buf_t *out, const char *rec)
+{
+    const char *p = rec, *end = rec + trace_str_len(rec);
+    while (p < end) {
+        uint8_t type = (uint8_t)*p++;
+        uint16_t klen, slen;
+        uint32_t key, str;
+        uint64_t val;
+        memcpy(&klen, p, 2);
+        if (strset_id(set, p + 2, klen, &key) != 0)
+            return -1;
+        p += 2 + klen;
+        if (type == OMPC_TRACE_ARG_STR) {
+            memcpy(&slen, p, 2);
+            if (strset_id(set, p + 2, slen, &str) != 0)
+                return -1;
+            val = str;
+            p += 2 + slen;
+        } else {
+            memcpy(&val, p, 8);
+            p += 8;
+        }
+        uint8_t *a = buf_append(out, TRACE_ARG_BYTES);
+        if (!a)
+            return -1;
+        a[0] = type;
+        a[1] = a[2] = a[3] = 0;
+        enc_u32(a + 4, key);
+        enc_u64(a + 8, val);
+    }
+    return 0;
+}
+
 static ompc_status_t trace_serialize_locked(void **blob_p, size_t *size_p)
 {
     ompc_status_t st = OMPC_ERR_NOMEM;
     uint32_t nthreads = trace.next_tid;
     trace_strset_t set = {0};
-    trace_buf_t evs = {0};
-    uint64_t nevents = 0, dropped = atomic_load_explicit(&trace.lost,
+    trace_buf_t evs = {0}, args_out = {0};
+    uint64_t nevents = 0, nargs = 0, dropped = atomic_load_explicit(&trace.lost,
                                                         memory_order_relaxed);
     trace_thread_t **by_tid = calloc(nthreads ? nthreads : 1, sizeof(*by_tid));
     uint32_t *name_ids = calloc(nthreads ? nthreads : 1, sizeof(*name_ids));
@@ -647,16 +764,27 @@ static ompc_status_t trace_serialize_locked(void **blob_p, size_t *size_p)
             size_t n = atomic_load_explicit(&c->n, memory_order_acquire);
             for (size_t i = 0; i < n; i++) {
                 const trace_ev_t *e = &c->ev[i];
-                uint32_t cat, name, args;
+                uint32_t cat, name, args = TRACE_NONE;
                 if (strset_arena_id(&set, e->cat, &cat) != 0 ||
-                    strset_arena_id(&set, e->name, &name) != 0 ||
-                    strset_arena_id(&set, e->args, &args) != 0)
+                    strset_arena_id(&set, e->name, &name) != 0)
                     goto out;
+                if (e->ph == 'C') {
+                    if (strset_arena_id(&set, e->args, &args) != 0)
+                        goto out;
+                } else if (e->nargs) {
+                    /* Indices are u32 and TRACE_NONE means none. */
+                    if (nargs + e->nargs >= TRACE_NONE ||
+                        args_encode(&set, &args_out, e->args) != 0)
+                        goto out;
+                    args = (uint32_t)nargs;
+                    nargs += e->nargs;
+                }
                 uint8_t *p = buf_append(&evs, TRACE_EV_BYTES);
                 if (!p)
                     goto out;
                 p[0] = e->ph;
-                p[1] = p[2] = p[3] = 0;
+                p[1] = e->nargs;
+                p[2] = p[3] = 0;
                 enc_u32(p + 4, t);
                 enc_u32(p + 8, cat);
                 enc_u32(p + 12, name);
@@ -668,9 +796,10 @@ static ompc_status_t trace_serialize_locked(void **blob_p, size_t *size_p)
             c = next;
         }
     }
-    if (set.out.failed || evs.failed)
+    if (set.out.failed || evs.failed || args_out.failed)
         goto out;
-    size_t size = TRACE_HDR_BYTES + set.out.len + 4 * (size_t)nthreads + evs.len;
+    size_t size = TRACE_HDR_BYTES + set.out.len + 4 * (size_t)nthreads +
+                  args_out.len + evs.len;
     uint8_t *blob = malloc(size);
     if (!blob)
         goto out;
@@ -683,12 +812,16 @@ static ompc_status_t trace_serialize_locked(void **blob_p, size_t *size_p)
     enc_u32(blob + 40, set.n);
     enc_u32(blob + 44, nthreads);
     enc_u64(blob + 48, nevents);
+    enc_u64(blob + 56, nargs);
     uint8_t *p = blob + TRACE_HDR_BYTES;
     if (set.out.len)
         memcpy(p, set.out.p, set.out.len);
     p += set.out.len;
     for (uint32_t t = 0; t < nthreads; t++, p += 4)
         enc_u32(p, name_ids[t]);
+    if (args_out.len)
+        memcpy(p, args_out.p, args_out.len);
+    p += args_out.len;
     if (evs.len)
         memcpy(p, evs.p, evs.len);
     *blob_p = blob;
@@ -696,6 +829,7 @@ static ompc_status_t trace_serialize_locked(void **blob_p, size_t *size_p)
     st = OMPC_OK;
 out:
     free(evs.p);
+    free(args_out.p);
     free(set.out.p);
     free(set.off);
     ompc_u64map_fini(&set.ids);
@@ -721,11 +855,11 @@ typedef struct trace_blob {
     int rank;
     uint64_t dropped, max_events;
     uint32_t nstrings, nthreads;
-    uint64_t nevents;
+    uint64_t nevents, nargs;
     const uint8_t **str;
     uint32_t *str_len;
-    uint8_t *args_state; /* per string: 0 unchecked, 1 JSON object, 2 not */
     const uint8_t *threads;
+    const uint8_t *args;
     const uint8_t *events;
     int64_t offset;
     int64_t ts_min, end_max; /* raw; meaningful when nevents > 0 */
@@ -736,10 +870,8 @@ static void blob_free(trace_blob_t *b)
 {
     free(b->str);
     free(b->str_len);
-    free(b->args_state);
     b->str = NULL;
     b->str_len = NULL;
-    b->args_state = NULL;
 }
 
 static bool blob_id_ok(const trace_blob_t *b, uint32_t id, bool optional)
@@ -777,6 +909,7 @@ static ompc_status_t blob_parse(const void *data, size_t size, trace_blob_t *b)
     b->nstrings = dec_u32(p + 40);
     b->nthreads = dec_u32(p + 44);
     b->nevents = dec_u64(p + 48);
+    b->nargs = dec_u64(p + 56);
     size_t off = TRACE_HDR_BYTES;
 
     /* Each string takes at least 4 bytes: bounds the arrays below by the
@@ -786,8 +919,7 @@ static ompc_status_t blob_parse(const void *data, size_t size, trace_blob_t *b)
     size_t n = b->nstrings ? b->nstrings : 1;
     b->str = malloc(n * sizeof(*b->str));
     b->str_len = malloc(n * sizeof(*b->str_len));
-    b->args_state = calloc(n, 1);
-    if (!b->str || !b->str_len || !b->args_state) {
+    if (!b->str || !b->str_len) {
         blob_free(b);
         return OMPC_ERR_NOMEM;
     }
@@ -811,25 +943,53 @@ static ompc_status_t blob_parse(const void *data, size_t size, trace_blob_t *b)
             return blob_bad(b, "thread name is not a string id");
     off += 4 * (size_t)b->nthreads;
 
+    if (b->nargs > (size - off) / TRACE_ARG_BYTES)
+        return blob_bad(b, "argument table truncated");
+    b->args = p + off;
+    for (uint64_t i = 0; i < b->nargs; i++) {
+        const uint8_t *a = b->args + i * TRACE_ARG_BYTES;
+        uint64_t val = dec_u64(a + 8);
+        if (a[1] || a[2] || a[3])
+            return blob_bad(b, "non-zero padding in an argument");
+        if (!blob_id_ok(b, dec_u32(a + 4), false))
+            return blob_bad(b, "argument key is not a string id");
+        if (a[0] > OMPC_TRACE_ARG_STR)
+            return blob_bad(b, "unknown argument type");
+        if (a[0] == OMPC_TRACE_ARG_STR && val >= b->nstrings)
+            return blob_bad(b, "argument value is not a string id");
+    }
+    off += (size_t)b->nargs * TRACE_ARG_BYTES;
+
     if ((size - off) % TRACE_EV_BYTES != 0 ||
         b->nevents != (size - off) / TRACE_EV_BYTES)
         return blob_bad(b, "event count does not match the size");
     b->events = p + off;
     b->ts_min = TRACE_TIME_MAX;
     b->end_max = 0;
+    uint64_t next_arg = 0;
     for (uint64_t i = 0; i < b->nevents; i++) {
         const uint8_t *e = b->events + i * TRACE_EV_BYTES;
-        uint8_t ph = e[0];
+        uint8_t ph = e[0], nargs = e[1];
         uint32_t tid = dec_u32(e + 4), name = dec_u32(e + 12);
         uint32_t cat = dec_u32(e + 8), args = dec_u32(e + 16);
         uint64_t ts = dec_u64(e + 20), val = dec_u64(e + 28);
-        if (e[1] || e[2] || e[3])
+        if (e[2] || e[3])
             return blob_bad(b, "non-zero padding in an event");
         if (tid >= b->nthreads)
             return blob_bad(b, "event on an unknown thread");
-        if (!blob_id_ok(b, cat, true) || !blob_id_ok(b, name, false) ||
-            !blob_id_ok(b, args, ph != 'C'))
+        if (!blob_id_ok(b, cat, true) || !blob_id_ok(b, name, false))
             return blob_bad(b, "event refers to a missing string");
+        if (ph == 'C') {
+            if (nargs || !blob_id_ok(b, args, false))
+                return blob_bad(b, "counter without a series");
+        } else if (nargs == 0) {
+            if (args != TRACE_NONE)
+                return blob_bad(b, "event without arguments refers to some");
+        } else {
+            if (args != next_arg || nargs > b->nargs - next_arg)
+                return blob_bad(b, "event arguments out of order or missing");
+            next_arg += nargs;
+        }
         if (ts > (uint64_t)TRACE_TIME_MAX)
             return blob_bad(b, "timestamp out of range");
         uint64_t end = ts;
@@ -853,6 +1013,8 @@ static ompc_status_t blob_parse(const void *data, size_t size, trace_blob_t *b)
         if ((int64_t)end > b->end_max)
             b->end_max = (int64_t)end;
     }
+    if (next_arg != b->nargs)
+        return blob_bad(b, "arguments that no event has");
     return OMPC_OK;
 }
 
@@ -946,197 +1108,6 @@ static size_t json_unit(const uint8_t *s, size_t n, char *out, size_t *used_p)
     }
     memcpy(out, "\\ufffd", 6);
     return 6;
-}
-
-size_t ompc_trace_escape(char *dst, size_t dst_size, const char *src)
-{
-    if (!dst || dst_size == 0)
-        return 0;
-    const uint8_t *s = (const uint8_t *)(src ? src : "");
-    size_t len = strlen((const char *)s), i = 0, o = 0;
-    while (i < len) {
-        char out[8];
-        size_t used, n = json_unit(s + i, len - i, out, &used);
-        if (n > dst_size - 1 - o)
-            break;
-        memcpy(dst + o, out, n);
-        o += n;
-        i += used;
-    }
-    dst[o] = '\0';
-    return o;
-}
-
-/* A strict JSON validator for args texts: the file must stay valid JSON
- * whatever a caller or a corrupt blob put there. */
-typedef struct json_rd {
-    const uint8_t *p, *end;
-    int depth;
-} json_rd_t;
-
-static bool jr_more(const json_rd_t *r) { return r->p < r->end; }
-
-static void jr_ws(json_rd_t *r)
-{
-    while (jr_more(r) &&
-           (*r->p == ' ' || *r->p == '\t' || *r->p == '\n' || *r->p == '\r'))
-        r->p++;
-}
-
-static bool jr_lit(json_rd_t *r, const char *lit)
-{
-    size_t n = strlen(lit);
-    if ((size_t)(r->end - r->p) < n || memcmp(r->p, lit, n) != 0)
-        return false;
-    r->p += n;
-    return true;
-}
-
-static bool jr_digits(json_rd_t *r)
-{
-    const uint8_t *start = r->p;
-    while (jr_more(r) && *r->p >= '0' && *r->p <= '9')
-        r->p++;
-    return r->p > start;
-}
-
-static bool jr_number(json_rd_t *r)
-{
-    if (jr_more(r) && *r->p == '-')
-        r->p++;
-    if (jr_more(r) && *r->p == '0')
-        r->p++;
-    else if (!jr_more(r) || *r->p < '1' || *r->p > '9' || !jr_digits(r))
-        return false;
-    if (jr_more(r) && *r->p == '.') {
-        r->p++;
-        if (!jr_digits(r))
-            return false;
-    }
-    if (jr_more(r) && (*r->p == 'e' || *r->p == 'E')) {
-        r->p++;
-        if (jr_more(r) && (*r->p == '+' || *r->p == '-'))
-            r->p++;
-        if (!jr_digits(r))
-            return false;
-    }
-    return true;
-}
-
-static bool jr_hex(uint8_t c)
-{
-    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') ||
-           (c >= 'A' && c <= 'F');
-}
-
-static bool jr_string(json_rd_t *r)
-{
-    if (!jr_more(r) || *r->p != '"')
-        return false;
-    r->p++;
-    while (jr_more(r)) {
-        uint8_t c = *r->p;
-        if (c == '"') {
-            r->p++;
-            return true;
-        }
-        if (c < 0x20)
-            return false;
-        if (c == '\\') {
-            if (r->end - r->p < 2)
-                return false;
-            uint8_t e = r->p[1];
-            if (e == 'u') {
-                if (r->end - r->p < 6)
-                    return false;
-                for (int k = 2; k < 6; k++)
-                    if (!jr_hex(r->p[k]))
-                        return false;
-                r->p += 6;
-            } else if (e && strchr("\"\\/bfnrt", e)) {
-                r->p += 2;
-            } else {
-                return false;
-            }
-        } else if (c >= 0x80) {
-            size_t len = utf8_len(r->p, (size_t)(r->end - r->p));
-            if (!len)
-                return false;
-            r->p += len;
-        } else {
-            r->p++;
-        }
-    }
-    return false;
-}
-
-static bool jr_value(json_rd_t *r);
-
-/* At '{' or '['; members are "key": value for objects, value for arrays. */
-static bool jr_container(json_rd_t *r)
-{
-    uint8_t close = *r->p == '{' ? '}' : ']';
-    r->p++;
-    jr_ws(r);
-    if (jr_more(r) && *r->p == close) {
-        r->p++;
-        return true;
-    }
-    for (;;) {
-        if (close == '}') {
-            jr_ws(r);
-            if (!jr_string(r))
-                return false;
-            jr_ws(r);
-            if (!jr_more(r) || *r->p != ':')
-                return false;
-            r->p++;
-        }
-        if (!jr_value(r) || !jr_more(r))
-            return false;
-        if (*r->p == close) {
-            r->p++;
-            return true;
-        }
-        if (*r->p != ',')
-            return false;
-        r->p++;
-    }
-}
-
-/* A value with the white space around it. */
-static bool jr_value(json_rd_t *r)
-{
-    bool ok;
-    jr_ws(r);
-    if (!jr_more(r))
-        return false;
-    switch (*r->p) {
-    case '{':
-    case '[':
-        if (++r->depth > TRACE_JSON_DEPTH_MAX)
-            return false;
-        ok = jr_container(r);
-        r->depth--;
-        break;
-    case '"': ok = jr_string(r); break;
-    case 't': ok = jr_lit(r, "true"); break;
-    case 'f': ok = jr_lit(r, "false"); break;
-    case 'n': ok = jr_lit(r, "null"); break;
-    default: ok = jr_number(r); break;
-    }
-    if (ok)
-        jr_ws(r);
-    return ok;
-}
-
-static bool json_is_object(const uint8_t *s, size_t len)
-{
-    json_rd_t r = {.p = s, .end = s + len, .depth = 0};
-    jr_ws(&r);
-    if (!jr_more(&r) || *r.p != '{')
-        return false;
-    return jr_value(&r) && r.p == r.end;
 }
 
 /* The file goes through a private buffer and write(2): stdio's per-call
@@ -1244,20 +1215,56 @@ static void out_open(trace_out_t *w, const char *ph, int pid, uint32_t tid)
     out_u64(w, tid);
 }
 
-static void out_args(trace_out_t *w, trace_blob_t *b, uint32_t id)
+/* A form that round-trips every double; null for the ones
+ * JSON cannot spell. */
+static void out_f64(trace_out_t *w, uint64_t bits)
 {
-    if (!b->args_state[id])
-        b->args_state[id] = json_is_object(b->str[id], b->str_len[id]) ? 1 : 2;
-    if (b->args_state[id] == 1) {
-        out_bytes(w, b->str[id], b->str_len[id]);
-    } else {
-        OUT_LIT(w, "{\"text\":");
-        out_blob_str(w, b, id);
-        OUT_LIT(w, "}");
+    double v;
+    char num[32];
+    memcpy(&v, &bits, sizeof(v));
+    if (!isfinite(v)) {
+        OUT_LIT(w, "null");
+        return;
     }
+    int n = snprintf(num, sizeof(num), "%.17g", v);
+    out_bytes(w, num, (size_t)n);
 }
 
-static void out_blob(trace_out_t *w, trace_blob_t *b, int64_t base)
+/* The n arguments from index first, which blob_parse checked. */
+static void out_args(trace_out_t *w, const trace_blob_t *b, uint32_t first,
+                     uint32_t n)
+{
+    OUT_LIT(w, ",\"args\":{");
+    for (uint32_t k = 0; k < n; k++) {
+        const uint8_t *a = b->args + ((size_t)first + k) * TRACE_ARG_BYTES;
+        uint64_t val = dec_u64(a + 8);
+        if (k)
+            OUT_LIT(w, ",");
+        out_blob_str(w, b, dec_u32(a + 4));
+        OUT_LIT(w, ":");
+        switch (a[0]) {
+        case OMPC_TRACE_ARG_U64:
+            out_u64(w, val);
+            break;
+        case OMPC_TRACE_ARG_I64:
+            if ((int64_t)val < 0) {
+                OUT_LIT(w, "-");
+                val = 0 - val;
+            }
+            out_u64(w, val);
+            break;
+        case OMPC_TRACE_ARG_F64:
+            out_f64(w, val);
+            break;
+        default:
+            out_blob_str(w, b, (uint32_t)val);
+            break;
+        }
+    }
+    OUT_LIT(w, "}");
+}
+
+static void out_blob(trace_out_t *w, const trace_blob_t *b, int64_t base)
 {
     int r = b->rank;
     char label[64];
@@ -1290,6 +1297,7 @@ static void out_blob(trace_out_t *w, trace_blob_t *b, int64_t base)
     for (uint64_t i = 0; i < b->nevents; i++) {
         const uint8_t *e = b->events + i * TRACE_EV_BYTES;
         char ph[2] = {(char)e[0], '\0'};
+        uint8_t nargs = e[1];
         uint32_t tid = dec_u32(e + 4), cat = dec_u32(e + 8);
         uint32_t name = dec_u32(e + 12), args = dec_u32(e + 16);
         uint64_t ts = dec_u64(e + 20), val = dec_u64(e + 28);
@@ -1309,20 +1317,13 @@ static void out_blob(trace_out_t *w, trace_blob_t *b, int64_t base)
         OUT_LIT(w, ",\"name\":");
         out_blob_str(w, b, name);
         if (ph[0] == 'C') {
-            double v;
-            char num[32];
-            memcpy(&v, &val, sizeof(v));
-            /* Round-trips every double; the parser let only finite ones
-             * through, which JSON can spell. */
-            n = snprintf(num, sizeof(num), "%.17g", v);
             OUT_LIT(w, ",\"args\":{");
             out_blob_str(w, b, args);
             OUT_LIT(w, ":");
-            out_bytes(w, num, (size_t)n);
+            out_f64(w, val);
             OUT_LIT(w, "}");
-        } else if (args != TRACE_NONE) {
-            OUT_LIT(w, ",\"args\":");
-            out_args(w, b, args);
+        } else if (nargs) {
+            out_args(w, b, args, nargs);
         }
         OUT_LIT(w, "}");
     }

@@ -27,9 +27,50 @@ extern "C" {
 /* Events kept per rank unless ompc_trace_set_max_events says otherwise;
  * later events are counted as dropped, and the file says how many. */
 #define OMPC_TRACE_MAX_EVENTS_DEFAULT 4000000u
-/* Longer names, categories and args are cut to this many bytes (cut args
- * are no longer a JSON object and end up as text, see ompc_trace_span). */
+/* Longer names, categories, argument keys and string values are cut to this
+ * many bytes. */
 #define OMPC_TRACE_STR_MAX 4096u
+/* Arguments kept per event; later ones in the array are not recorded. */
+#define OMPC_TRACE_ARGS_MAX 16u
+
+/* The type of an event argument's value. */
+typedef enum ompc_trace_type {
+    OMPC_TRACE_ARG_U64,
+    OMPC_TRACE_ARG_I64,
+    OMPC_TRACE_ARG_F64, /* written as null when not finite (JSON has no NaN) */
+    OMPC_TRACE_ARG_STR, /* NULL is written as "" */
+} ompc_trace_type_t;
+
+/* One argument of a span or an instant: "key": value in the event's "args"
+ * object.  Recording copies the key and a string value in binary form; only
+ * the writer turns them into JSON, escaping keys and strings, so any bytes
+ * are safe (a NULL key is written as ""). */
+typedef struct ompc_trace_arg {
+    const char *key;
+    ompc_trace_type_t type;
+    union {
+        uint64_t u64;
+        int64_t i64;
+        double f64;
+        const char *str;
+    };
+} ompc_trace_arg_t;
+
+/* Initializers for the elements of an argument array, for example
+ *     const ompc_trace_arg_t args[] = {OMPC_TRACE_U64("bytes", n),
+ *                                      OMPC_TRACE_STR("policy", name)};
+ *     ompc_trace_span("sched", "schedule", t0, t1, args,
+ *                     OMPC_TRACE_NARGS(args)); */
+#define OMPC_TRACE_U64(k, v)                                                  \
+    {.key = (k), .type = OMPC_TRACE_ARG_U64, .u64 = (uint64_t)(v)}
+#define OMPC_TRACE_I64(k, v)                                                  \
+    {.key = (k), .type = OMPC_TRACE_ARG_I64, .i64 = (int64_t)(v)}
+#define OMPC_TRACE_F64(k, v)                                                  \
+    {.key = (k), .type = OMPC_TRACE_ARG_F64, .f64 = (double)(v)}
+#define OMPC_TRACE_STR(k, v)                                                  \
+    {.key = (k), .type = OMPC_TRACE_ARG_STR, .str = (v)}
+/* The element count of an argument array (an array, not a pointer). */
+#define OMPC_TRACE_NARGS(a) (sizeof(a) / sizeof((a)[0]))
 
 /* Start recording for this rank (enabled) or make every call a no-op.
  * Drops whatever an earlier init recorded; see the life-cycle rule above. */
@@ -45,15 +86,16 @@ uint64_t ompc_trace_now_ns(void);
 void ompc_trace_thread_name(const char *name);
 
 /* A complete event ("ph":"X") from t0_ns to t1_ns (t1_ns < t0_ns records a
- * zero duration) on the calling thread's track.  cat, name and args are
- * copied.  args is NULL or the text of a JSON object such as
- * {"bytes":1024,"from":2}; text that is not a valid JSON object is written
- * as {"text":"<the text>"} so the file stays valid JSON.  Use
- * ompc_trace_escape for strings inside args.  Any thread; no lock. */
+ * zero duration) on the calling thread's track, with the nargs arguments at
+ * args (args may be NULL when nargs is 0; an event without arguments has no
+ * "args" in the file).  cat, name and the arguments are copied.  An
+ * argument of an unknown type drops the event (counted as dropped).  Any
+ * thread; no lock. */
 void ompc_trace_span(const char *cat, const char *name, uint64_t t0_ns,
-                     uint64_t t1_ns, const char *args);
+                     uint64_t t1_ns, const ompc_trace_arg_t *args, size_t nargs);
 /* An instant event ("ph":"i", thread scope) at the current time. */
-void ompc_trace_instant(const char *cat, const char *name, const char *args);
+void ompc_trace_instant(const char *cat, const char *name,
+                        const ompc_trace_arg_t *args, size_t nargs);
 /* A counter sample ("ph":"C"): track `name`, series `series`, at the current
  * time.  Non-finite values are not recorded (JSON has no NaN). */
 void ompc_trace_counter(const char *name, const char *series, double value);
@@ -89,12 +131,6 @@ ompc_status_t ompc_trace_write(const char *path, const void *const *blobs,
 
 /* Free everything recorded; recording is off until the next init. */
 void ompc_trace_fini(void);
-
-/* Escape src for use inside a JSON string (no quotes added): quotes,
- * backslashes and control characters are escaped, bytes that are not UTF-8
- * become U+FFFD.  Writes at most dst_size bytes including the NUL, cutting
- * only between characters, and returns the length written. */
-size_t ompc_trace_escape(char *dst, size_t dst_size, const char *src);
 
 #ifdef __cplusplus
 }

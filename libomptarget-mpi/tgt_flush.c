@@ -361,10 +361,10 @@ void graph_flush_keep(tgt_node_t *mine)
     tgt_g.stats.sched_ns += t1 - t0;
     tgt_g.stats.flushes++;
     if (ompc_trace_on()) {
-        char args[128];
-        snprintf(args, sizeof(args), "{\"tasks\":%zu,\"held\":%zu,\"policy\":\"%s\"}",
-                 n - nheld, nheld, ompc_sched_name(ompc_config_get()->scheduler));
-        ompc_trace_span("sched", "schedule", t0, t1, args);
+        const ompc_trace_arg_t args[] = {
+            OMPC_TRACE_U64("tasks", n - nheld), OMPC_TRACE_U64("held", nheld),
+            OMPC_TRACE_STR("policy", ompc_sched_name(ompc_config_get()->scheduler))};
+        ompc_trace_span("sched", "schedule", t0, t1, args, OMPC_TRACE_NARGS(args));
     }
     free(v);
     pthread_mutex_unlock(&tgt_g.sched_mtx);

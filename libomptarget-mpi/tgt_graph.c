@@ -284,9 +284,10 @@ void graph_span(const char *cat, const tgt_node_t *n, const char *what, uint64_t
 {
     if (!ompc_trace_on())
         return;
-    char name[160], args[128];
+    char name[160];
     snprintf(name, sizeof(name), "%s %s", what, n->k ? n->k->name : "data");
-    snprintf(args, sizeof(args), "{\"task\":%llu,\"executor\":%d,\"bytes\":%zu}",
-             (unsigned long long)n->seq, n->exec, bytes);
-    ompc_trace_span(cat, name, t0, ompc_now_ns(), args);
+    const ompc_trace_arg_t args[] = {OMPC_TRACE_U64("task", n->seq),
+                                     OMPC_TRACE_I64("executor", n->exec),
+                                     OMPC_TRACE_U64("bytes", bytes)};
+    ompc_trace_span(cat, name, t0, ompc_now_ns(), args, OMPC_TRACE_NARGS(args));
 }

@@ -126,7 +126,7 @@ ompc_status_t tgt_kernel_run(const void *args, size_t args_size, uint64_t *ns_p,
         tgt_in_kernel = false;
         tgt_kernel_rec_end();
         uint64_t t1 = ompc_now_ns();
-        ompc_trace_span("kernel", k->name, t0, t1, NULL);
+        ompc_trace_span("kernel", k->name, t0, t1, NULL, 0);
         /* The head learns kernel costs from this (HEFT). */
         *ns_p = t1 - t0;
     }
@@ -272,7 +272,7 @@ static void launch_record(tgt_ident_t *loc, const tgt_kernel_t *k,
     tgt_rec_commit(n, &m, wr, nwr, msg, len, wait);
     tgt_mapped_free(&m);
     if (t0 && !wait)
-        ompc_trace_span("record", k->name, t0, ompc_now_ns(), NULL);
+        ompc_trace_span("record", k->name, t0, ompc_now_ns(), NULL, 0);
 }
 
 int __tgt_target_kernel(tgt_ident_t *loc, int64_t device_id, int32_t num_teams,

@@ -1093,7 +1093,7 @@ void __tgt_register_lib(tgt_bin_desc_t *desc)
         tgt_mpi_guard_check();
     }
     tgt_rt->t_ready_ns = ompc_now_ns();
-    ompc_trace_span("runtime", "start-up", t_start, tgt_rt->t_ready_ns, NULL);
+    ompc_trace_span("runtime", "start-up", t_start, tgt_rt->t_ready_ns, NULL, 0);
     if (tgt_rt->info && tgt_rt->rank == 0)
         fprintf(stderr, "[ompc info] %d rank(s): head rank 0, %d executor(s); "
                 "%d kernel(s), %d declare target variable(s), %d indirect "
@@ -1152,7 +1152,7 @@ void __tgt_unregister_lib(tgt_bin_desc_t *desc)
                 (unsigned long long)s.bytes_dev_to_dev,
                 (unsigned long long)s.transfers_dev_to_dev);
     }
-    ompc_trace_span("runtime", "shutdown", t_sd0, ompc_now_ns(), NULL);
+    ompc_trace_span("runtime", "shutdown", t_sd0, ompc_now_ns(), NULL, 0);
     tgt_trace_gather();
     ev_ctx_shutdown(tgt_rt->ev);
     if (ompc_config_get()->stats)

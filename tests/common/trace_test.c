@@ -9,19 +9,25 @@
  *
  * Also checked here: corrupt blobs are refused (every truncation, byte
  * flips, duplicate ranks) without touching an existing file or leaving a
- * temporary one, the recorder's off state, repeated init/fini with threads,
- * and ompc_trace_escape. */
+ * temporary one, and a flipped blob that is accepted still makes valid
+ * JSON (trace_json reads OUT.json.flips); the recorder's off state, repeated init/fini with threads, and
+ * arguments it cannot record.
+ *
+ * trace_test --bench [N] instead prints what recording N spans costs per
+ * span, without and with arguments. */
 #define _GNU_SOURCE
 #include "ompc_trace.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #define CHECK(cond)                                                           \
@@ -57,7 +63,25 @@ enum {
 /* Quotes, a backslash, control characters, a byte that is not UTF-8 and an
  * accented letter: JSON must escape or replace each. */
 #define ODD_NAME "we\"ird\\na\tme\x01\xff\xc3\xa9"
-#define SPAN_ARGS "{\"bytes\":1024,\"from\":2}"
+static const ompc_trace_arg_t span_args[] = {OMPC_TRACE_U64("bytes", 1024),
+                                             OMPC_TRACE_U64("from", 2)};
+#define SPAN_ARGS span_args, OMPC_TRACE_NARGS(span_args)
+/* Every type, the extremes of the integers, doubles JSON cannot spell, and
+ * a key and a value that need escaping; trace_json expects exactly these. */
+static const ompc_trace_arg_t typed_args[] = {
+    OMPC_TRACE_U64("u", UINT64_MAX),
+    OMPC_TRACE_I64("i", INT64_MIN),
+    OMPC_TRACE_I64("small", -1),
+    OMPC_TRACE_F64("f", -0.25),
+    OMPC_TRACE_F64("big", 1e300),
+    OMPC_TRACE_F64("inf", INFINITY),
+    OMPC_TRACE_F64("nan", NAN),
+    OMPC_TRACE_STR(ODD_NAME, ODD_NAME),
+    OMPC_TRACE_STR("null", NULL),
+    OMPC_TRACE_U64(NULL, 7),
+};
+/* One more than an event keeps: k0 .. k16, of which k16 is not recorded. */
+#define MANY_ARGS (OMPC_TRACE_ARGS_MAX + 1)
 
 static uint64_t anchor_ns;
 static _Atomic int workers_done;
@@ -67,7 +91,9 @@ typedef struct worker {
     int index;
     int spans;
     const char *name_fmt;
-    bool extras; /* an instant and a counter too */
+    bool extras; /* instants and a counter too */
+    bool many;   /* and an instant with too many args (not in small blobs:
+                  * the corruption tests flip every byte) */
 } worker_t;
 
 static void *worker_main(void *arg)
@@ -82,23 +108,37 @@ static void *worker_main(void *arg)
         char kname[64];
         snprintf(kname, sizeof(kname), "%s", names[i % 3]);
         uint64_t t0 = ompc_trace_now_ns();
-        ompc_trace_span("kernel", kname, t0, t0 + 100 + (uint64_t)i,
-                        i % 2 == 0 ? SPAN_ARGS : NULL);
+        if (i % 2 == 0)
+            ompc_trace_span("kernel", kname, t0, t0 + 100 + (uint64_t)i, SPAN_ARGS);
+        else
+            ompc_trace_span("kernel", kname, t0, t0 + 100 + (uint64_t)i, NULL, 0);
     }
     if (w->extras) {
-        ompc_trace_instant("sched", "tick", "not json {");
+        const ompc_trace_arg_t tick[] = {OMPC_TRACE_STR("text", "not json {")};
+        ompc_trace_instant("sched", "tick", tick, 1);
         ompc_trace_counter("queue depth", "tasks", 42.5);
+        ompc_trace_instant("sched", "typed", typed_args,
+                           OMPC_TRACE_NARGS(typed_args));
+    }
+    if (w->many) {
+        ompc_trace_arg_t many[MANY_ARGS];
+        char keys[MANY_ARGS][8];
+        for (unsigned k = 0; k < MANY_ARGS; k++) {
+            snprintf(keys[k], sizeof(keys[k]), "k%u", k);
+            many[k] = (ompc_trace_arg_t)OMPC_TRACE_U64(keys[k], k);
+        }
+        ompc_trace_instant("sched", "many", many, MANY_ARGS);
     }
     atomic_fetch_add(&workers_done, 1);
     return NULL;
 }
 
 static void workers_start(worker_t *w, int n, int spans, const char *name_fmt,
-                          bool extras)
+                          bool extras, bool many)
 {
     for (int i = 0; i < n; i++) {
         w[i] = (worker_t){.index = i, .spans = spans, .name_fmt = name_fmt,
-                          .extras = extras};
+                          .extras = extras, .many = many};
         CHECK(pthread_create(&w[i].thread, NULL, worker_main, &w[i]) == 0);
     }
 }
@@ -172,10 +212,10 @@ static void check_no_tmp(const char *path)
 static void *record_rank1(size_t *size_p)
 {
     ompc_trace_init(1, true);
-    ompc_trace_span("test", "anchor", anchor_ns, anchor_ns + 1000, NULL);
+    ompc_trace_span("test", "anchor", anchor_ns, anchor_ns + 1000, NULL, 0);
     worker_t w[RANK1_THREADS];
     atomic_store(&workers_done, 0);
-    workers_start(w, RANK1_THREADS, RANK1_SPANS, "worker %d", true);
+    workers_start(w, RANK1_THREADS, RANK1_SPANS, "worker %d", true, true);
     /* Serializing must be safe while threads record, and snapshots only
      * grow. */
     uint64_t last = 0, last_events = 0;
@@ -196,7 +236,7 @@ static void *record_rank1(size_t *size_p)
         last_events = events;
     }
     workers_join(w, RANK1_THREADS);
-    check_counts(1 + RANK1_THREADS * (RANK1_SPANS + 2), 0);
+    check_counts(1 + RANK1_THREADS * (RANK1_SPANS + 4), 0);
     void *blob;
     CHECK_ST(ompc_trace_serialize(&blob, size_p), OMPC_OK);
     ompc_trace_fini();
@@ -210,7 +250,7 @@ static void *record_small(size_t *size_p)
     ompc_trace_init(2, true);
     ompc_trace_span("test", "anchor", anchor_ns, anchor_ns + 1000, SPAN_ARGS);
     worker_t w[1];
-    workers_start(w, 1, 3, "small %d", true);
+    workers_start(w, 1, 3, "small %d", true, false);
     workers_join(w, 1);
     void *blob;
     CHECK_ST(ompc_trace_serialize(&blob, size_p), OMPC_OK);
@@ -242,7 +282,7 @@ static void corrupt_tests(const char *out_path, const void *good,
     }
     CHECK_ST(ompc_trace_blob_rank(NULL, 0, NULL), OMPC_ERR_PROTOCOL);
 
-    /* Fields with a known place in the version 1 header. */
+    /* Fields with a known place in the version 2 header. */
     static const struct {
         size_t at;
         uint8_t xor;
@@ -254,6 +294,7 @@ static void corrupt_tests(const char *out_path, const void *good,
         {40, 0xff}, /* string count */
         {44, 0x01}, /* thread count */
         {48, 0x01}, /* event count */
+        {56, 0x01}, /* argument count */
     };
     uint8_t *bad = malloc(size);
     CHECK(bad);
@@ -264,10 +305,14 @@ static void corrupt_tests(const char *out_path, const void *good,
     }
 
     /* Any flipped byte either still parses or is refused; whatever parses
-     * must also write (the JSON stays valid: string bytes are escaped, args
-     * validated).  The writes go to a scratch file. */
-    char scratch[4096];
+     * must also write valid JSON (string bytes are escaped, numbers come
+     * from checked types).  The writes go to a scratch file, and each one
+     * is appended to OUT.json.flips, which trace_json parses. */
+    char scratch[4096], flips_path[4096];
     snprintf(scratch, sizeof(scratch), "%s.scratch", out_path);
+    snprintf(flips_path, sizeof(flips_path), "%s.flips", out_path);
+    FILE *flips = fopen(flips_path, "wb");
+    CHECK(flips);
     ompc_trace_init(0, true);
     static const uint8_t xors[] = {0x01, 0x80, 0xff};
     int parsed = 0, refused = 0;
@@ -284,9 +329,14 @@ static void corrupt_tests(const char *out_path, const void *good,
             parsed++;
             const void *blobs[1] = {bad};
             CHECK_ST(ompc_trace_write(scratch, blobs, &size, NULL, 1), OMPC_OK);
+            size_t len;
+            char *json = read_file(scratch, &len);
+            CHECK(json && fwrite(json, 1, len, flips) == len);
+            free(json);
         }
     }
     CHECK(parsed > 0 && refused > 0);
+    CHECK(fclose(flips) == 0);
     CHECK(unlink(scratch) == 0);
 
     /* Random garbage, with and without a valid magic. */
@@ -345,7 +395,7 @@ static void drop_test(const char *drop_path)
     ompc_trace_init(3, true);
     ompc_trace_set_max_events(DROP_LIMIT);
     worker_t w[DROP_THREADS];
-    workers_start(w, DROP_THREADS, DROP_SPANS, "dropper %d", false);
+    workers_start(w, DROP_THREADS, DROP_SPANS, "dropper %d", false, false);
     workers_join(w, DROP_THREADS);
     /* The limit is on slots reserved a chunk at a time, so the part of a
      * chunk its thread never filled is not kept either: at most the limit
@@ -360,7 +410,7 @@ static void drop_test(const char *drop_path)
     ompc_trace_fini();
 
     ompc_trace_init(0, true);
-    ompc_trace_span("test", "anchor", anchor_ns, anchor_ns + 1000, NULL);
+    ompc_trace_span("test", "anchor", anchor_ns, anchor_ns + 1000, NULL, 0);
     const void *blobs[1] = {blob};
     CHECK_ST(ompc_trace_write(drop_path, blobs, &size, NULL, 1), OMPC_OK);
     ompc_trace_fini();
@@ -370,13 +420,13 @@ static void drop_test(const char *drop_path)
 static void off_tests(void)
 {
     /* Before any init and after init(.., false): no-ops, nothing to write. */
-    ompc_trace_span("test", "ignored", 1, 2, NULL);
+    ompc_trace_span("test", "ignored", 1, 2, NULL, 0);
     CHECK(!ompc_trace_on());
     check_counts(0, 0);
     ompc_trace_init(0, false);
     CHECK(!ompc_trace_on());
-    ompc_trace_span("test", "ignored", 1, 2, NULL);
-    ompc_trace_instant("test", "ignored", NULL);
+    ompc_trace_span("test", "ignored", 1, 2, SPAN_ARGS);
+    ompc_trace_instant("test", "ignored", NULL, 0);
     ompc_trace_counter("ignored", "x", 1.0);
     check_counts(0, 0);
     void *blob;
@@ -394,9 +444,9 @@ static void cycle_tests(void)
     for (int cycle = 0; cycle < 20; cycle++) {
         ompc_trace_init(cycle, true);
         CHECK(ompc_trace_on());
-        ompc_trace_span("test", "cycle", 1, 2, NULL);
+        ompc_trace_span("test", "cycle", 1, 2, NULL, 0);
         worker_t w[2];
-        workers_start(w, 2, 100, "cycler %d", false);
+        workers_start(w, 2, 100, "cycler %d", false, false);
         workers_join(w, 2);
         /* NaN has no JSON form and is not recorded. */
         ompc_trace_counter("bad", "nan", 0.0 / 0.0);
@@ -406,25 +456,84 @@ static void cycle_tests(void)
     }
 }
 
-static void escape_tests(void)
+/* Arguments the recorder refuses or ignores. */
+static void args_tests(void)
 {
-    char buf[64];
-    size_t n = ompc_trace_escape(buf, sizeof(buf), ODD_NAME);
-    const char *want = "we\\\"ird\\\\na\\tme\\u0001\\ufffd\xc3\xa9";
-    CHECK(strcmp(buf, want) == 0 && n == strlen(want));
-    /* Never cut an escape in half. */
-    n = ompc_trace_escape(buf, 4, "ab\"c");
-    CHECK(strcmp(buf, "ab") == 0 && n == 2);
-    n = ompc_trace_escape(buf, 1, "abc");
-    CHECK(buf[0] == '\0' && n == 0);
-    n = ompc_trace_escape(buf, sizeof(buf), NULL);
-    CHECK(buf[0] == '\0' && n == 0);
+    ompc_trace_init(4, true);
+    /* An unknown type drops the whole event. */
+    ompc_trace_arg_t bad[2] = {OMPC_TRACE_U64("ok", 1), OMPC_TRACE_U64("bad", 2)};
+    bad[1].type = (ompc_trace_type_t)99;
+    ompc_trace_span("test", "bad type", 1, 2, bad, 2);
+    check_counts(0, 1);
+    /* No array means no arguments, whatever the count says. */
+    ompc_trace_span("test", "no array", 1, 2, NULL, 3);
+    ompc_trace_instant("test", "no array", NULL, 3);
+    check_counts(2, 1);
+    ompc_trace_fini();
+}
+
+/* The calling thread's CPU time: other processes on a shared machine do
+ * not count. */
+static uint64_t thread_cpu_ns(void)
+{
+    struct timespec ts;
+    CHECK(clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == 0);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* CPU ns per span for n spans recorded on one thread with the given args:
+ * the best of several rounds, each into memory the previous round freed,
+ * so that page faults count less. */
+static double bench_spans(int n, const ompc_trace_arg_t *args, size_t nargs)
+{
+    double best = 0;
+    for (int round = 0; round < 10; round++) {
+        ompc_trace_init(0, true);
+        uint64_t t0 = ompc_trace_now_ns(), c0 = thread_cpu_ns();
+        for (int i = 0; i < n; i++)
+            ompc_trace_span("transfer", "launch kernel_a", t0, t0 + (uint64_t)i,
+                            args, nargs);
+        double ns = (double)(thread_cpu_ns() - c0) / n;
+        check_counts((uint64_t)n, 0);
+        ompc_trace_fini();
+        if (round == 0 || ns < best)
+            best = ns;
+    }
+    return best;
+}
+
+/* The per-span cost of recording, as a tgt_graph.c transfer span (three
+ * numbers) and a tgt_flush.c scheduling span (two numbers, a string). */
+static int bench(int n)
+{
+    const ompc_trace_arg_t three[] = {OMPC_TRACE_U64("task", 123456),
+                                      OMPC_TRACE_I64("executor", 3),
+                                      OMPC_TRACE_U64("bytes", 1048576)};
+    const ompc_trace_arg_t sched[] = {OMPC_TRACE_U64("tasks", 64),
+                                      OMPC_TRACE_U64("held", 0),
+                                      OMPC_TRACE_STR("policy", "heft")};
+    if (n <= 0 || (uint64_t)n > OMPC_TRACE_MAX_EVENTS_DEFAULT) {
+        fprintf(stderr, "trace_test: --bench N: N from 1 to %u\n",
+                OMPC_TRACE_MAX_EVENTS_DEFAULT);
+        return 2;
+    }
+    for (int rep = 0; rep < 3; rep++) {
+        double none = bench_spans(n, NULL, 0);
+        double nums = bench_spans(n, three, OMPC_TRACE_NARGS(three));
+        double mixed = bench_spans(n, sched, OMPC_TRACE_NARGS(sched));
+        printf("trace_bench: %d spans: %.1f ns/span no args, %.1f with 3 "
+               "numbers, %.1f with 2 numbers and a string\n",
+               n, none, nums, mixed);
+    }
+    return 0;
 }
 
 int main(int argc, char **argv)
 {
+    if (argc >= 2 && strcmp(argv[1], "--bench") == 0)
+        return bench(argc >= 3 ? atoi(argv[2]) : 100000);
     if (argc != 3) {
-        fprintf(stderr, "usage: %s OUT.json DROP.json\n", argv[0]);
+        fprintf(stderr, "usage: %s OUT.json DROP.json | --bench [N]\n", argv[0]);
         return 2;
     }
     const char *out_path = argv[1], *drop_path = argv[2];
@@ -436,7 +545,7 @@ int main(int argc, char **argv)
     anchor_ns = ompc_trace_now_ns();
 
     off_tests();
-    escape_tests();
+    args_tests();
     /* Named before init: the name must still label the track. */
     ompc_trace_thread_name("main");
 
@@ -444,9 +553,9 @@ int main(int argc, char **argv)
     void *blob1 = record_rank1(&size1);
 
     ompc_trace_init(0, true);
-    ompc_trace_span("test", "anchor", anchor_ns, anchor_ns + 1000, NULL);
+    ompc_trace_span("test", "anchor", anchor_ns, anchor_ns + 1000, NULL, 0);
     worker_t w[RANK0_THREADS];
-    workers_start(w, RANK0_THREADS, RANK0_SPANS, "handler %d", false);
+    workers_start(w, RANK0_THREADS, RANK0_SPANS, "handler %d", false, false);
     workers_join(w, RANK0_THREADS);
     check_counts(1 + RANK0_THREADS * RANK0_SPANS, 0);
     const void *blobs[1] = {blob1};

@@ -34,6 +34,25 @@ def causality(spans):
     return out
 
 
+def args_kept(spans):
+    """The head's scheduling passes and data movement carry their arguments
+    with these keys and JSON types (bool is not taken for an int)."""
+    want = {"sched": {"tasks": int, "held": int, "policy": str},
+            "transfer": {"task": int, "executor": int, "bytes": int},
+            "data": {"task": int, "executor": int, "bytes": int}}
+    out = []
+    for e in spans:
+        keys = want.get(e.get("cat")) if e["pid"] == 0 else None
+        if keys is None:
+            continue
+        args = e.get("args", {})
+        if sorted(args) != sorted(keys) or any(
+                type(args[k]) is not t for k, t in keys.items()):
+            out.append("%s span %r has args %r" % (e["cat"], e["name"], args))
+            break
+    return out
+
+
 def main():
     path, nworkers = sys.argv[1], int(sys.argv[2])
     with open(path) as f:
@@ -60,6 +79,7 @@ def main():
     if any(e["dur"] < 0 or e["ts"] < 0 for e in spans):
         problems.append("negative times")
     problems += causality(spans)
+    problems += args_kept(spans)
     kernels = sum(1 for e in spans if e.get("cat") == "kernel")
     if problems:
         print("check_trace: FAIL: " + "; ".join(problems))
