@@ -264,10 +264,11 @@ static void schedule_batch(tgt_node_t **v, size_t n, uint64_t batch,
  * over workers (every edge a transfer).  So a flush places only the nodes
  * that do not depend on an unmeasured kernel still to finish; the rest
  * wait in tgt_g.held and are placed, with a measured cost, once such a
- * kernel is done (node_done flushes again).  The first wave runs meanwhile, so the cost
- * is at most one kernel's latency on the first use of each kernel; a
- * saved model (OMPC_PERF_MODEL) removes even that.  Independent kernels
- * (no edge to an unmeasured one) are placed at once, on the default.
+ * kernel is done (node_done flushes again).  The first wave runs
+ * meanwhile, so the cost is at most one kernel's latency on the first use
+ * of each kernel; a saved model (OMPC_PERF_MODEL) removes even that.
+ * Independent kernels (no edge to an unmeasured one) are placed at once,
+ * on the default.
  *
  * Held nodes go to tgt_g.held in graph order and the placed ones close up at
  * the front of v; returns how many were held (tgt_g.mtx held; v in graph
@@ -305,9 +306,10 @@ static size_t hold_unmeasured(tgt_node_t **v, size_t n)
 
 /* The first wave of a flush that holds nodes back is placed without its
  * successors, so the policy cannot see which of its tasks feed the same
- * ones and HEFT deals them out round-robin (sched_entry_prefs).  Work the preferences
- * out on the whole flush instead, every kernel at one cost: the placed
- * nodes are v[0..n-held), the held ones follow (tgt_g.mtx held). */
+ * ones (HEFT deals them out round-robin, sched_entry_prefs).  Work the
+ * preferences out on the whole flush instead, every kernel at one cost:
+ * the placed nodes are v[0..n-held), the held ones follow (tgt_g.mtx
+ * held). */
 static void shape_prefs(tgt_node_t **v, size_t n, uint64_t batch)
 {
     int P = dm_num_executors(tgt_rt->dm);
