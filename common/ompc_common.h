@@ -106,7 +106,8 @@ typedef struct ompc_config {
     int64_t device_keep;     /* bytes of freed buffers kept per executor */
     int64_t info;
     int64_t supervise;       /* 0/1 */
-    int64_t scheduler;       /* OMPC_SCHED_* */
+    const char *scheduler;   /* a policy name, checked where the policy is
+                              * looked up (the scheduler's table) */
     int64_t sched_seed;
     int64_t default_cost_us;
     int64_t graph_window;
@@ -120,16 +121,6 @@ typedef struct ompc_config {
     int64_t log_level;
     int64_t print_config;
 } ompc_config_t;
-
-/* Index = the policy's position in OMPC_SCHEDULER's list of values. */
-enum {
-    OMPC_SCHED_HEFT = 0,
-    OMPC_SCHED_ROUNDROBIN = 1,
-    OMPC_SCHED_RANDOM = 2,
-    OMPC_SCHED_LOCALITY = 3,
-};
-/* "heft", "roundrobin", ... */
-const char *ompc_sched_name(int64_t policy);
 
 /* Parsed on first call (thread-safe); invalid values are fatal errors that
  * name the variable. */

@@ -12,7 +12,9 @@
 #include <string.h>
 #include <strings.h>
 
-typedef enum { CFG_INT, CFG_BYTES, CFG_LEVEL, CFG_BOOL, CFG_SCHED, CFG_STR } cfg_kind_t;
+/* CFG_NAME: a non-empty word whose values another layer owns (the
+ * scheduler's policies); that layer checks it where it looks it up. */
+typedef enum { CFG_INT, CFG_BYTES, CFG_LEVEL, CFG_BOOL, CFG_NAME, CFG_STR } cfg_kind_t;
 
 typedef struct cfg_row {
     ompc_config_var_t var;
@@ -87,7 +89,7 @@ static const cfg_row_t rows[] = {
         "how the task graph is placed on workers at each flush: heft "
         "(earliest finish time from learnt costs), roundrobin, random, or "
         "locality (the worker already holding the most input data)",
-        CFG_SCHED, scheduler, 0, 3),
+        CFG_NAME, scheduler, 0, 0),
     ROW("OMPC_SCHED_SEED", "1", "seed of OMPC_SCHEDULER=random",
         CFG_INT, sched_seed, 0, INT64_MAX),
     ROW("OMPC_SCHED_DEFAULT_COST", "1000",
@@ -150,14 +152,6 @@ static ompc_status_t cfg_bad(const char *name, const char *value, const char *re
     return OMPC_ERR_INVALID;
 }
 
-static const char *const sched_names[] = {"heft", "roundrobin", "random",
-                                          "locality"};
-
-const char *ompc_sched_name(int64_t policy)
-{
-    return policy >= 0 && policy <= OMPC_SCHED_LOCALITY ? sched_names[policy] : "?";
-}
-
 static ompc_status_t cfg_parse(const cfg_row_t *row, const char *s, int64_t *v_p,
                                char *why, size_t whysz)
 {
@@ -170,15 +164,6 @@ static ompc_status_t cfg_parse(const cfg_row_t *row, const char *s, int64_t *v_p
                 return OMPC_OK;
             }
         return cfg_bad(row->var.name, s, "expected error, warn, info, debug or trace",
-                       why, whysz);
-    }
-    if (row->kind == CFG_SCHED) {
-        for (int i = 0; i <= OMPC_SCHED_LOCALITY; i++)
-            if (strcasecmp(s, sched_names[i]) == 0) {
-                *v_p = i;
-                return OMPC_OK;
-            }
-        return cfg_bad(row->var.name, s, "expected heft, roundrobin, random or locality",
                        why, whysz);
     }
     if (row->offset == offsetof(ompc_config_t, spin_us) && strcasecmp(s, "auto") == 0) {
@@ -256,7 +241,7 @@ ompc_status_t ompc_config_parse(const char *(*lookup)(const char *name, void *ar
             return cfg_bad(rows[i].var.name, env, reason, why, whysz);
         }
         const char *s = env ? env : rows[i].var.default_value;
-        if (rows[i].kind == CFG_STR) {
+        if (rows[i].kind == CFG_STR || rows[i].kind == CFG_NAME) {
             const char *str = s;
             memcpy((char *)&c + rows[i].offset, &str, sizeof(str));
             continue;
@@ -331,11 +316,11 @@ void ompc_config_print(void)
                     str, rows[i].var.default_value);
             continue;
         }
-        if (rows[i].kind == CFG_SCHED) {
-            int64_t v;
-            memcpy(&v, (const char *)c + rows[i].offset, sizeof(v));
-            fprintf(stderr, "[ompc] %s=%s (default %s)\n", rows[i].var.name,
-                    ompc_sched_name(v), rows[i].var.default_value);
+        if (rows[i].kind == CFG_NAME) {
+            const char *str;
+            memcpy(&str, (const char *)c + rows[i].offset, sizeof(str));
+            fprintf(stderr, "[ompc] %s=%s (default %s)\n", rows[i].var.name, str,
+                    rows[i].var.default_value);
             continue;
         }
         int64_t v;

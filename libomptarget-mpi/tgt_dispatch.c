@@ -684,6 +684,7 @@ static void *dispatch_main(void *arg)
 
 void tgt_graph_init(void)
 {
+    graph_policy_choose();
     int ne = dm_num_executors(tgt_rt->dm);
     tgt_g.t0_ns = ompc_now_ns();
     tgt_g.busy_until = calloc((size_t)ne, sizeof(double));

@@ -3,7 +3,11 @@
  * (scheduler/ompc_sched.h) from the cost model's estimates, and those
  * whose predecessors allow it are queued for the dispatch threads.  Also
  * what a flush knows of the executors between flushes: when each is busy
- * until, and how many placed kernels it has not finished. */
+ * until, and how many placed kernels it has not finished.
+ *
+ * The policy is chosen once, at start-up, from the scheduler's table; a
+ * flush asks it only what it needs (sched_policy_t.needs), never which
+ * one it is, so a new policy needs no change here. */
 #include "tgt_graph_internal.h"
 
 #include "ompc_sched.h"
@@ -11,6 +15,33 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+void graph_policy_choose(void)
+{
+    const char *name = ompc_config_get()->scheduler;
+    const sched_policy_t *chosen = NULL;
+    /* The names in the table's order, for the message: "a, b or c". */
+    char expected[256] = "";
+    size_t len = 0, n = 0;
+    while (sched_policy_at(n))
+        n++;
+    for (size_t i = 0; i < n; i++) {
+        const sched_policy_t *p = sched_policy_at(i);
+        if (!chosen && strcasecmp(name, p->name) == 0)
+            chosen = p;
+        int w = snprintf(expected + len, sizeof(expected) - len, "%s%s",
+                         i == 0 ? "" : i + 1 == n ? " or " : ", ", p->name);
+        if (w > 0 && (size_t)w < sizeof(expected) - len)
+            len += (size_t)w;
+    }
+    if (!chosen)
+        ompc_fatal_user("environment variable OMPC_SCHEDULER=\"%s\": expected %s",
+                        name, expected);
+    tgt_g.policy = chosen;
+    tgt_g.stats.policy = chosen->name;
+}
 
 /* ----------------------------------------------------------- scheduling */
 /* busy_until is an estimate, made when the work was placed.  An executor
@@ -78,6 +109,7 @@ static void schedule_batch(tgt_node_t **v, size_t n, uint64_t batch,
 {
     int P = dm_num_executors(tgt_rt->dm);
     const ompc_config_t *cfg = ompc_config_get();
+    const sched_policy_t *pol = tgt_g.policy;
     size_t np = n * (size_t)P;
     double *cost = calloc(np, sizeof(double));
     double *ready = calloc(np, sizeof(double));
@@ -87,9 +119,11 @@ static void schedule_batch(tgt_node_t **v, size_t n, uint64_t batch,
     int32_t *worker = calloc(n, sizeof(int32_t));
     double *start = calloc(n, sizeof(double));
     double *finish = calloc(n, sizeof(double));
+    bool *dataonly = calloc(n, sizeof(bool));
     size_t nedges = 0, capedges = 0;
     sched_edge_t *edges = NULL;
-    if (!cost || !ready || !avail || !lat || !ibw || !worker || !start || !finish)
+    if (!cost || !ready || !avail || !lat || !ibw || !worker || !start || !finish ||
+        !dataonly)
         ompc_fatal("out of memory scheduling %zu tasks", n);
     for (int p = 0; p < P; p++)
         for (int q = 0; q < P; q++)
@@ -124,15 +158,15 @@ static void schedule_batch(tgt_node_t **v, size_t n, uint64_t batch,
         }
     }
     pthread_mutex_unlock(&tgt_g.mtx);
-    /* Locality compares workers by how much later their inputs arrive, to
-     * follow the data.  Priced with each link's own probe, bytes that no
-     * worker holds (a map(to:) from the head) arrived later on the worker
-     * whose probe was slower, and locality put every task of an
-     * independent graph on the other (docs/performance.md, "the cost
-     * model under load").  It prices links alike: equal bytes to move,
-     * equal arrival. */
+    /* A policy that compares workers by how much later their inputs
+     * arrive, to follow the data, gets links priced alike: equal bytes to
+     * move, equal arrival.  Priced with each link's own probe, bytes that
+     * no worker holds (a map(to:) from the head) arrived later on the
+     * worker whose probe was slower, and such a policy put every task of
+     * an independent graph on the other (docs/performance.md, "the cost
+     * model under load"). */
     double lat_all = 0, ibw_all = 0;
-    bool alike = cfg->scheduler == OMPC_SCHED_LOCALITY;
+    bool alike = (pol->needs & SCHED_NEEDS_ALIKE_LINKS) != 0;
     for (int w = 0; alike && w < P; w++) {
         lat_all += tgt_model_lat(w) / P;
         ibw_all += tgt_model_inv_bw(w) / P;
@@ -140,6 +174,7 @@ static void schedule_batch(tgt_node_t **v, size_t n, uint64_t batch,
     for (size_t i = 0; i < n; i++) {
         tgt_node_t *t = v[i];
         double total = 0;
+        dataonly[i] = !t->k;
         for (size_t j = 0; j < t->nbufs; j++)
             total += (double)dm_buf_size(t->bufs[j]);
         for (int w = 0; w < P; w++) {
@@ -157,36 +192,29 @@ static void schedule_batch(tgt_node_t **v, size_t n, uint64_t batch,
             }
         }
     }
-    if (cfg->scheduler == OMPC_SCHED_ROUNDROBIN) {
-        /* Round-robin continues across flushes (a batch is often one
-         * synchronous region). */
-        for (size_t i = 0; i < n; i++)
-            worker[i] = v[i]->k ? (int32_t)(tgt_g.rr++ % (unsigned)P) : 0;
-    } else {
-        const sched_policy_t *pol = sched_policy_find(ompc_sched_name(cfg->scheduler));
-        if (!pol)
-            ompc_fatal("scheduling policy %s is not available",
-                       ompc_sched_name(cfg->scheduler));
-        bool any_pref = false;
-        for (size_t i = 0; i < n; i++)
-            any_pref |= v[i]->sched.pref >= 0;
-        int32_t *prefer = any_pref ? malloc(n * sizeof(int32_t)) : NULL;
-        if (any_pref && !prefer)
-            ompc_fatal("out of memory scheduling %zu tasks", n);
-        for (size_t i = 0; prefer && i < n; i++)
-            prefer[i] = v[i]->sched.pref;
-        sched_graph_t g = {
-            .nworkers = P, .ntasks = (int64_t)n, .cost = cost, .pinned = NULL,
-            .ready = ready, .avail = avail, .nedges = (int64_t)nedges,
-            .edges = edges, .comm_lat = lat, .comm_inv_bw = ibw, .prefer = prefer,
-        };
-        sched_result_t r = {worker, start, finish, 0};
-        ompc_status_t st = sched_run(pol, &g, (uint64_t)cfg->sched_seed + batch, &r);
-        free(prefer);
-        if (st != OMPC_OK)
-            ompc_fatal("scheduling %zu tasks failed: %s (%s)", n, ompc_status_str(st),
-                       st == OMPC_ERR_INVALID ? sched_last_error() : "no memory");
-    }
+    bool any_pref = false;
+    for (size_t i = 0; i < n; i++)
+        any_pref |= v[i]->sched.pref >= 0;
+    int32_t *prefer = any_pref ? malloc(n * sizeof(int32_t)) : NULL;
+    if (any_pref && !prefer)
+        ompc_fatal("out of memory scheduling %zu tasks", n);
+    for (size_t i = 0; prefer && i < n; i++)
+        prefer[i] = v[i]->sched.pref;
+    sched_graph_t g = {
+        .nworkers = P, .ntasks = (int64_t)n, .cost = cost, .pinned = NULL,
+        .ready = ready, .avail = avail, .nedges = (int64_t)nedges,
+        .edges = edges, .comm_lat = lat, .comm_inv_bw = ibw, .prefer = prefer,
+        .dataonly = dataonly,
+    };
+    sched_result_t r = {worker, start, finish, 0};
+    /* The state carries over between flushes (round-robin's turn: a batch
+     * is often one synchronous region); sched_mtx guards it. */
+    ompc_status_t st = sched_run_kept(pol, &g, (uint64_t)cfg->sched_seed + batch,
+                                      &tgt_g.sched_state, &r);
+    free(prefer);
+    if (st != OMPC_OK)
+        ompc_fatal("scheduling %zu tasks failed: %s (%s)", n, ompc_status_str(st),
+                   st == OMPC_ERR_INVALID ? sched_last_error() : "no memory");
     pthread_mutex_lock(&tgt_g.mtx);
     for (size_t i = 0; i < n; i++) {
         tgt_node_t *t = v[i];
@@ -226,19 +254,21 @@ static void schedule_batch(tgt_node_t **v, size_t n, uint64_t batch,
     free(worker);
     free(start);
     free(finish);
+    free(dataonly);
     free(edges);
 }
 
-/* HEFT places a kernel by its cost, and a kernel that has never run has
- * none: it assumes OMPC_SCHED_DEFAULT_COST, which for a fine-grained
- * graph is off by orders of magnitude and spreads neighbours over workers
- * (every edge a transfer).  So a flush places only the nodes that do not
- * depend on an unmeasured kernel still to finish; the rest wait in
- * tgt_g.held and are placed, with a measured cost, once such a kernel is done
- * (node_done flushes again).  The first wave runs meanwhile, so the cost
- * is at most one kernel's latency on the first use of each kernel; a
- * saved model (OMPC_PERF_MODEL) removes even that.  Independent kernels
- * (no edge to an unmeasured one) are placed at once, on the default.
+/* A policy that places by cost (SCHED_NEEDS_MEASURED_COSTS: HEFT) places a
+ * kernel that has never run at OMPC_SCHED_DEFAULT_COST, which for a
+ * fine-grained graph is off by orders of magnitude and spreads neighbours
+ * over workers (every edge a transfer).  So a flush places only the nodes
+ * that do not depend on an unmeasured kernel still to finish; the rest
+ * wait in tgt_g.held and are placed, with a measured cost, once such a
+ * kernel is done (node_done flushes again).  The first wave runs
+ * meanwhile, so the cost is at most one kernel's latency on the first use
+ * of each kernel; a saved model (OMPC_PERF_MODEL) removes even that.
+ * Independent kernels (no edge to an unmeasured one) are placed at once,
+ * on the default.
  *
  * Held nodes go to tgt_g.held in graph order and the placed ones close up at
  * the front of v; returns how many were held (tgt_g.mtx held; v in graph
@@ -275,10 +305,11 @@ static size_t hold_unmeasured(tgt_node_t **v, size_t n)
 }
 
 /* The first wave of a flush that holds nodes back is placed without its
- * successors, so HEFT cannot see which of its tasks feed the same ones and
- * deals them out round-robin (sched_entry_prefs).  Work the preferences
- * out on the whole flush instead, every kernel at one cost: the placed
- * nodes are v[0..n-held), the held ones follow (tgt_g.mtx held). */
+ * successors, so the policy cannot see which of its tasks feed the same
+ * ones (HEFT deals them out round-robin, sched_entry_prefs).  Work the
+ * preferences out on the whole flush instead, every kernel at one cost:
+ * the placed nodes are v[0..n-held), the held ones follow (tgt_g.mtx
+ * held). */
 static void shape_prefs(tgt_node_t **v, size_t n, uint64_t batch)
 {
     int P = dm_num_executors(tgt_rt->dm);
@@ -341,7 +372,7 @@ void graph_flush_keep(tgt_node_t *mine)
     size_t nheld = 0;
     for (size_t i = 0; i < n; i++)
         v[i]->sched.pref = -1;
-    if (ompc_config_get()->scheduler == OMPC_SCHED_HEFT) {
+    if (tgt_g.policy->needs & SCHED_NEEDS_MEASURED_COSTS) {
         nheld = hold_unmeasured(v, n);
         if (nheld)
             shape_prefs(v, n, batch);
@@ -363,7 +394,7 @@ void graph_flush_keep(tgt_node_t *mine)
     if (ompc_trace_on()) {
         const ompc_trace_arg_t args[] = {
             OMPC_TRACE_U64("tasks", n - nheld), OMPC_TRACE_U64("held", nheld),
-            OMPC_TRACE_STR("policy", ompc_sched_name(ompc_config_get()->scheduler))};
+            OMPC_TRACE_STR("policy", tgt_g.policy->name)};
         ompc_trace_span("sched", "schedule", t0, t1, args, OMPC_TRACE_NARGS(args));
     }
     free(v);

@@ -107,6 +107,7 @@ void tgt_stats_print(uint64_t t_shutdown0, uint64_t t_end);
 
 /* Statistics the graph keeps for OMPC_STATS. */
 typedef struct tgt_graph_stats {
+    const char *policy;                  /* OMPC_SCHEDULER's policy, by name */
     uint64_t nodes, kernels, flushes;
     uint64_t held;                       /* nodes held back for a cost */
     uint64_t pin_moves;                  /* kernels run off their placement:

@@ -25,6 +25,8 @@
 
 #include "tgt_graph.h"
 
+#include "ompc_sched.h"
+
 /* ------------------------------------------------------------------ ops */
 typedef enum { OP_WRITE, OP_READ, OP_HOST_STORE, OP_FREE, OP_DONE } op_kind_t;
 
@@ -205,8 +207,9 @@ typedef struct tgt_graph_state {
     int nthreads;
     pthread_mutex_t sched_mtx; /* one flush places nodes at a time */
     uint64_t batches;        /* sched_mtx */
-    unsigned rr;             /* OMPC_SCHEDULER=roundrobin: next executor
-                              * (sched_mtx) */
+    const sched_policy_t *policy; /* OMPC_SCHEDULER, set by tgt_graph_init */
+    sched_state_t sched_state; /* what the policy keeps between flushes
+                                * (sched_mtx) */
     uint64_t ndone;          /* nodes done (pins may have been released) */
     _Atomic size_t nwork;    /* nodes in ready + finished (read unlocked) */
     _Atomic int hot;         /* dispatch threads spinning for work */
@@ -279,6 +282,10 @@ void graph_span(const char *cat, const tgt_node_t *n, const char *what, uint64_t
                 size_t bytes);
 
 /* Flushes (tgt_flush.c). */
+/* Looks OMPC_SCHEDULER up in the scheduler's table (any case) into
+ * tgt_g.policy; an unknown name stops the job, naming the known ones.
+ * Once, from tgt_graph_init, before any flush. */
+void graph_policy_choose(void);
 /* Places every pending and held node and queues those ready; does not wait.
  * mine: a node the caller will wait for and run itself, or NULL.  No graph
  * lock held. */

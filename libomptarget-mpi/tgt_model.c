@@ -570,7 +570,7 @@ void tgt_stats_print(uint64_t t_shutdown0, uint64_t t_end)
             100 * shutdown / wall);
     fprintf(stderr, "[ompc stats] policy %s: %llu tasks (%llu kernels) in %llu "
             "flushes, %llu held back until a kernel's cost was measured\n",
-            ompc_sched_name(ompc_config_get()->scheduler),
+            g->policy,
             (unsigned long long)g->nodes, (unsigned long long)g->kernels,
             (unsigned long long)g->flushes, (unsigned long long)g->held);
     fprintf(stderr, "[ompc stats] at most %llu task nodes in memory at once (done "

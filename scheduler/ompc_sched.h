@@ -8,7 +8,9 @@
  * starts before 0.
  *
  * Policies are operation tables: HEFT (the default of the runtime's flush
- * points), round-robin, random and locality.
+ * points), round-robin, random and locality.  Each declares what it needs
+ * from its caller beyond the graph (sched_policy_t.needs), and what it
+ * keeps from one call to the next lives in a sched_state_t the caller owns.
  *
  * This layer knows nothing of OpenMP, MPI or clang.  Every function is
  * reentrant and may be called from any thread at the same time on different
@@ -19,6 +21,7 @@
 
 #include "ompc_common.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -59,6 +62,10 @@ typedef struct sched_graph {
                                 * cost later than the best, or -1.  NULL:
                                 * HEFT works out its own for entry tasks
                                 * (sched_entry_prefs) */
+    const bool *dataonly;      /* NULL, or per task: true for a task that
+                                * only moves data and occupies no worker
+                                * (its cost must be 0 on every worker).
+                                * Round-robin deals such a task no turn */
 } sched_graph_t;
 
 /* Arrays of ntasks entries, allocated by the caller. */
@@ -68,13 +75,37 @@ typedef struct sched_result {
     double makespan; /* max finish, 0 for an empty graph */
 } sched_result_t;
 
+/* What a policy keeps from one call to the next, for a caller that places
+ * one graph in several calls (the runtime: one per flush).  The caller owns
+ * it; all zero is a fresh start.  A policy changes it only on success. */
+typedef struct sched_state {
+    uint64_t turn; /* round-robin: the worker whose turn is next, modulo P */
+} sched_state_t;
+
+/* What a policy needs from its caller beyond a valid graph: bits of
+ * sched_policy_t.needs.  A caller that cannot give one may still run the
+ * policy; it only places worse. */
+typedef enum sched_needs {
+    /* Places by task cost, and a guessed cost misplaces a task and, through
+     * the edges, its successors: a caller that learns costs as tasks run
+     * should hold back the tasks that depend on a task whose cost is still
+     * a guess, and place them once it has been measured. */
+    SCHED_NEEDS_MEASURED_COSTS = 1u << 0,
+    /* Compares workers by when a task's inputs reach them: the caller
+     * should price inputs from outside the graph (ready) with one link
+     * cost for every worker, so that a link whose probe came out slower
+     * does not read as a worker holding less of the data. */
+    SCHED_NEEDS_ALIKE_LINKS = 1u << 1,
+} sched_needs_t;
+
 typedef struct sched_policy {
     const char *name; /* "heft", "roundrobin", "random", "locality" */
+    unsigned needs;   /* sched_needs_t bits */
     /* Fills every entry of r.  Built-in policies validate g themselves, so
      * calling run directly is as safe as sched_run.  seed only matters to
-     * "random". */
+     * "random"; state is never NULL. */
     ompc_status_t (*run)(const struct sched_policy *self, const sched_graph_t *g,
-                         uint64_t seed, sched_result_t *r);
+                         uint64_t seed, sched_state_t *state, sched_result_t *r);
 } sched_policy_t;
 
 /* The built-in policy called name, or NULL. */
@@ -88,6 +119,11 @@ const sched_policy_t *sched_policy_at(size_t i);
  * is short.  On failure r's contents are left as they were. */
 ompc_status_t sched_run(const sched_policy_t *p, const sched_graph_t *g,
                         uint64_t seed, sched_result_t *r);
+/* sched_run continuing from *state (NULL: a fresh one, as sched_run), which
+ * is updated on success and left as it was on failure.  Reentrant as long
+ * as no two calls share a state. */
+ompc_status_t sched_run_kept(const sched_policy_t *p, const sched_graph_t *g,
+                             uint64_t seed, sched_state_t *state, sched_result_t *r);
 
 /* For the entry tasks of g that every worker would run equally well (not
  * pinned, one cost and one ready time for all workers), a worker each, so

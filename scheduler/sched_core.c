@@ -97,6 +97,12 @@ ompc_status_t sched_graph_validate(const sched_graph_t *g, const sched_result_t 
             if (!sched_nonneg(c[w]))
                 return sched_error(i, "task %lld: cost on worker %d is %g, expected a "
                                       "finite value >= 0", (long long)i, (int)w, c[w]);
+        if (g->dataonly && g->dataonly[i])
+            for (int32_t w = 0; w < P; w++)
+                if (c[w] != 0.0)
+                    return sched_error(i, "task %lld: data-only, but its cost on worker "
+                                          "%d is %g, expected 0", (long long)i, (int)w,
+                                       c[w]);
         if (g->pinned && (g->pinned[i] < -1 || g->pinned[i] >= P))
             return sched_error(i, "task %lld: pinned to worker %d, but the workers "
                                   "are 0..%d (or -1 for none)", (long long)i,
@@ -479,6 +485,12 @@ void sched_result_close(const sched_graph_t *g, sched_result_t *r)
 ompc_status_t sched_run(const sched_policy_t *p, const sched_graph_t *g,
                         uint64_t seed, sched_result_t *r)
 {
+    return sched_run_kept(p, g, seed, NULL, r);
+}
+
+ompc_status_t sched_run_kept(const sched_policy_t *p, const sched_graph_t *g,
+                             uint64_t seed, sched_state_t *state, sched_result_t *r)
+{
     if (!p || !p->run)
         return sched_error(-1, "no policy (NULL, or NULL run)");
     /* An empty graph has one schedule, whatever the policy: none of them
@@ -502,7 +514,12 @@ ompc_status_t sched_run(const sched_policy_t *p, const sched_graph_t *g,
             return st;
         sched_prep_free(&prep);
     }
-    return p->run(p, g, seed, r);
+    /* A policy that fails leaves its state alone: run works on a copy. */
+    sched_state_t kept = state ? *state : (sched_state_t){0};
+    ompc_status_t st = p->run(p, g, seed, &kept, r);
+    if (st == OMPC_OK && state)
+        *state = kept;
+    return st;
 }
 
 /* -------------------------------------------------------------- checker */

@@ -249,10 +249,11 @@ void sched_heft_ranks(const sched_graph_t *g, const sched_prep_t *prep, double *
 }
 
 static ompc_status_t heft_run(const sched_policy_t *self, const sched_graph_t *g,
-                              uint64_t seed, sched_result_t *r)
+                              uint64_t seed, sched_state_t *state, sched_result_t *r)
 {
     (void)self;
     (void)seed;
+    (void)state;
     sched_prep_t prep;
     ompc_status_t st = sched_prep_create(g, r, &prep);
     if (st != OMPC_OK)
@@ -395,5 +396,6 @@ out:
 
 const sched_policy_t sched_policy_heft = {
     .name = "heft",
+    .needs = SCHED_NEEDS_MEASURED_COSTS,
     .run = heft_run,
 };

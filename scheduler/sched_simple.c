@@ -3,7 +3,8 @@
  * and append each task to its worker's timeline: a task starts once its
  * data is ready and the worker's previous task is done (no gap filling).
  * Cost: O(N log N + E) for round-robin and random, O(N*P + E*P) for
- * locality. */
+ * locality.  Round-robin alone keeps state between calls: whose turn is
+ * next. */
 #include "sched_internal.h"
 
 #include <stdlib.h>
@@ -91,7 +92,7 @@ static int32_t simple_locality_pick(const sched_graph_t *g, const sched_prep_t *
 }
 
 static ompc_status_t simple_run(const sched_graph_t *g, sched_result_t *r,
-                                simple_kind_t kind, uint64_t seed)
+                                simple_kind_t kind, uint64_t seed, sched_state_t *state)
 {
     sched_prep_t prep;
     ompc_status_t st = sched_prep_create(g, r, &prep);
@@ -107,7 +108,6 @@ static ompc_status_t simple_run(const sched_graph_t *g, sched_result_t *r,
         sched_prep_free(&prep);
         return OMPC_ERR_NOMEM;
     }
-    int32_t next = 0;
     uint64_t rng = seed;
     for (int64_t k = 0; k < g->ntasks; k++) {
         int64_t i = prep.topo[k];
@@ -115,8 +115,12 @@ static ompc_status_t simple_run(const sched_graph_t *g, sched_result_t *r,
         if (g->pinned && g->pinned[i] >= 0) {
             w = g->pinned[i];
         } else if (kind == SIMPLE_ROUNDROBIN) {
-            w = next;
-            next = next + 1 == P ? 0 : next + 1;
+            /* The turn carries over from the caller's last call: a caller
+             * that places one graph a piece at a time (often one task per
+             * call) still deals its tasks out evenly. */
+            w = (int32_t)(state->turn % (uint64_t)P);
+            if (!(g->dataonly && g->dataonly[i]))
+                state->turn++;
         } else if (kind == SIMPLE_RANDOM) {
             w = simple_rng_below(&rng, P);
         } else {
@@ -143,40 +147,44 @@ static ompc_status_t simple_run(const sched_graph_t *g, sched_result_t *r,
 
 static ompc_status_t simple_roundrobin_run(const sched_policy_t *self,
                                            const sched_graph_t *g, uint64_t seed,
-                                           sched_result_t *r)
+                                           sched_state_t *state, sched_result_t *r)
 {
     (void)self;
     (void)seed;
-    return simple_run(g, r, SIMPLE_ROUNDROBIN, 0);
+    return simple_run(g, r, SIMPLE_ROUNDROBIN, 0, state);
 }
 
 static ompc_status_t simple_random_run(const sched_policy_t *self, const sched_graph_t *g,
-                                       uint64_t seed, sched_result_t *r)
+                                       uint64_t seed, sched_state_t *state,
+                                       sched_result_t *r)
 {
     (void)self;
-    return simple_run(g, r, SIMPLE_RANDOM, seed);
+    return simple_run(g, r, SIMPLE_RANDOM, seed, state);
 }
 
 static ompc_status_t simple_locality_run(const sched_policy_t *self,
                                          const sched_graph_t *g, uint64_t seed,
-                                         sched_result_t *r)
+                                         sched_state_t *state, sched_result_t *r)
 {
     (void)self;
     (void)seed;
-    return simple_run(g, r, SIMPLE_LOCALITY, 0);
+    return simple_run(g, r, SIMPLE_LOCALITY, 0, state);
 }
 
 const sched_policy_t sched_policy_roundrobin = {
     .name = "roundrobin",
+    .needs = 0,
     .run = simple_roundrobin_run,
 };
 
 const sched_policy_t sched_policy_random = {
     .name = "random",
+    .needs = 0,
     .run = simple_random_run,
 };
 
 const sched_policy_t sched_policy_locality = {
     .name = "locality",
+    .needs = SCHED_NEEDS_ALIKE_LINKS,
     .run = simple_locality_run,
 };

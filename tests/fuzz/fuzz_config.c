@@ -72,7 +72,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (s1 == OMPC_OK) {
         /* Spot checks of ranges every value must respect. */
         if (c1.num_comms < 1 || c1.chunk_size < 4096 || c1.peer_timeout_ms < 100 ||
-            c1.log_level < 0 || c1.log_level > 4 || c1.scheduler < 0 || c1.scheduler > 3 ||
+            c1.log_level < 0 || c1.log_level > 4 || !c1.scheduler || !*c1.scheduler ||
             c1.spin_us < -1 || (!c1.doorbell && c1.poll_max_us > 10000) ||
             !c1.perf_model || !c1.trace)
             fuzz_fail("accepted an out-of-range configuration");

@@ -417,10 +417,11 @@ static void test_checker(void)
 static int foreign_calls;
 
 static ompc_status_t foreign_run(const sched_policy_t *self, const sched_graph_t *g,
-                                 uint64_t seed, sched_result_t *r)
+                                 uint64_t seed, sched_state_t *state, sched_result_t *r)
 {
     (void)self;
     (void)seed;
+    (void)state;
     foreign_calls++;
     /* Everything on worker 0, one after the other, in index order (the
      * graph below is given topologically). */
@@ -437,7 +438,7 @@ static ompc_status_t foreign_run(const sched_policy_t *self, const sched_graph_t
 
 static void test_foreign_policy(void)
 {
-    static const sched_policy_t serial = {"serial", foreign_run};
+    static const sched_policy_t serial = {"serial", 0, foreign_run};
     sched_graph_t g = topc_graph();
     int32_t w[10];
     double s[10], f[10];

@@ -1,8 +1,9 @@
 /* Every policy on many random graphs (both checkers must accept each
  * schedule), plus the rules particular to each policy: round-robin's
- * turn order, random's determinism for a seed, locality keeping a chain
- * together but not a tree on one worker, HEFT spreading equal independent
- * tasks. */
+ * turn order (kept across calls, none for data-only tasks), random's
+ * determinism for a seed, locality keeping a chain together but not a tree
+ * on one worker, HEFT spreading equal independent tasks, and what each
+ * policy declares it needs. */
 #include "sched_test.h"
 
 static void test_all_valid(void)
@@ -103,6 +104,61 @@ static void test_roundrobin(void)
     printf("roundrobin: ok\n");
 }
 
+/* One graph placed a piece per call, as the runtime's flushes do: with a
+ * kept state the turns continue where the last call left them, data-only
+ * tasks take none, and a call that fails leaves the state as it was. */
+static void test_roundrobin_kept(void)
+{
+    const sched_policy_t *rr = sched_policy_find("roundrobin");
+    CHECK(rr);
+    enum { N = 4, P = 3 };
+    double cost[N * P];
+    for (int i = 0; i < N * P; i++)
+        cost[i] = 1;
+    for (int w = 0; w < P; w++)
+        cost[1 * P + w] = 0;
+    bool dataonly[N] = {false, true, false, false};
+    int32_t w[N];
+    double s[N], f[N];
+    sched_graph_t g = {.nworkers = P, .ntasks = N, .cost = cost, .dataonly = dataonly};
+    sched_result_t r = {w, s, f, 0};
+    sched_state_t st = {0};
+    CHECK_OK(sched_run_kept(rr, &g, 0, &st, &r));
+    CHECK_VALID(&g, &r);
+    CHECK(w[0] == 0 && w[1] == 1 && w[2] == 1 && w[3] == 2 && st.turn == 3);
+    CHECK_OK(sched_run_kept(rr, &g, 0, &st, &r));
+    CHECK(w[0] == 0 && w[2] == 1 && w[3] == 2 && st.turn == 6);
+    /* One task per call still goes round. */
+    sched_graph_t one = {.nworkers = P, .ntasks = 1, .cost = cost};
+    for (int k = 0; k < 2 * P; k++) {
+        CHECK_OK(sched_run_kept(rr, &one, 0, &st, &r));
+        CHECK(w[0] == k % P);
+    }
+    /* Without a state every call starts again at worker 0. */
+    CHECK_OK(sched_run(rr, &one, 0, &r));
+    CHECK(w[0] == 0);
+    CHECK_OK(sched_run_kept(rr, &one, 0, NULL, &r));
+    CHECK(w[0] == 0);
+    /* A data-only task must cost nothing; the failed call keeps the turn. */
+    cost[1 * P + 2] = 1;
+    sched_state_t before = st;
+    CHECK(sched_run_kept(rr, &g, 0, &st, &r) == OMPC_ERR_INVALID);
+    CHECK(strstr(sched_last_error(), "task 1: data-only") != NULL);
+    CHECK(st.turn == before.turn);
+    printf("roundrobin kept across calls: ok\n");
+}
+
+/* The runtime asks each policy what it needs instead of knowing them by
+ * name: HEFT measured costs, locality links priced alike. */
+static void test_needs(void)
+{
+    CHECK(sched_policy_find("heft")->needs == SCHED_NEEDS_MEASURED_COSTS);
+    CHECK(sched_policy_find("locality")->needs == SCHED_NEEDS_ALIKE_LINKS);
+    CHECK(sched_policy_find("roundrobin")->needs == 0);
+    CHECK(sched_policy_find("random")->needs == 0);
+    printf("needs: ok\n");
+}
+
 static void test_locality_chain(void)
 {
     enum { N = 50, P = 4 };
@@ -180,6 +236,8 @@ int main(void)
     test_all_valid();
     test_random_seed();
     test_roundrobin();
+    test_roundrobin_kept();
+    test_needs();
     test_locality_chain();
     test_locality_tree();
     test_heft_spread();
