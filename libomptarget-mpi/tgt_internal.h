@@ -6,6 +6,7 @@
 #include "ompc_dm.h"
 #include "ompc_ev.h"
 #include "ompc_tmap.h"
+#include "tgt_wire.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -317,12 +318,12 @@ void tgt_mapper_components_free(tgt_mapper_components_t *c);
 
 /* tgt_kernel.c */
 ompc_status_t tgt_kernel_fn_register(void);
-/* Run a kernel launch message on this thread; *ns_p: its run time.
- * *back_p, *nback_p: the {address, length} pairs of the copies its reply
- * must bring back (none: NULL, 0); a caller that passes NULL for them
+/* Run a kernel launch message (tgt_wire.h) on this thread; *ns_p: its run
+ * time.  *v_p: the message decoded, whose read-backs (v_p->nbacks; none
+ * without a block) its reply must bring back; a caller that passes NULL
  * refuses a message that asks for any. */
 ompc_status_t tgt_kernel_run(const void *args, size_t args_size, uint64_t *ns_p,
-                             const char **back_p, uint64_t *nback_p);
+                             tgt_wire_kernel_view_t *v_p);
 /* The kernel a launch message (tgt_kernel_run's args) names, or -1 if it
  * names none. */
 int tgt_kernel_msg_index(const void *args, size_t args_size);
