@@ -27,8 +27,9 @@
  *   tgt_g.ahead_mtx  launch-ahead's per-buffer plans (tgt_ahead_head.c)
  *   dm->mtx          where copies live (data-manager/)
  *
- * Leaves, holding nothing else while held: M.mtx (tgt_model.c; taken
- * under tgt_g.mtx), A.mtx (tgt_ahead.c, executors), tgt_taskred.c's mtx.
+ * Leaves, holding nothing else while held: model.mtx (tgt_model.c;
+ * taken under tgt_g.mtx), ahd_exec.mtx (tgt_ahead.c, executors),
+ * tgt_taskred.c's mtx.
  * The event system's own locks come below all of these: any of them may
  * be held while an event starts.  Only rec_mtx and map_mtx may be held
  * while an event is waited for (mapping allocates and copies under them);
