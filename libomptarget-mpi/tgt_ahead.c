@@ -15,51 +15,35 @@
 #include "tgt_graph.h"
 #include "ompc_trace.h"
 #include "ompc_u64map.h"
+#include "tgt_wire.h"
 
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* Batch: {count, mode}, then per launch {words} and the launch; mode:
- * the head's generation << 1 | whether it wants completions promptly.
- * Launch: {seq, lwm, ncommit, nafter, npull, klen}, then ncommit {address,
- * span}, nafter {seq}, npull {after, source address, address here, size,
- * source rank} (declare target variables live at different addresses on
- * different ranks), and the
- * kernel's launch message (tgt_kernel_run) padded to 8 bytes.  lwm: every
- * task up to it is done everywhere (the head heard so). */
-#define L_HDR 6
-/* Watch: {after, address, consumer's address, size, consumer seq,
- * consumer rank}; a message carries one launch batch's watches of one
- * peer. */
-#define W_LEN 6
-#define P_LEN 5
-/* Arrive: {consumer seq, address, size, bytes follow (0/1), time served
- * (sender's clock, ns; 0: not timed), sender rank}, bytes. */
-#define A_HDR 6
-/* Data up to this size travels inside the arrive message. */
-#define A_INLINE_MAX (32 * 1024)
-/* Done: {seq, kernel ns, status, hop, hop rank} per task, several tasks per
- * message.  Completions wait to go together while more work launched here
- * is ready or waits for its inputs; with nothing more launched here they
- * go at once (the head may be waiting for them).  Each message costs the
- * head a wake-up of its gate and of a dispatch thread, a large share of
- * its CPU for short tasks (docs/performance.md, "launch, completion and
- * request batching").  How long they may wait depends on the head: while it may wait for one
- * (a thread waits for a task, or a task with work on the head waits for
- * its predecessors) at most D_MAX_AGE_NS and D_MAX of them; while nothing
- * there waits, D_RELAXED_AGE_NS and D_RELAXED_MAX.  Each launch batch says
- * which, and the head posts a change to "waiting" at once (fn_prompt).
- * A kernel's first completion here goes at once: HEFT holds tasks back
- * until it knows their kernel's cost. */
-#define D_LEN TGT_DONE_WORDS
+/* The messages (launch batches, watches, arrivals, completions, prompts)
+ * are tgt_wire.h's.  Data up to this size travels inside the arrive
+ * message; larger goes first as a transfer. */
+#define FWD_INLINE_MAX (32 * 1024)
+/* Completions wait to go together while more work launched here is ready
+ * or waits for its inputs; with nothing more launched here they go at
+ * once (the head may be waiting for them).  Each message costs the head a
+ * wake-up of its gate and of a dispatch thread, a large share of its CPU
+ * for short tasks (docs/performance.md, "launch, completion and request
+ * batching").  How long they may wait depends on the head: while it may
+ * wait for one (a thread waits for a task, or a task with work on the
+ * head waits for its predecessors) at most D_MAX_AGE_NS and D_MAX of
+ * them; while nothing there waits, D_RELAXED_AGE_NS and D_RELAXED_MAX.
+ * Each launch batch says which, and the head posts a change to "waiting"
+ * at once (fn_prompt).  A kernel's first completion here goes at once:
+ * HEFT holds tasks back until it knows their kernel's cost. */
 #define D_MAX 32
 #define D_RELAXED_MAX 256
 #define D_MAX_AGE_NS 500000u
 #define D_RELAXED_AGE_NS 5000000u
 
-typedef struct aw_task {
+typedef struct ahd_task {
     uint64_t seq;
     int missing;             /* local tasks and arrivals still awaited */
     /* The slowest timed arrival: now minus the sender's serve time (two
@@ -68,18 +52,18 @@ typedef struct aw_task {
     int hop_rank;
     char *kmsg;
     size_t klen;
-    struct aw_task *rnext;   /* ready queue */
-} aw_task_t;
+    struct ahd_task *rnext;   /* ready queue */
+} ahd_task_t;
 
 /* Something waiting for a task of this executor to be done: a local task,
  * or a peer's watch (task NULL). */
-typedef struct aw_wait {
+typedef struct ahd_wait {
     uint64_t seq;
-    aw_task_t *task;
+    ahd_task_t *task;
     uint64_t addr, daddr, size, cseq;
     int crank;
-    struct aw_wait *next;
-} aw_wait_t;
+    struct ahd_wait *next;
+} ahd_wait_t;
 
 /* Per kernel, its runs here: the last one's time (0: none) tells how long
  * the next task should take (dq_due); runs and the longest decide whether
@@ -95,36 +79,51 @@ typedef struct kstat {
 #define GATE_MIN_RUNS 4
 #define GATE_BAN_NS 1000000u
 
-static struct {
+typedef struct ahd_exec ahd_exec_t;
+
+/* A kernel thread: its name's number and the state it serves. */
+typedef struct ahd_thread {
+    ahd_exec_t *x;
+    int i;
+    pthread_t th;
+} ahd_thread_t;
+
+/* An executor's launch-ahead state: one per rank (ahd_exec, below).
+ * mtx guards every field not atomic; it is a leaf lock (tgt_internal.h). */
+struct ahd_exec {
     pthread_mutex_t mtx;
     pthread_cond_t cv;
-    ompc_u64map_t tasks;     /* seq -> aw_task_t *, until it runs */
-    ompc_u64map_t waits;     /* seq -> aw_wait_t list (by next) waiting for it */
+    ompc_u64map_t tasks;     /* seq -> ahd_task_t *, until it runs */
+    ompc_u64map_t waits;     /* seq -> ahd_wait_t list (by next) waiting for it */
     ompc_u64map_t done;      /* finished tasks > lwm (keys only) */
     size_t done_prune_at;    /* drop what lwm covers at this many keys */
     uint64_t lwm;
-    aw_task_t *rq_head, *rq_tail;
+    ahd_task_t *rq_head, *rq_tail;
     bool stop;
     int nthr;
-    pthread_t *thr;
+    ahd_thread_t *thr;
     _Atomic int hot;         /* an engine thread polls the ready queue */
     _Atomic int nready;
     _Atomic int running;     /* kernels running now */
-    size_t nwaiting;         /* launched tasks waiting for inputs (A.tasks) */
-    uint64_t dq[D_RELAXED_MAX * D_LEN]; /* completions not sent yet */
+    size_t nwaiting;         /* launched tasks waiting for inputs (tasks) */
+    tgt_wire_done_t dq[D_RELAXED_MAX]; /* completions not sent yet */
     size_t dn;
     uint64_t dt0;            /* when the oldest of them was done */
     kstat_t *kstat;          /* per kernel */
     bool prompt;             /* the head may wait for a completion */
     uint64_t gen;            /* the head's generation prompt came with */
     _Atomic uint64_t watches, watch_msgs; /* data requests sent, messages */
-} A = {.mtx = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER,
-       .prompt = true};
+};
+
+/* The event system's handlers take no argument of ours: they and the
+ * start and stop calls find the state here and pass it down. */
+static ahd_exec_t ahd_exec = {.mtx = PTHREAD_MUTEX_INITIALIZER,
+                              .cv = PTHREAD_COND_INITIALIZER, .prompt = true};
 
 /* ----------------------------------------------------------- done set */
-static bool done_has(uint64_t seq)
+static bool done_has(const ahd_exec_t *x, uint64_t seq)
 {
-    return seq <= A.lwm || ompc_u64map_get(&A.done, seq, NULL);
+    return seq <= x->lwm || ompc_u64map_get(&x->done, seq, NULL);
 }
 
 static bool done_covered(uint64_t seq, uint64_t val, void *arg)
@@ -133,17 +132,17 @@ static bool done_covered(uint64_t seq, uint64_t val, void *arg)
     return seq <= *(const uint64_t *)arg;
 }
 
-static void done_add(uint64_t seq)
+static void done_add(ahd_exec_t *x, uint64_t seq)
 {
-    if (seq <= A.lwm)
+    if (seq <= x->lwm)
         return;
-    if (ompc_u64map_size(&A.done) >= A.done_prune_at) {
+    if (ompc_u64map_size(&x->done) >= x->done_prune_at) {
         /* Drop what the low-water mark covers once the set has doubled
          * since the last time: amortized O(1) per task. */
-        ompc_u64map_remove_if(&A.done, done_covered, &A.lwm);
-        A.done_prune_at = 2 * ompc_u64map_size(&A.done) + 32;
+        ompc_u64map_remove_if(&x->done, done_covered, &x->lwm);
+        x->done_prune_at = 2 * ompc_u64map_size(&x->done) + 32;
     }
-    if (ompc_u64map_put(&A.done, seq, 0) != OMPC_OK)
+    if (ompc_u64map_put(&x->done, seq, 0) != OMPC_OK)
         ompc_fatal("out of memory tracking finished tasks");
 }
 
@@ -163,25 +162,21 @@ static void send_post(int rank, ev_fn_id_t fn, const void *args, size_t len,
 static void send_arrive(int crank, uint64_t cseq, uint64_t addr, uint64_t daddr,
                         uint64_t size, bool bytes, uint64_t served_ns)
 {
-    size_t len = A_HDR * 8 + (bytes ? size : 0);
-    uint64_t *m = malloc(len);
+    tgt_wire_arrive_t h = {.cseq = cseq, .daddr = daddr, .size = size,
+                           .has_bytes = bytes, .served_ns = served_ns,
+                           .rank = (uint64_t)tgt_rt->rank};
+    size_t len = tgt_wire_arrive_size(&h);
+    void *m = malloc(len);
     if (!m)
         ompc_fatal("out of memory forwarding data");
-    m[0] = cseq;
-    m[1] = daddr;
-    m[2] = size;
-    m[3] = bytes;
-    m[4] = served_ns;
-    m[5] = (uint64_t)tgt_rt->rank;
-    if (bytes)
-        memcpy(m + A_HDR, (const void *)(uintptr_t)addr, size);
+    tgt_wire_arrive_put(m, &h, (const void *)(uintptr_t)addr);
     send_post(crank, tgt_rt->fn_ahead_arrive, m, len, "forwarded data");
     free(m);
 }
 
 static void on_pushed(void *arg, ompc_status_t st)
 {
-    aw_wait_t *w = arg;
+    ahd_wait_t *w = arg;
     if (st != OMPC_OK)
         ompc_fatal("rank %d: forwarding %llu bytes to rank %d failed: %s", tgt_rt->rank,
                    (unsigned long long)w->size, w->crank, ompc_status_str(st));
@@ -191,7 +186,7 @@ static void on_pushed(void *arg, ompc_status_t st)
 }
 
 /* Answer a watch whose task is done (no lock held). */
-static void serve(aw_wait_t *w)
+static void serve(ahd_wait_t *w)
 {
     /* The pages exist once the task that wrote them is done (a watch may
      * arrive before that task's launch, so this is checked only now). */
@@ -199,7 +194,7 @@ static void serve(aw_wait_t *w)
         ompc_fatal("rank %d: asked to forward %llu bytes at %#llx to rank %d, "
                    "which this rank does not hold", tgt_rt->rank,
                    (unsigned long long)w->size, (unsigned long long)w->addr, w->crank);
-    if (w->size == 0 || w->size <= A_INLINE_MAX) {
+    if (w->size == 0 || w->size <= FWD_INLINE_MAX) {
         /* Timed from here: the data exists and the consumer asked for it,
          * so what follows is the hop alone (the head learns it, for HEFT). */
         send_arrive(w->crank, w->cseq, w->addr, w->daddr, w->size, w->size > 0,
@@ -220,68 +215,59 @@ static void serve(aw_wait_t *w)
 }
 
 /* ------------------------------------------------------------ tables */
-static void make_ready(aw_task_t *t)
+static void make_ready(ahd_exec_t *x, ahd_task_t *t)
 {
     t->rnext = NULL;
-    if (A.rq_tail)
-        A.rq_tail->rnext = t;
+    if (x->rq_tail)
+        x->rq_tail->rnext = t;
     else
-        A.rq_head = t;
-    A.rq_tail = t;
-    atomic_fetch_add(&A.nready, 1);
-    if (!atomic_load(&A.hot))
-        pthread_cond_signal(&A.cv);
+        x->rq_head = t;
+    x->rq_tail = t;
+    atomic_fetch_add(&x->nready, 1);
+    if (!atomic_load(&x->hot))
+        pthread_cond_signal(&x->cv);
 }
 
-static aw_task_t *task_find(uint64_t seq)
+static ahd_task_t *task_find(ahd_exec_t *x, uint64_t seq)
 {
     uint64_t v;
-    return ompc_u64map_get(&A.tasks, seq, &v) ? (aw_task_t *)(uintptr_t)v : NULL;
+    return ompc_u64map_get(&x->tasks, seq, &v) ? (ahd_task_t *)(uintptr_t)v : NULL;
 }
 
-static void task_link(aw_task_t *t)
+static void task_link(ahd_exec_t *x, ahd_task_t *t)
 {
-    OMPC_ASSERT(!task_find(t->seq));
-    if (ompc_u64map_put(&A.tasks, t->seq, (uint64_t)(uintptr_t)t) != OMPC_OK)
+    OMPC_ASSERT(!task_find(x, t->seq));
+    if (ompc_u64map_put(&x->tasks, t->seq, (uint64_t)(uintptr_t)t) != OMPC_OK)
         ompc_fatal("out of memory launching a kernel");
-    A.nwaiting++;
+    x->nwaiting++;
 }
 
-static void task_unlink(aw_task_t *t)
+static void task_unlink(ahd_exec_t *x, ahd_task_t *t)
 {
-    ompc_u64map_remove(&A.tasks, t->seq, NULL);
-    A.nwaiting--;
+    ompc_u64map_remove(&x->tasks, t->seq, NULL);
+    x->nwaiting--;
 }
 
-static void wait_add(aw_wait_t *w)
+static void wait_add(ahd_exec_t *x, ahd_wait_t *w)
 {
     uint64_t head = 0;
-    ompc_u64map_get(&A.waits, w->seq, &head);
-    w->next = (aw_wait_t *)(uintptr_t)head;
-    if (ompc_u64map_put(&A.waits, w->seq, (uint64_t)(uintptr_t)w) != OMPC_OK)
+    ompc_u64map_get(&x->waits, w->seq, &head);
+    w->next = (ahd_wait_t *)(uintptr_t)head;
+    if (ompc_u64map_put(&x->waits, w->seq, (uint64_t)(uintptr_t)w) != OMPC_OK)
         ompc_fatal("out of memory waiting for a task");
 }
 
 /* ----------------------------------------------------------- handlers */
-static void task_done(aw_task_t *t, ompc_status_t st, uint64_t ns, bool on_gate);
-static void run_task(aw_task_t *t, bool on_gate);
-static bool gate_may_run(const aw_task_t *t);
-static int task_kernel(const aw_task_t *t);
+static void task_done(ahd_exec_t *x, ahd_task_t *t, ompc_status_t st, uint64_t ns,
+                      bool on_gate);
+static void run_task(ahd_exec_t *x, ahd_task_t *t, bool on_gate);
+static bool gate_may_run(const ahd_exec_t *x, const ahd_task_t *t);
+static int task_kernel(const ahd_task_t *t);
 
 /* No kernel running or ready here: a message arriving now is waited for. */
-static bool idle_now(void)
+static bool idle_now(ahd_exec_t *x)
 {
-    return atomic_load(&A.running) == 0 && atomic_load(&A.nready) == 0;
-}
-
-/* Whether words m[0..words) are one well-formed launch. */
-static bool launch_valid(const uint64_t *m, size_t words)
-{
-    if (words < L_HDR)
-        return false;
-    uint64_t nc = m[2], na = m[3], np = m[4], klen = m[5];
-    return nc <= words && na <= words && np <= words && klen <= words * 8 &&
-           L_HDR + 2 * nc + na + P_LEN * np + (klen + 7) / 8 == words;
+    return atomic_load(&x->running) == 0 && atomic_load(&x->nready) == 0;
 }
 
 /* The data requests of one launch batch, one message per peer: a batch
@@ -290,7 +276,7 @@ static bool launch_valid(const uint64_t *m, size_t words)
 typedef struct watch_out {
     int rank;
     size_t n, cap;       /* in watches */
-    uint64_t *w;
+    tgt_wire_watch_t *w;
 } watch_out_t;
 
 typedef struct watch_batch {
@@ -298,7 +284,7 @@ typedef struct watch_batch {
     size_t npeer, cap;
 } watch_batch_t;
 
-static void watch_add(watch_batch_t *b, int rank, const uint64_t *wm)
+static void watch_add(watch_batch_t *b, int rank, const tgt_wire_watch_t *wm)
 {
     watch_out_t *o = NULL;
     for (size_t i = 0; i < b->npeer && !o; i++)
@@ -310,14 +296,13 @@ static void watch_add(watch_batch_t *b, int rank, const uint64_t *wm)
         o = &b->peer[b->npeer++];
         *o = (watch_out_t){.rank = rank};
     }
-    o->w = tgt_grow(o->w, &o->cap, o->n, W_LEN * sizeof(*o->w), "launching a kernel");
-    memcpy(o->w + o->n * W_LEN, wm, W_LEN * sizeof(*wm));
-    o->n++;
+    o->w = tgt_grow(o->w, &o->cap, o->n, sizeof(*o->w), "launching a kernel");
+    o->w[o->n++] = *wm;
 }
 
-/* A batch's pulls (P_LEN words each) fit in one message; its watches
- * (W_LEN words each) may not: at most this many go in one. */
-#define W_PER_MSG (EV_EXEC_MAX_ARGS / (W_LEN * 8))
+/* A batch's pulls fit in one message; its watches may not: at most this
+ * many go in one. */
+#define W_PER_MSG (EV_EXEC_MAX_ARGS / sizeof(tgt_wire_watch_t))
 
 /* W_PER_MSG, or fewer under the test hook OMPC_TEST_WATCHES_PER_MSG (not
  * a setting): a batch with 1366 requests to one peer needs kernels with
@@ -335,18 +320,18 @@ static size_t watches_per_msg(void)
     return v;
 }
 
-static void watch_send(watch_batch_t *b)
+static void watch_send(ahd_exec_t *x, watch_batch_t *b)
 {
     size_t per = watches_per_msg();
     for (size_t i = 0; i < b->npeer; i++) {
         watch_out_t *o = &b->peer[i];
         for (size_t at = 0; at < o->n; at += per) {
             size_t k = o->n - at < per ? o->n - at : per;
-            send_post(o->rank, tgt_rt->fn_ahead_watch, o->w + at * W_LEN,
-                      k * W_LEN * 8, k == 1 ? "a data request" : "data requests");
-            atomic_fetch_add_explicit(&A.watch_msgs, 1, memory_order_relaxed);
+            send_post(o->rank, tgt_rt->fn_ahead_watch, o->w + at, k * sizeof(*o->w),
+                      k == 1 ? "a data request" : "data requests");
+            atomic_fetch_add_explicit(&x->watch_msgs, 1, memory_order_relaxed);
         }
-        atomic_fetch_add_explicit(&A.watches, o->n, memory_order_relaxed);
+        atomic_fetch_add_explicit(&x->watches, o->n, memory_order_relaxed);
         free(o->w);
     }
     free(b->peer);
@@ -356,170 +341,177 @@ static void watch_send(watch_batch_t *b)
  * its task's failure, so that the head names the kernel.  Its data
  * requests go to `wb`, sent once the whole batch is in the tables (an
  * answer may come back at once and must find its task). */
-static void launch_one(ev_exec_info_t *info, const uint64_t *m, watch_batch_t *wb)
+static void launch_one(ahd_exec_t *x, ev_exec_info_t *info, const tgt_wire_launch_view_t *l,
+                       watch_batch_t *wb)
 {
-    uint64_t seq = m[0], lwm = m[1], nc = m[2], na = m[3], np = m[4], klen = m[5];
-    const uint64_t *c = m + L_HDR, *a = c + 2 * nc, *p = a + na;
-    aw_task_t *t = calloc(1, sizeof(*t));
-    char *k = malloc(klen ? klen : 1);
+    const tgt_wire_launch_t *h = &l->h;
+    ahd_task_t *t = calloc(1, sizeof(*t));
+    char *k = malloc(h->klen ? h->klen : 1);
     if (!t || !k) {
         free(t);
         free(k);
         ompc_fatal("out of memory launching a kernel");
     }
-    t->seq = seq;
+    t->seq = h->seq;
     t->hop_rank = -1;
-    for (uint64_t i = 0; i < nc; i++) {
-        ompc_status_t st = dm_exec_commit(info->ctx, c[2 * i], c[2 * i + 1]);
+    for (uint64_t i = 0; i < h->ncommit; i++) {
+        tgt_wire_commit_t c = tgt_wire_commit_get(l, i);
+        ompc_status_t st = dm_exec_commit(info->ctx, c.addr, c.span);
         if (st != OMPC_OK) {
             free(k);
-            task_done(t, st, 0, true); /* fn_launch runs on the gate */
+            task_done(x, t, st, 0, true); /* fn_launch runs on the gate */
             return;
         }
     }
-    memcpy(k, p + P_LEN * np, klen);
+    memcpy(k, l->kmsg, h->klen);
     t->kmsg = k;
-    t->klen = klen;
-    t->missing = (int)np + 1; /* +1: until this handler is done with it */
-    pthread_mutex_lock(&A.mtx);
-    if (lwm > A.lwm)
-        A.lwm = lwm;
-    task_link(t);
-    for (uint64_t i = 0; i < na; i++) {
-        if (done_has(a[i]))
+    t->klen = h->klen;
+    t->missing = (int)h->npull + 1; /* +1: until this handler is done with it */
+    pthread_mutex_lock(&x->mtx);
+    if (h->lwm > x->lwm)
+        x->lwm = h->lwm;
+    task_link(x, t);
+    for (uint64_t i = 0; i < h->nafter; i++) {
+        uint64_t after = tgt_wire_after_get(l, i);
+        if (done_has(x, after))
             continue;
-        aw_wait_t *w = calloc(1, sizeof(*w));
+        ahd_wait_t *w = calloc(1, sizeof(*w));
         if (!w)
             ompc_fatal("out of memory launching a kernel");
-        w->seq = a[i];
+        w->seq = after;
         w->task = t;
         t->missing++;
-        wait_add(w);
+        wait_add(x, w);
     }
     if (--t->missing == 0) {
-        task_unlink(t);
-        make_ready(t);
+        task_unlink(x, t);
+        make_ready(x, t);
     }
-    pthread_mutex_unlock(&A.mtx);
-    /* Ask the peers: a pull's first four words, then who asks. */
-    for (uint64_t i = 0; i < np; i++) {
-        const uint64_t *q = p + P_LEN * i;
-        uint64_t wm[W_LEN];
-        memcpy(wm, q, 4 * 8);
-        wm[4] = seq;
-        wm[5] = (uint64_t)tgt_rt->rank;
-        watch_add(wb, (int)q[4], wm);
+    pthread_mutex_unlock(&x->mtx);
+    /* Ask the peers: a pull, and who asks. */
+    for (uint64_t i = 0; i < h->npull; i++) {
+        tgt_wire_pull_t q = tgt_wire_pull_get(l, i);
+        tgt_wire_watch_t wm = {.after = q.after, .addr = q.src, .daddr = q.dst,
+                               .size = q.size, .cseq = h->seq,
+                               .crank = (uint64_t)tgt_rt->rank};
+        watch_add(wb, (int)q.rank, &wm);
         /* Owed until it arrives (fn_arrive): the liveness check watches
          * the peer meanwhile. */
-        ev_peer_expect(info->ctx, (int)q[4], 1);
+        ev_peer_expect(info->ctx, (int)q.rank, 1);
     }
 }
 
-static void dq_send(const uint64_t *m, size_t words);
-static size_t dq_take(uint64_t *out);
+static void dq_send(const tgt_wire_done_t *m, size_t n);
+static size_t dq_take(ahd_exec_t *x, tgt_wire_done_t *out);
 
-/* A.mtx held: how many completions may wait, and how long. */
-static size_t dq_max(void) { return A.prompt ? D_MAX : D_RELAXED_MAX; }
-static uint64_t dq_max_age(void) { return A.prompt ? D_MAX_AGE_NS : D_RELAXED_AGE_NS; }
+/* x->mtx held: how many completions may wait, and how long. */
+static size_t dq_max(const ahd_exec_t *x) { return x->prompt ? D_MAX : D_RELAXED_MAX; }
+static uint64_t dq_max_age(const ahd_exec_t *x)
+{
+    return x->prompt ? D_MAX_AGE_NS : D_RELAXED_AGE_NS;
+}
 
 /* The head's wish, from a batch or a post of generation gen: a message of
  * an older generation came late (another communicator) and is ignored.
  * Asked for promptness, completions waiting go now (the gate does not
- * wait on A.cv, where they would go when due). */
-static void set_prompt(uint64_t gen, bool prompt, const char *how)
+ * wait on x->cv, where they would go when due). */
+static void set_prompt(ahd_exec_t *x, uint64_t gen, bool prompt, const char *how)
 {
-    uint64_t out[D_RELAXED_MAX * D_LEN];
+    tgt_wire_done_t out[D_RELAXED_MAX];
     size_t nout = 0;
-    pthread_mutex_lock(&A.mtx);
-    if (gen >= A.gen) {
-        A.gen = gen;
-        if (prompt && !A.prompt && tgt_rt->info)
+    pthread_mutex_lock(&x->mtx);
+    if (gen >= x->gen) {
+        x->gen = gen;
+        if (prompt && !x->prompt && tgt_rt->info)
             fprintf(stderr, "[ompc info] r%d: the head may wait for a task "
                     "(%s): completions go promptly\n", tgt_rt->rank, how);
-        A.prompt = prompt;
-        if (prompt && A.dn)
-            nout = dq_take(out);
+        x->prompt = prompt;
+        if (prompt && x->dn)
+            nout = dq_take(x, out);
     }
-    pthread_mutex_unlock(&A.mtx);
+    pthread_mutex_unlock(&x->mtx);
     dq_send(out, nout);
+}
+
+/* A message that does not decode (tgt_wire.h says why) is refused whole;
+ * the event system then ends the job or fails the sender's event. */
+static ompc_status_t refuse(const ev_exec_info_t *info, const char *what, const char *why)
+{
+    ompc_error("rank %d: refused %s from rank %d: %s", tgt_rt->rank, what, info->origin,
+               why);
+    return OMPC_ERR_INVALID;
 }
 
 static ompc_status_t fn_prompt(ev_exec_info_t *info)
 {
-    if (info->args_size != 8)
-        return OMPC_ERR_INVALID;
-    set_prompt(*(const uint64_t *)info->args, true, "it posted so");
+    tgt_wire_prompt_t p;
+    const char *bad = tgt_wire_prompt_open(info->args, info->args_size, &p);
+    if (bad)
+        return refuse(info, "a prompt", bad);
+    set_prompt(&ahd_exec, p.gen, true, "it posted so");
     return OMPC_OK;
 }
 
-/* A batch: {count, mode}, then per launch {words} and the launch.  Checked
- * whole before any of it is taken, so a malformed batch is refused whole. */
+/* A batch of launches, checked whole before any of it is taken. */
 static ompc_status_t fn_launch(ev_exec_info_t *info)
 {
-    uint64_t now = ompc_now_ns();
+    ahd_exec_t *x = &ahd_exec;
+    tgt_wire_launch_reply_t rep = {ompc_now_ns()};
     /* The head learns the hop from when the batch got here (this rank's
      * clock), but only if this rank was idle: a busy one's gate waits for
      * a core behind the kernels (milliseconds on a crowded node), which
      * delays nothing that waits for it and would only teach HEFT to shun
      * transfers.  Asked before the batch makes its own tasks ready. */
-    if (!idle_now())
-        now = 0;
-    const uint64_t *m = info->args;
-    size_t words = info->args_size / 8;
-    if (info->args_size % 8 || words < 2 || m[0] > words)
-        return OMPC_ERR_INVALID;
-    size_t at = 2;
-    for (uint64_t i = 0; i < m[0]; i++) {
-        if (at >= words || m[at] > words - at - 1 || !launch_valid(m + at + 1, m[at]))
-            return OMPC_ERR_INVALID;
-        at += 1 + m[at];
-    }
-    if (at != words)
-        return OMPC_ERR_INVALID;
-    set_prompt(m[1] >> 1, m[1] & 1, "its launch batch says so");
-    at = 2;
+    if (!idle_now(x))
+        rep.arrived_ns = 0;
+    tgt_wire_batch_reader_t r;
+    const char *bad = tgt_wire_batch_open(info->args, info->args_size, &r);
+    if (bad)
+        return refuse(info, "a launch batch", bad);
+    set_prompt(x, r.gen, r.prompt, "its launch batch says so");
     watch_batch_t wb = {0};
-    for (uint64_t i = 0; i < m[0]; i++) {
-        launch_one(info, m + at + 1, &wb);
-        at += 1 + m[at];
-    }
-    watch_send(&wb);
-    if (info->result_cap >= sizeof(now)) {
-        memcpy(info->result, &now, sizeof(now));
-        info->result_size = sizeof(now);
+    tgt_wire_launch_view_t l;
+    while (tgt_wire_batch_next(&r, &l))
+        launch_one(x, info, &l, &wb);
+    watch_send(x, &wb);
+    if (info->result_cap >= sizeof(rep)) {
+        memcpy(info->result, &rep, sizeof(rep));
+        info->result_size = sizeof(rep);
     }
     return OMPC_OK;
 }
 
-/* Data requests of one launch batch of a peer: W_LEN words each. */
+/* Data requests of one launch batch of a peer. */
 static ompc_status_t fn_watch(ev_exec_info_t *info)
 {
-    if (info->args_size == 0 || info->args_size % (W_LEN * 8))
-        return OMPC_ERR_INVALID;
-    size_t n = info->args_size / (W_LEN * 8);
-    const uint64_t *m = info->args;
+    ahd_exec_t *x = &ahd_exec;
+    size_t n;
+    const char *bad = tgt_wire_watches_open(info->args, info->args_size, &n);
+    if (bad)
+        return refuse(info, "data requests", bad);
     /* Watches whose task is done: served in order, unlocked. */
-    aw_wait_t *ready = NULL, **tail = &ready;
+    ahd_wait_t *ready = NULL, **tail = &ready;
     ompc_status_t st = OMPC_OK;
-    pthread_mutex_lock(&A.mtx);
-    for (size_t i = 0; i < n; i++, m += W_LEN) {
-        aw_wait_t *w = calloc(1, sizeof(*w));
+    pthread_mutex_lock(&x->mtx);
+    for (size_t i = 0; i < n; i++) {
+        tgt_wire_watch_t m = tgt_wire_watch_get(info->args, i);
+        ahd_wait_t *w = calloc(1, sizeof(*w));
         if (!w) {
             st = OMPC_ERR_NOMEM;
             break;
         }
-        *w = (aw_wait_t){.seq = m[0], .addr = m[1], .daddr = m[2], .size = m[3],
-                         .cseq = m[4], .crank = (int)m[5]};
-        if (done_has(w->seq)) {
+        *w = (ahd_wait_t){.seq = m.after, .addr = m.addr, .daddr = m.daddr,
+                          .size = m.size, .cseq = m.cseq, .crank = (int)m.crank};
+        if (done_has(x, w->seq)) {
             *tail = w;
             tail = &w->next;
         } else {
-            wait_add(w);
+            wait_add(x, w);
         }
     }
-    pthread_mutex_unlock(&A.mtx);
+    pthread_mutex_unlock(&x->mtx);
     while (ready) {
-        aw_wait_t *w = ready;
+        ahd_wait_t *w = ready;
         ready = w->next;
         serve(w);
     }
@@ -528,21 +520,23 @@ static ompc_status_t fn_watch(ev_exec_info_t *info)
 
 static ompc_status_t fn_arrive(ev_exec_info_t *info)
 {
-    const uint64_t *m = info->args;
-    if (info->args_size < A_HDR * 8 ||
-        info->args_size != A_HDR * 8 + (m[3] ? m[2] : 0))
-        return OMPC_ERR_INVALID;
+    ahd_exec_t *x = &ahd_exec;
+    tgt_wire_arrive_t m;
+    const void *bytes;
+    const char *bad = tgt_wire_arrive_open(info->args, info->args_size, &m, &bytes);
+    if (bad)
+        return refuse(info, "forwarded data", bad);
     uint64_t now = ompc_now_ns();
     ev_peer_expect(info->ctx, info->origin, -1);
-    if (m[3])
-        memcpy((void *)(uintptr_t)m[1], m + A_HDR, m[2]);
-    pthread_mutex_lock(&A.mtx);
-    aw_task_t *t = task_find(m[0]);
+    if (bytes)
+        memcpy((void *)(uintptr_t)m.daddr, bytes, m.size);
+    pthread_mutex_lock(&x->mtx);
+    ahd_task_t *t = task_find(x, m.cseq);
     /* Timed only if this rank waits for nothing else (see fn_launch). */
-    if (t && m[4] && (int)m[5] != tgt_rt->rank && idle_now() &&
-        (t->hop_rank < 0 || now - m[4] > t->hop_raw)) {
-        t->hop_raw = now - m[4];
-        t->hop_rank = (int)m[5];
+    if (t && m.served_ns && (int)m.rank != tgt_rt->rank && idle_now(x) &&
+        (t->hop_rank < 0 || now - m.served_ns > t->hop_raw)) {
+        t->hop_raw = now - m.served_ns;
+        t->hop_rank = (int)m.rank;
     }
     /* A short task whose last input this is runs here, on the gate, when
      * this rank has nothing else to run: handing it to a kernel thread
@@ -553,31 +547,33 @@ static ompc_status_t fn_arrive(ev_exec_info_t *info)
      * that runs long here once never does again. */
     bool inline_run = false;
     if (t && --t->missing == 0) {
-        task_unlink(t);
-        if (gate_may_run(t) && !A.rq_head && atomic_load(&A.running) == 0) {
-            atomic_fetch_add(&A.running, 1);
+        task_unlink(x, t);
+        if (gate_may_run(x, t) && !x->rq_head && atomic_load(&x->running) == 0) {
+            atomic_fetch_add(&x->running, 1);
             inline_run = true;
         } else {
-            make_ready(t);
+            make_ready(x, t);
         }
     }
-    pthread_mutex_unlock(&A.mtx);
+    pthread_mutex_unlock(&x->mtx);
     if (inline_run) {
         if (tgt_rt->info)
             fprintf(stderr, "[ompc info] r%d runs task %llu on its gate: its last input "
                     "arrived, it is short and nothing else runs here\n", tgt_rt->rank,
                     (unsigned long long)t->seq);
-        run_task(t, true);
+        run_task(x, t, true);
         return OMPC_OK;
     }
-    return t ? OMPC_OK : OMPC_ERR_INVALID;
+    return t ? OMPC_OK : refuse(info, "forwarded data", "for a task not launched here");
 }
 
 static ompc_status_t fn_done(ev_exec_info_t *info)
 {
-    if (info->args_size == 0 || info->args_size % (D_LEN * 8))
-        return OMPC_ERR_INVALID;
-    tgt_graph_ahead_done(info->args, info->args_size / (D_LEN * 8), info->origin);
+    size_t n;
+    const char *bad = tgt_wire_dones_open(info->args, info->args_size, &n);
+    if (bad)
+        return refuse(info, "kernel completions", bad);
+    tgt_graph_ahead_done(info->args, n, info->origin);
     return OMPC_OK;
 }
 
@@ -616,79 +612,81 @@ ompc_status_t tgt_ahead_fn_register(void)
 }
 
 /* ------------------------------------------------------------- engine */
-static int task_kernel(const aw_task_t *t)
+static int task_kernel(const ahd_task_t *t)
 {
     return t->kmsg ? tgt_kernel_msg_index(t->kmsg, t->klen) : -1;
 }
 
-/* A.mtx held: how long a task should take (its kernel's last run here),
+/* x->mtx held: how long a task should take (its kernel's last run here),
  * or D_MAX_AGE_NS when it never ran here. */
-static uint64_t task_expect_ns(const aw_task_t *t)
+static uint64_t task_expect_ns(const ahd_exec_t *x, const ahd_task_t *t)
 {
     int k = task_kernel(t);
-    return A.kstat && k >= 0 && A.kstat[k].last_ns ? A.kstat[k].last_ns : dq_max_age();
+    return x->kstat && k >= 0 && x->kstat[k].last_ns ? x->kstat[k].last_ns
+                                                     : dq_max_age(x);
 }
 
-/* A.mtx held: whether a task may run on the gate thread (fn_arrive). */
-static bool gate_may_run(const aw_task_t *t)
+/* x->mtx held: whether a task may run on the gate thread (fn_arrive). */
+static bool gate_may_run(const ahd_exec_t *x, const ahd_task_t *t)
 {
     int k = task_kernel(t);
-    return A.kstat && k >= 0 && !A.kstat[k].gate_banned &&
-           A.kstat[k].runs >= GATE_MIN_RUNS &&
-           A.kstat[k].max_ns < (uint64_t)ompc_config_get()->gate_run_us * 1000u;
+    return x->kstat && k >= 0 && !x->kstat[k].gate_banned &&
+           x->kstat[k].runs >= GATE_MIN_RUNS &&
+           x->kstat[k].max_ns < (uint64_t)ompc_config_get()->gate_run_us * 1000u;
 }
 
-/* A.mtx held: move the completions waiting into out (D_RELAXED_MAX * D_LEN words);
- * returns how many words. */
-static size_t dq_take(uint64_t *out)
+/* x->mtx held: move the completions waiting into out (D_RELAXED_MAX of
+ * them); returns how many. */
+static size_t dq_take(ahd_exec_t *x, tgt_wire_done_t *out)
 {
-    size_t w = A.dn * D_LEN;
-    memcpy(out, A.dq, w * 8);
-    A.dn = 0;
-    return w;
+    size_t n = x->dn;
+    memcpy(out, x->dq, n * sizeof(*out));
+    x->dn = 0;
+    return n;
 }
 
-static void dq_send(const uint64_t *m, size_t words)
+static void dq_send(const tgt_wire_done_t *m, size_t n)
 {
-    if (words)
-        send_post(0, tgt_rt->fn_ahead_done, m, words * 8, "kernel completions");
+    if (n)
+        send_post(0, tgt_rt->fn_ahead_done, m, n * sizeof(*m), "kernel completions");
 }
 
-/* A.mtx held: send the waiting completions now rather than with the next
+/* x->mtx held: send the waiting completions now rather than with the next
  * ones?  Yes when they are many or old, when nothing more launched here is
  * ready or waiting for inputs, or when the next task would make them old
  * before it is done. */
-static bool dq_due(uint64_t now)
+static bool dq_due(const ahd_exec_t *x, uint64_t now)
 {
-    if (!A.dn)
+    if (!x->dn)
         return false;
-    if (A.dn >= dq_max() || now - A.dt0 >= dq_max_age())
+    if (x->dn >= dq_max(x) || now - x->dt0 >= dq_max_age(x))
         return true;
-    if (!A.rq_head)
-        return A.nwaiting == 0;
-    return now - A.dt0 + task_expect_ns(A.rq_head) >= dq_max_age();
+    if (!x->rq_head)
+        return x->nwaiting == 0;
+    return now - x->dt0 + task_expect_ns(x, x->rq_head) >= dq_max_age(x);
 }
 
-/* on_gate: called on the gate thread, which does not wait on A.cv (where
+/* on_gate: called on the gate thread, which does not wait on x->cv (where
  * held completions are sent once due), so they are sent now; and a kernel
  * that ran long there may not run there again. */
-static void task_done(aw_task_t *t, ompc_status_t st, uint64_t ns, bool on_gate)
+static void task_done(ahd_exec_t *x, ahd_task_t *t, ompc_status_t st, uint64_t ns,
+                      bool on_gate)
 {
     bool banned_now = false;
-    aw_wait_t *served = NULL;
-    uint64_t out[D_RELAXED_MAX * D_LEN];
+    ahd_wait_t *served = NULL;
+    tgt_wire_done_t out[D_RELAXED_MAX];
     size_t nout = 0;
     uint64_t now = ompc_now_ns();
-    pthread_mutex_lock(&A.mtx);
-    done_add(t->seq);
+    pthread_mutex_lock(&x->mtx);
+    done_add(x, t->seq);
     uint64_t head = 0;
-    ompc_u64map_remove(&A.waits, t->seq, &head);
-    for (aw_wait_t *w = (aw_wait_t *)(uintptr_t)head, *wn; w; w = wn) {
+    ompc_u64map_remove(&x->waits, t->seq, &head);
+    for (ahd_wait_t *w = (ahd_wait_t *)(uintptr_t)head, *wn; w; w = wn) {
         wn = w->next;
         if (w->task) {
             if (--w->task->missing == 0) {
-                task_unlink(w->task);
-                make_ready(w->task);
+                task_unlink(x, w->task);
+                make_ready(x, w->task);
             }
             free(w);
         } else {
@@ -698,8 +696,8 @@ static void task_done(aw_task_t *t, ompc_status_t st, uint64_t ns, bool on_gate)
     }
     int k = task_kernel(t);
     uint64_t runs = 0;
-    if (A.kstat && k >= 0 && st == OMPC_OK) {
-        kstat_t *ks = &A.kstat[k];
+    if (x->kstat && k >= 0 && st == OMPC_OK) {
+        kstat_t *ks = &x->kstat[k];
         ks->last_ns = ns ? ns : 1;
         runs = ++ks->runs;
         if (ns > ks->max_ns)
@@ -707,27 +705,23 @@ static void task_done(aw_task_t *t, ompc_status_t st, uint64_t ns, bool on_gate)
         if (on_gate && ns > GATE_BAN_NS && !ks->gate_banned)
             banned_now = ks->gate_banned = true;
     }
-    if (A.dn == D_RELAXED_MAX)
-        nout = dq_take(out);
-    if (!A.dn)
-        A.dt0 = now;
-    uint64_t *d = A.dq + A.dn++ * D_LEN;
-    d[0] = t->seq;
-    d[1] = ns;
-    d[2] = (uint64_t)(int64_t)st;
-    d[3] = t->hop_raw;
-    d[4] = (uint64_t)(int64_t)t->hop_rank;
+    if (x->dn == D_RELAXED_MAX)
+        nout = dq_take(x, out);
+    if (!x->dn)
+        x->dt0 = now;
+    x->dq[x->dn++] = (tgt_wire_done_t){.seq = t->seq, .kernel_ns = ns, .status = st,
+                                       .hop_raw = t->hop_raw, .hop_rank = t->hop_rank};
     /* A kernel's first run (HEFT waits for its cost) and a failure (the
      * head ends the job naming it) go at once. */
-    if (!nout && (on_gate || runs == 1 || st != OMPC_OK || dq_due(now)))
-        nout = dq_take(out);
-    pthread_mutex_unlock(&A.mtx);
+    if (!nout && (on_gate || runs == 1 || st != OMPC_OK || dq_due(x, now)))
+        nout = dq_take(x, out);
+    pthread_mutex_unlock(&x->mtx);
     if (banned_now)
         ompc_info("rank %d: a kernel short in %llu runs took %.3f ms on the gate "
                   "thread; it runs on kernel threads from now on", tgt_rt->rank,
                   (unsigned long long)runs - 1, (double)ns * 1e-6);
     while (served) {
-        aw_wait_t *w = served;
+        ahd_wait_t *w = served;
         served = w->next;
         serve(w);
     }
@@ -736,131 +730,136 @@ static void task_done(aw_task_t *t, ompc_status_t st, uint64_t ns, bool on_gate)
     free(t);
 }
 
-/* Run a ready task counted in A.running (taken under A.mtx by the
+/* Run a ready task counted in x->running (taken under x->mtx by the
  * caller, so that no other thread starts one past the slots meanwhile). */
-static void run_task(aw_task_t *t, bool on_gate)
+static void run_task(ahd_exec_t *x, ahd_task_t *t, bool on_gate)
 {
     uint64_t ns = 0;
-    ompc_status_t st = tgt_kernel_run(t->kmsg, t->klen, &ns, NULL, NULL);
-    atomic_fetch_sub(&A.running, 1);
-    task_done(t, st, ns, on_gate);
+    ompc_status_t st = tgt_kernel_run(t->kmsg, t->klen, &ns, NULL);
+    atomic_fetch_sub(&x->running, 1);
+    task_done(x, t, st, ns, on_gate);
 }
 
 static void *engine_main(void *arg)
 {
+    ahd_thread_t *self = arg;
+    ahd_exec_t *x = self->x;
     char name[32];
-    snprintf(name, sizeof(name), "kernels %d", (int)(intptr_t)arg);
+    snprintf(name, sizeof(name), "kernels %d", self->i);
     ompc_log_set_thread_name(name);
     ompc_trace_thread_name(name);
     uint64_t spin_ns = ev_spin_us(tgt_rt->ev) * 1000u;
     uint64_t hot_until = 0;
-    uint64_t out[D_RELAXED_MAX * D_LEN];
-    pthread_mutex_lock(&A.mtx);
+    tgt_wire_done_t out[D_RELAXED_MAX];
+    pthread_mutex_lock(&x->mtx);
     for (;;) {
-        aw_task_t *t = A.rq_head;
-        if (dq_due(ompc_now_ns())) {
+        ahd_task_t *t = x->rq_head;
+        if (dq_due(x, ompc_now_ns())) {
             /* Completions held go before a task that would make them
              * old, or when nothing more is launched here. */
-            size_t nout = dq_take(out);
-            pthread_mutex_unlock(&A.mtx);
+            size_t nout = dq_take(x, out);
+            pthread_mutex_unlock(&x->mtx);
             dq_send(out, nout);
-            pthread_mutex_lock(&A.mtx);
+            pthread_mutex_lock(&x->mtx);
             continue;
         }
         if (t) {
-            A.rq_head = t->rnext;
-            if (!A.rq_head)
-                A.rq_tail = NULL;
+            x->rq_head = t->rnext;
+            if (!x->rq_head)
+                x->rq_tail = NULL;
             else
-                pthread_cond_signal(&A.cv); /* more ready: wake a peer thread */
-            atomic_fetch_sub(&A.nready, 1);
-            atomic_fetch_add(&A.running, 1);
-            pthread_mutex_unlock(&A.mtx);
-            run_task(t, false);
+                pthread_cond_signal(&x->cv); /* more ready: wake a peer thread */
+            atomic_fetch_sub(&x->nready, 1);
+            atomic_fetch_add(&x->running, 1);
+            pthread_mutex_unlock(&x->mtx);
+            run_task(x, t, false);
             hot_until = ompc_now_ns() + spin_ns;
-            pthread_mutex_lock(&A.mtx);
-        } else if (A.stop) {
+            pthread_mutex_lock(&x->mtx);
+        } else if (x->stop) {
             break;
         } else if (ompc_now_ns() < hot_until &&
-                   atomic_compare_exchange_strong(&A.hot, &(int){0}, 1)) {
+                   atomic_compare_exchange_strong(&x->hot, &(int){0}, 1)) {
             /* A finished kernel's successor often arrives within
              * microseconds: one thread keeps looking for a while.  (Making
              * it the rank's progress engine instead, so that the thread
              * that receives a task's last input runs it, measured slower
              * on 2 cores: a progress pass costs far more than a yield.) */
-            pthread_mutex_unlock(&A.mtx);
-            while (!atomic_load(&A.nready) && ompc_now_ns() < hot_until)
+            pthread_mutex_unlock(&x->mtx);
+            while (!atomic_load(&x->nready) && ompc_now_ns() < hot_until)
                 sched_yield();
-            atomic_store(&A.hot, 0);
+            atomic_store(&x->hot, 0);
             hot_until = 0;
-            pthread_mutex_lock(&A.mtx);
-        } else if (A.dn) {
+            pthread_mutex_lock(&x->mtx);
+        } else if (x->dn) {
             /* Completions held while inputs are awaited: they go when
              * due, or when their age is up. */
             hot_until = 0;
-            uint64_t due = A.dt0 + dq_max_age();
+            uint64_t due = x->dt0 + dq_max_age(x);
             struct timespec ts = {(time_t)(due / 1000000000u), (long)(due % 1000000000u)};
-            pthread_cond_clockwait(&A.cv, &A.mtx, CLOCK_MONOTONIC, &ts);
+            pthread_cond_clockwait(&x->cv, &x->mtx, CLOCK_MONOTONIC, &ts);
         } else {
             hot_until = 0;
-            pthread_cond_wait(&A.cv, &A.mtx);
+            pthread_cond_wait(&x->cv, &x->mtx);
         }
     }
-    pthread_mutex_unlock(&A.mtx);
+    pthread_mutex_unlock(&x->mtx);
     return NULL;
 }
 
 void tgt_ahead_start(void)
 {
+    ahd_exec_t *x = &ahd_exec;
     int n = tgt_rt->kernel_slots;
     if (n < 1)
         n = 1;
-    A.thr = calloc((size_t)n, sizeof(pthread_t));
-    A.kstat = calloc(tgt_rt->nkernels ? (size_t)tgt_rt->nkernels : 1, sizeof(kstat_t));
-    if (!A.thr || !A.kstat)
+    x->thr = calloc((size_t)n, sizeof(*x->thr));
+    x->kstat = calloc(tgt_rt->nkernels ? (size_t)tgt_rt->nkernels : 1, sizeof(kstat_t));
+    if (!x->thr || !x->kstat)
         ompc_fatal("out of memory starting kernel threads");
     for (int i = 0; i < n; i++) {
-        int rc = pthread_create(&A.thr[i], NULL, engine_main, (void *)(intptr_t)i);
+        x->thr[i] = (ahd_thread_t){.x = x, .i = i};
+        int rc = pthread_create(&x->thr[i].th, NULL, engine_main, &x->thr[i]);
         if (rc != 0)
             ompc_fatal("cannot start a kernel thread: %s", strerror(rc));
-        A.nthr++;
+        x->nthr++;
     }
 }
 
 void tgt_ahead_stop(void)
 {
-    pthread_mutex_lock(&A.mtx);
-    A.stop = true;
-    pthread_cond_broadcast(&A.cv);
-    pthread_mutex_unlock(&A.mtx);
-    for (int i = 0; i < A.nthr; i++)
-        pthread_join(A.thr[i], NULL);
-    free(A.thr);
-    A.thr = NULL;
-    A.nthr = 0;
-    uint64_t nw = atomic_load(&A.watches), nm = atomic_load(&A.watch_msgs);
+    ahd_exec_t *x = &ahd_exec;
+    pthread_mutex_lock(&x->mtx);
+    x->stop = true;
+    pthread_cond_broadcast(&x->cv);
+    pthread_mutex_unlock(&x->mtx);
+    for (int i = 0; i < x->nthr; i++)
+        pthread_join(x->thr[i].th, NULL);
+    free(x->thr);
+    x->thr = NULL;
+    x->nthr = 0;
+    uint64_t nw = atomic_load(&x->watches), nm = atomic_load(&x->watch_msgs);
     if (ompc_config_get()->stats && nw)
         fprintf(stderr, "[ompc stats] rank %d: %llu data requests to other workers "
                 "in %llu messages\n", tgt_rt->rank, (unsigned long long)nw,
                 (unsigned long long)nm);
     size_t pos = 0;
     uint64_t v;
-    while (ompc_u64map_next(&A.waits, &pos, NULL, &v)) {
-        for (aw_wait_t *w = (aw_wait_t *)(uintptr_t)v, *wn; w; w = wn) {
+    while (ompc_u64map_next(&x->waits, &pos, NULL, &v)) {
+        for (ahd_wait_t *w = (ahd_wait_t *)(uintptr_t)v, *wn; w; w = wn) {
             wn = w->next;
             free(w);
         }
     }
     pos = 0;
-    while (ompc_u64map_next(&A.tasks, &pos, NULL, &v)) {
-        aw_task_t *t = (aw_task_t *)(uintptr_t)v;
+    while (ompc_u64map_next(&x->tasks, &pos, NULL, &v)) {
+        ahd_task_t *t = (ahd_task_t *)(uintptr_t)v;
         free(t->kmsg);
         free(t);
     }
-    ompc_u64map_fini(&A.waits);
-    ompc_u64map_fini(&A.tasks);
-    ompc_u64map_fini(&A.done);
-    A.done_prune_at = 0;
-    free(A.kstat);
-    A.kstat = NULL;
+    ompc_u64map_fini(&x->waits);
+    ompc_u64map_fini(&x->tasks);
+    ompc_u64map_fini(&x->done);
+    x->done_prune_at = 0;
+    free(x->kstat);
+    x->kstat = NULL;
 }

@@ -1,5 +1,5 @@
-/* Launch ahead, head side (tgt_ahead.c is the executors' side and says
- * what the messages hold): a kernel whose copies from the head all travel
+/* Launch ahead, head side (tgt_ahead.c is the executors' side, tgt_wire.h
+ * the messages between them): a kernel whose copies from the head all travel
  * inside its launch goes to its executor before its predecessors are
  * done, naming what it must wait for there and where each of its buffers'
  * data will come from (per-buffer plans, ahead_buf_t).  Launches are
@@ -23,7 +23,7 @@
  * the head waits for commits other threads claimed), so a claim never
  * waits on the thread that holds it. */
 #define LB_MAX_ITEMS 32
-#define LB_MAX_WORDS (32 * 1024)
+#define LB_MAX_BYTES (256 * 1024)
 
 typedef struct lb_item {
     tgt_node_t *n;
@@ -33,7 +33,7 @@ typedef struct lb_item {
 
 static _Thread_local struct {
     lb_item_t v[LB_MAX_ITEMS];
-    size_t n, words;
+    size_t n, bytes;
 } LB;
 
 /* ------------------------------------------ per-buffer plans, launches */
@@ -70,66 +70,19 @@ static bool in_list(dm_buf_t *const *v, size_t n, const dm_buf_t *b)
     return false;
 }
 
-/* A launch's word lists: on the stack up to VEC_INLINE words (a task
- * with a handful of buffers), so that a launch costs no allocation for
- * them; malloc and free were the head's largest cost per task after the
- * lock hand-offs. */
-#define VEC_INLINE 24
-/* Buffers a launch lists on the stack (graph_ahead_launch). */
+/* Buffers a launch lists on the stack (graph_ahead_launch); its commits,
+ * afters and pulls too, so that a launch costs no allocation for them:
+ * malloc and free were the head's largest cost per task after the lock
+ * hand-offs. */
 #define SCRATCH_BUFS 16
-typedef struct u64_vec {
-    uint64_t *v;
-    size_t n, cap;
-    uint64_t inl[VEC_INLINE];
-} u64_vec_t;
-
-static void vec_init(u64_vec_t *x)
-{
-    x->v = x->inl;
-    x->n = 0;
-    x->cap = VEC_INLINE;
-}
-
-static void vec_add(u64_vec_t *x, uint64_t a)
-{
-    if (x->n == x->cap) {
-        x->cap *= 2;
-        if (x->v == x->inl) {
-            x->v = graph_xrealloc(NULL, x->cap * sizeof(uint64_t), "kernel launch");
-            memcpy(x->v, x->inl, sizeof(x->inl));
-        } else {
-            x->v = graph_xrealloc(x->v, x->cap * sizeof(uint64_t), "kernel launch");
-        }
-    }
-    x->v[x->n++] = a;
-}
-
-static void vec_free(u64_vec_t *x)
-{
-    if (x->v != x->inl)
-        free(x->v);
-}
-
-/* One pull of a launch message, in wire order (tgt_ahead.c): once task
- * `after` is done on rank, size bytes from src there to dst here. */
-#define PULL_WORDS 5
-static void pull_add(u64_vec_t *pulls, uint64_t after, uint64_t src, uint64_t dst,
-                     uint64_t size, int rank)
-{
-    vec_add(pulls, after);
-    vec_add(pulls, src);
-    vec_add(pulls, dst);
-    vec_add(pulls, size);
-    vec_add(pulls, (uint64_t)rank);
-}
 
 /* ------------------------------------------------- batched launches */
 /* What a batch needs until its reply: the message and its nodes. */
 typedef struct lb_sent {
-    uint64_t *msg;
+    void *msg;
     int exec;
     uint64_t sent_ns;        /* head clock */
-    uint64_t arrived_ns;     /* the reply: when the worker's gate took it */
+    tgt_wire_launch_reply_t reply; /* when the worker's gate took it */
     size_t n;
     tgt_node_t *nodes[];
 } lb_sent_t;
@@ -161,11 +114,11 @@ static void on_launch_done(void *arg, ompc_status_t st)
         graph_node_unref(n);
     }
     pthread_mutex_unlock(&tgt_g.mtx);
-    if (st == OMPC_OK && s->arrived_ns) {
+    if (st == OMPC_OK && s->reply.arrived_ns) {
         /* A message's way to a busy worker's gate, from the first wave on
          * (forwarded inputs come later): what HEFT's next flush should
          * expect of a hop rather than the idle probe's microsecond. */
-        int64_t hop = (int64_t)s->arrived_ns - tgt_model_clock_offset(s->exec) -
+        int64_t hop = (int64_t)s->reply.arrived_ns - tgt_model_clock_offset(s->exec) -
                       (int64_t)s->sent_ns;
         if (hop > 0)
             tgt_model_learn_hop((double)hop * 1e-9, true);
@@ -174,42 +127,38 @@ static void on_launch_done(void *arg, ompc_status_t st)
     free(s);
 }
 
-/* Send the launches v[0..k) to executor e, one message: {count}, then per
- * launch {words} and the launch (tgt_ahead.c). */
+/* Send the launches v[0..k) to executor e, one message (a launch batch,
+ * tgt_wire.h). */
 static void lb_send(int e, lb_item_t *v, size_t k)
 {
     dm_ctx_t *dm = tgt_rt->dm;
-    size_t words = 2;
+    size_t len = sizeof(tgt_wire_batch_t);
     for (size_t i = 0; i < k; i++)
-        words += 1 + v[i].n->msg_len / 8;
+        len += tgt_wire_batch_item_size(v[i].n->msg_len);
     lb_sent_t *s = malloc(sizeof(*s) + k * sizeof(tgt_node_t *));
-    uint64_t *m = malloc(words * 8);
+    void *m = malloc(len);
     if (!s || !m)
         ompc_fatal("out of memory launching %zu kernels", k);
     s->msg = m;
     s->exec = e;
-    s->arrived_ns = 0;
+    s->reply.arrived_ns = 0;
     s->n = k;
-    *m++ = k;
     int rank = dm_executor_rank(dm, e);
     pthread_mutex_lock(&tgt_g.mtx);
     bool needed = tgt_g.need > 0;
-    *m++ = tgt_g.need_gen << 1 | needed;
+    unsigned char *p = tgt_wire_batch_begin(m, k, tgt_g.need_gen, needed);
     if (tgt_g.relaxed_sent)
         tgt_g.relaxed_sent[rank] = !needed;
     pthread_mutex_unlock(&tgt_g.mtx);
     for (size_t i = 0; i < k; i++) {
         tgt_node_t *n = v[i].n;
-        *m++ = n->msg_len / 8;
-        memcpy(m, n->msg, n->msg_len);
-        m += n->msg_len / 8;
+        p = tgt_wire_batch_put(p, n->msg, n->msg_len);
         s->nodes[i] = n;
     }
     ev_handle_t *h = NULL;
     s->sent_ns = ompc_now_ns();
-    ompc_status_t st = ev_execute(tgt_rt->ev, rank,
-                                  tgt_rt->fn_ahead_launch, s->msg, words * 8,
-                                  &s->arrived_ns, sizeof(s->arrived_ns), &h);
+    ompc_status_t st = ev_execute(tgt_rt->ev, rank, tgt_rt->fn_ahead_launch, s->msg, len,
+                                  &s->reply, sizeof(s->reply), &h);
     for (size_t i = 0; i < k; i++) {
         if (v[i].nclaimed) /* no claim: nothing for a waiter to see */
             dm_commit_claimed(dm, e, v[i].claimed, v[i].nclaimed,
@@ -243,7 +192,7 @@ void graph_lb_flush(void)
     if (!n)
         return;
     LB.n = 0;
-    LB.words = 0;
+    LB.bytes = 0;
     lb_item_t v[LB_MAX_ITEMS], rest[LB_MAX_ITEMS];
     memcpy(v, LB.v, n * sizeof(*v));
     while (n) {
@@ -268,7 +217,7 @@ void graph_lb_flush(void)
 bool graph_lb_due(void)
 {
     return LB.n && (tgt_g.ready.n == 0 || tgt_g.finished.n || LB.n == LB_MAX_ITEMS ||
-                    LB.words >= LB_MAX_WORDS);
+                    LB.bytes >= LB_MAX_BYTES);
 }
 
 bool graph_lb_held(void) { return LB.n > 0; }
@@ -278,7 +227,7 @@ static void lb_add(tgt_node_t *n, dm_buf_t **claimed, size_t nclaimed)
     if (LB.n == LB_MAX_ITEMS)
         graph_lb_flush();
     LB.v[LB.n++] = (lb_item_t){n, claimed, nclaimed};
-    LB.words += 1 + n->msg_len / 8;
+    LB.bytes += tgt_wire_batch_item_size(n->msg_len);
 }
 
 /* ------------------------------------------- launching and finishing */
@@ -320,10 +269,6 @@ void graph_ahead_launch(tgt_node_t *n, int e, uint64_t t0)
                            e, ompc_status_str(st));
     }
 
-    u64_vec_t after, pulls, commits;
-    vec_init(&after);
-    vec_init(&pulls);
-    vec_init(&commits);
     /* pulled_tag, pulled and abufs: one block, freed through pulled_tag. */
     size_t per = n->nbufs ? n->nbufs : 1;
     char *blk = malloc(per * (sizeof(*n->ahead.pulled) + sizeof(*n->ahead.pulled_tag) +
@@ -339,13 +284,28 @@ void graph_ahead_launch(tgt_node_t *n, int e, uint64_t t0)
     memcpy(all + n->nbufs, n->inl, n->ninline * sizeof(*all));
 
     pthread_mutex_lock(&tgt_g.mtx);
-    uint64_t lwm = tgt_g.live_head ? tgt_g.live_head->seq - 1 : tgt_g.seq;
-    pthread_mutex_lock(&tgt_g.ahead_mtx);
-    size_t nclaimed, ncommit = dm_commit_claim(dm, e, all, nb, claimed, &nclaimed);
-    for (size_t i = 0; i < ncommit; i++) {
-        vec_add(&commits, dm_buf_addr(claimed[i]));
-        vec_add(&commits, dm_buf_span(claimed[i]));
+    /* The launch's lists: at most one commit per buffer, one after and one
+     * pull per buffer and per predecessor. */
+    size_t lcap = n->nbufs + n->preds.n;
+    tgt_wire_commit_t commit_stk[SCRATCH_BUFS], *commits = commit_stk;
+    uint64_t after_stk[2 * SCRATCH_BUFS], *after = after_stk;
+    tgt_wire_pull_t pull_stk[2 * SCRATCH_BUFS], *pulls = pull_stk;
+    void *lists = NULL;
+    if (nb > SCRATCH_BUFS || lcap > 2 * SCRATCH_BUFS) {
+        lists = malloc(nb * sizeof(*commits) + lcap * (sizeof(*pulls) + sizeof(*after)));
+        if (!lists)
+            ompc_fatal("out of memory launching a kernel");
+        pulls = lists;
+        commits = (tgt_wire_commit_t *)(pulls + lcap);
+        after = (uint64_t *)(commits + nb);
     }
+    tgt_wire_launch_t h = {.seq = n->seq, .klen = n->msg_len};
+    h.lwm = tgt_g.live_head ? tgt_g.live_head->seq - 1 : tgt_g.seq;
+    pthread_mutex_lock(&tgt_g.ahead_mtx);
+    size_t nclaimed;
+    h.ncommit = dm_commit_claim(dm, e, all, nb, claimed, &nclaimed);
+    for (size_t i = 0; i < h.ncommit; i++)
+        commits[i] = (tgt_wire_commit_t){dm_buf_addr(claimed[i]), dm_buf_span(claimed[i])};
     for (size_t i = 0; i < n->nbufs; i++) {
         dm_buf_t *b = n->bufs[i];
         ahead_buf_t *a = abuf_get(b, false);
@@ -355,7 +315,7 @@ void graph_ahead_launch(tgt_node_t *n, int e, uint64_t t0)
         uint64_t wait = 0, tag = 0;
         bool head_only;
         if (a && a->hold[e]) {
-            vec_add(&after, a->hold[e]);
+            after[h.nafter++] = a->hold[e];
         } else if (a && a->wseq) {
             src = a->wexec;
             wait = tag = a->wseq;
@@ -364,8 +324,9 @@ void graph_ahead_launch(tgt_node_t *n, int e, uint64_t t0)
         }
         if (src >= 0) {
             int srank = dm_executor_rank(dm, src);
-            pull_add(&pulls, wait, dm_buf_addr_on(b, src), dm_buf_addr_on(b, e),
-                     dm_buf_size(b), srank);
+            pulls[h.npull++] = (tgt_wire_pull_t){wait, dm_buf_addr_on(b, src),
+                                                 dm_buf_addr_on(b, e), dm_buf_size(b),
+                                                 (uint64_t)srank};
             a = abuf_get(b, true);
             a->hold[e] = n->seq;
             n->ahead.pulled[n->ahead.npulled] = b;
@@ -396,43 +357,26 @@ void graph_ahead_launch(tgt_node_t *n, int e, uint64_t t0)
             continue;
         int prank = dm_executor_rank(dm, p->exec);
         bool covered = false;
-        for (size_t j = 0; j < after.n && !covered; j++)
-            covered = p->exec == e && after.v[j] == p->seq;
-        for (size_t j = 0; j < pulls.n && !covered; j += PULL_WORDS)
-            covered = pulls.v[j] == p->seq && (int)pulls.v[j + 4] == prank;
+        for (size_t j = 0; j < h.nafter && !covered; j++)
+            covered = p->exec == e && after[j] == p->seq;
+        for (size_t j = 0; j < h.npull && !covered; j++)
+            covered = pulls[j].after == p->seq && (int)pulls[j].rank == prank;
         if (covered)
             continue;
         if (p->exec == e)
-            vec_add(&after, p->seq);
+            after[h.nafter++] = p->seq;
         else
-            pull_add(&pulls, p->seq, 0, 0, 0, prank);
+            pulls[h.npull++] = (tgt_wire_pull_t){.after = p->seq, .rank = (uint64_t)prank};
     }
-    /* The message: see tgt_ahead.c. */
-    size_t np = pulls.n / PULL_WORDS;
-    size_t words = 6 + commits.n + after.n + pulls.n + (n->msg_len + 7) / 8;
-    uint64_t *m = calloc(words, sizeof(uint64_t));
+    size_t len = tgt_wire_launch_size(&h);
+    void *m = malloc(len);
     if (!m)
         ompc_fatal("out of memory launching a kernel");
-    m[0] = n->seq;
-    m[1] = lwm;
-    m[2] = commits.n / 2;
-    m[3] = after.n;
-    m[4] = np;
-    m[5] = n->msg_len;
-    uint64_t *w = m + 6;
-    if (commits.n)
-        memcpy(w, commits.v, commits.n * 8);
-    w += commits.n;
-    if (after.n)
-        memcpy(w, after.v, after.n * 8);
-    w += after.n;
-    if (pulls.n)
-        memcpy(w, pulls.v, pulls.n * 8);
-    w += pulls.n;
-    memcpy(w, n->msg, n->msg_len);
+    tgt_wire_launch_put(m, &h, commits, after, pulls, n->msg);
+    free(lists);
     free(n->msg);
-    n->msg = (char *)m;
-    n->msg_len = words * 8;
+    n->msg = m;
+    n->msg_len = len;
     /* Successors may go as soon as this one has. */
     n->ahead.launched = true;
     n->state = N_RUNNING;
@@ -447,9 +391,6 @@ void graph_ahead_launch(tgt_node_t *n, int e, uint64_t t0)
     graph_wake_dispatchers(woken);
     graph_node_ref(n); /* on_launch_done's */
     pthread_mutex_unlock(&tgt_g.mtx);
-    vec_free(&after);
-    vec_free(&pulls);
-    vec_free(&commits);
     /* The batch keeps the claims until its reply. */
     dm_buf_t **kept = NULL;
     if (nclaimed) {
@@ -576,12 +517,14 @@ static void ahead_done_one(uint64_t seq, uint64_t kernel_ns, ompc_status_t st,
         graph_push_finished(n);
 }
 
-void tgt_graph_ahead_done(const uint64_t *m, size_t n, int from)
+void tgt_graph_ahead_done(const void *m, size_t n, int from)
 {
     pthread_mutex_lock(&tgt_g.mtx);
     tgt_g.stats.done_msgs++;
-    for (size_t i = 0; i < n; i++, m += TGT_DONE_WORDS)
-        ahead_done_one(m[0], m[1], (ompc_status_t)(int64_t)m[2], m[3],
-                       (int)(int64_t)m[4], from);
+    for (size_t i = 0; i < n; i++) {
+        tgt_wire_done_t d = tgt_wire_done_get(m, i);
+        ahead_done_one(d.seq, d.kernel_ns, (ompc_status_t)d.status, d.hop_raw,
+                       (int)d.hop_rank, from);
+    }
     pthread_mutex_unlock(&tgt_g.mtx);
 }

@@ -344,14 +344,15 @@ static void inline_writes(tgt_node_t *n)
     for (size_t i = 0; i < n->npre && count < INLINE_BUFS; i++) {
         tgt_op_t *op = &n->ops[i];
         if (op->kind != OP_WRITE || op->off != 0 || op->len > INLINE_WRITE_MAX ||
-            op->len != dm_buf_size(op->buf) || total + op->len + 16 > INLINE_TOTAL_MAX)
+            op->len != dm_buf_size(op->buf) ||
+            total + sizeof(tgt_wire_span_t) + op->len > INLINE_TOTAL_MAX)
             continue;
         bool alone = true;
         for (size_t j = 0; j < n->nops && alone; j++)
             alone = j == i || n->ops[j].buf != op->buf || n->ops[j].kind == OP_FREE;
         if (!alone || dm_buf_has_data(tgt_rt->dm, op->buf))
             continue;
-        total += 16 + tgt_pad8(op->len);
+        total += tgt_wire_copy_size(op->len);
         pick[count++] = i;
     }
     if (!count)
@@ -363,27 +364,19 @@ static void inline_writes(tgt_node_t *n)
         n->ops[pick[c]].host = &n->ops[pick[c]]; /* marks it for the message */
     }
     pthread_mutex_unlock(&tgt_g.mtx);
-    /* Message: the launch, then {u32 count} and per copy {u64 address,
-     * u64 length, bytes padded to 8}. */
-    size_t len = n->msg_len + 8 + total;
+    /* The launch, then its block of copies (tgt_wire.h). */
+    size_t len = n->msg_len + tgt_wire_count_size() + total;
     char *msg = malloc(len);
     if (!msg)
         ompc_fatal("out of memory launching a kernel");
     memcpy(msg, n->msg, n->msg_len);
-    char *p = msg + n->msg_len;
-    uint64_t c64 = count;
-    memcpy(p, &c64, 8);
-    p += 8;
+    unsigned char *p = tgt_wire_count_put((unsigned char *)msg + n->msg_len, count);
     n->ninline = 0;
     for (size_t i = 0; i < n->npre; i++) {
         tgt_op_t *op = &n->ops[i];
         if (op->kind != OP_DONE || op->host != op)
             continue;
-        uint64_t hdr[2] = {dm_buf_addr(op->buf), op->len};
-        memcpy(p, hdr, sizeof(hdr));
-        memcpy(p + 16, op->data, op->len);
-        memset(p + 16 + op->len, 0, tgt_pad8(op->len) - op->len);
-        p += 16 + tgt_pad8(op->len);
+        p = tgt_wire_copy_put(p, dm_buf_addr(op->buf), op->data, op->len);
         free(op->data);
         op->data = NULL;
         op->host = NULL;
@@ -400,7 +393,7 @@ static void inline_writes(tgt_node_t *n)
  * Only buffers of the kernel qualify, which are valid on its executor
  * while it runs and which no other node writes before this one is done.
  * Appended to the launch: an empty block of inline copies when there was
- * none, then {u64 count} and per copy {u64 address there, u64 length}. */
+ * none, then the block of read-backs (tgt_wire.h). */
 #define READ_BACK_MAX 4096
 #define READ_BACK_TOTAL_MAX (32 * 1024)
 
@@ -411,7 +404,7 @@ static void read_backs(tgt_node_t *n, int e)
         tgt_op_t *op = &n->ops[i];
         op->back = false;
         if (op->kind != OP_READ || op->len > READ_BACK_MAX ||
-            total + tgt_pad8(op->len) > READ_BACK_TOTAL_MAX)
+            total + tgt_wire_pad8(op->len) > READ_BACK_TOTAL_MAX)
             continue;
         bool mine = false;
         for (size_t j = 0; j < n->nbufs && !mine; j++)
@@ -419,34 +412,27 @@ static void read_backs(tgt_node_t *n, int e)
         if (!mine)
             continue;
         op->back = true;
-        total += tgt_pad8(op->len);
+        total += tgt_wire_pad8(op->len);
         count++;
     }
     if (!count)
         return;
-    size_t len = n->msg_len + (n->ninline ? 0 : 8) + 8 + 16 * count;
+    size_t len = n->msg_len + (n->ninline ? 1 : 2) * tgt_wire_count_size() +
+                 count * sizeof(tgt_wire_span_t);
     char *msg = malloc(len);
-    n->reply_len = 8 + total;
+    n->reply_len = sizeof(tgt_wire_kernel_reply_t) + total;
     n->reply = malloc(n->reply_len);
     if (!msg || !n->reply)
         ompc_fatal("out of memory launching a kernel");
     memcpy(msg, n->msg, n->msg_len);
-    char *p = msg + n->msg_len;
-    uint64_t c64 = 0;
-    if (!n->ninline) {
-        memcpy(p, &c64, 8);
-        p += 8;
-    }
-    c64 = count;
-    memcpy(p, &c64, 8);
-    p += 8;
+    unsigned char *p = (unsigned char *)msg + n->msg_len;
+    if (!n->ninline)
+        p = tgt_wire_count_put(p, 0);
+    p = tgt_wire_count_put(p, count);
     for (size_t i = n->npre; i < n->nops; i++) {
         tgt_op_t *op = &n->ops[i];
-        if (!op->back)
-            continue;
-        uint64_t hdr[2] = {dm_buf_addr_on(op->buf, e) + op->off, op->len};
-        memcpy(p, hdr, sizeof(hdr));
-        p += sizeof(hdr);
+        if (op->back)
+            p = tgt_wire_back_put(p, dm_buf_addr_on(op->buf, e) + op->off, op->len);
     }
     free(n->msg);
     n->msg = msg;
@@ -554,7 +540,7 @@ static void node_start(tgt_node_t *n)
          * dispatch thread, not through an event to itself (a hand-off to
          * the gate and a handler thread and back per kernel). */
         uint64_t ns = 0;
-        ompc_status_t kst = tgt_kernel_run(n->msg, n->msg_len, &ns, NULL, NULL);
+        ompc_status_t kst = tgt_kernel_run(n->msg, n->msg_len, &ns, NULL);
         free(n->msg);
         n->msg = NULL;
         n->kernel_ns = ns;
@@ -566,7 +552,7 @@ static void node_start(tgt_node_t *n)
     ev_handle_t *h = NULL;
     st = ev_execute(tgt_rt->ev, dm_executor_rank(tgt_rt->dm, e), tgt_rt->fn_kernel,
                     n->msg, n->msg_len, n->reply ? (void *)n->reply : &n->kernel_ns,
-                    n->reply ? n->reply_len : sizeof(n->kernel_ns), &h);
+                    n->reply ? n->reply_len : sizeof(tgt_wire_kernel_reply_t), &h);
     free(n->msg);
     n->msg = NULL;
     if (st != OMPC_OK)
@@ -597,18 +583,20 @@ static void node_finish(tgt_node_t *n)
     if (h) {
         size_t got = ev_handle_result_size(h);
         ev_handle_release(h);
-        measured = got == (n->reply ? n->reply_len : sizeof(uint64_t));
+        measured = got == (n->reply ? n->reply_len : sizeof(tgt_wire_kernel_reply_t));
     }
     if (n->reply && measured) {
-        n->kernel_ns = n->reply[0];
-        const char *p = (const char *)(n->reply + 1);
+        tgt_wire_kernel_reply_t rep;
+        memcpy(&rep, n->reply, sizeof(rep));
+        n->kernel_ns = rep.kernel_ns;
+        const char *p = (const char *)n->reply + sizeof(rep);
         size_t bytes = 0;
         for (size_t i = n->npre; i < n->nops; i++) {
             tgt_op_t *op = &n->ops[i];
             if (op->kind != OP_READ || !op->back)
                 continue;
             op->data = (void *)p;
-            p += tgt_pad8(op->len);
+            p += tgt_wire_pad8(op->len);
             bytes += op->len;
         }
         dm_count_read(tgt_rt->dm, bytes);

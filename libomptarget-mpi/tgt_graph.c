@@ -182,9 +182,8 @@ void graph_need_add(int d)
         if (!tgt_g.relaxed_sent[r])
             continue;
         tgt_g.relaxed_sent[r] = false;
-        uint64_t gen = tgt_g.need_gen;
-        ompc_status_t st = ev_post(tgt_rt->ev, r, tgt_rt->fn_ahead_prompt, &gen,
-                                   sizeof(gen));
+        tgt_wire_prompt_t p = {tgt_g.need_gen};
+        ompc_status_t st = ev_post(tgt_rt->ev, r, tgt_rt->fn_ahead_prompt, &p, sizeof(p));
         if (st != OMPC_OK)
             ompc_fatal("cannot ask rank %d for prompt completions: %s", r,
                        ompc_status_str(st));

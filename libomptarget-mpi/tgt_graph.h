@@ -72,11 +72,8 @@ ompc_status_t tgt_ahead_fn_register(void); /* every rank, before start */
 void tgt_ahead_start(void);                /* executors, after start */
 void tgt_ahead_stop(void);                 /* executors, after serving */
 /* Head, gate thread: executor rank `from` finished n launched-ahead
- * tasks, TGT_DONE_WORDS words each: {seq, kernel ns, status, hop_raw,
- * hop_rank}: the task's slowest timed input came from hop_rank (-1: none)
- * hop_raw ns after that rank served it (the two ranks' clocks). */
-#define TGT_DONE_WORDS 5
-void tgt_graph_ahead_done(const uint64_t *m, size_t n, int from);
+ * tasks, m a checked "tgt.ahead.done" message of n tgt_wire_done_t. */
+void tgt_graph_ahead_done(const void *m, size_t n, int from);
 /* Head, for the liveness message (ev_peer_describe_fn_t): the kernels
  * launched ahead to `rank` and not reported done. */
 int tgt_graph_describe_owed(int rank, int owed, char *buf, size_t cap);

@@ -92,8 +92,8 @@ struct tgt_node {
     uint64_t kernel_ns;      /* measured on the executor */
     ev_handle_t *h;          /* a direct launch's kernel event */
     bool waited;             /* a thread waits on its kernel event */
-    uint64_t *reply;         /* direct launch with read-backs: {kernel ns,
-                              * the bytes, each padded to 8}; else NULL */
+    uint64_t *reply;         /* direct launch with read-backs: tgt.kernel's
+                              * reply (tgt_wire.h); else NULL */
     size_t reply_len;
     bool inlined;            /* inline_writes ran */
     dm_buf_t *inl[INLINE_BUFS]; /* buffers whose data came with the launch */

@@ -6,6 +6,7 @@
 #include "ompc_dm.h"
 #include "ompc_ev.h"
 #include "ompc_tmap.h"
+#include "tgt_wire.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -26,8 +27,9 @@
  *   tgt_g.ahead_mtx  launch-ahead's per-buffer plans (tgt_ahead_head.c)
  *   dm->mtx          where copies live (data-manager/)
  *
- * Leaves, holding nothing else while held: M.mtx (tgt_model.c; taken
- * under tgt_g.mtx), A.mtx (tgt_ahead.c, executors), tgt_taskred.c's mtx.
+ * Leaves, holding nothing else while held: model.mtx (tgt_model.c;
+ * taken under tgt_g.mtx), ahd_exec.mtx (tgt_ahead.c, executors),
+ * tgt_taskred.c's mtx.
  * The event system's own locks come below all of these: any of them may
  * be held while an event starts.  Only rec_mtx and map_mtx may be held
  * while an event is waited for (mapping allocates and copies under them);
@@ -317,12 +319,12 @@ void tgt_mapper_components_free(tgt_mapper_components_t *c);
 
 /* tgt_kernel.c */
 ompc_status_t tgt_kernel_fn_register(void);
-/* Run a kernel launch message on this thread; *ns_p: its run time.
- * *back_p, *nback_p: the {address, length} pairs of the copies its reply
- * must bring back (none: NULL, 0); a caller that passes NULL for them
+/* Run a kernel launch message (tgt_wire.h) on this thread; *ns_p: its run
+ * time.  *v_p: the message decoded, whose read-backs (v_p->nbacks; none
+ * without a block) its reply must bring back; a caller that passes NULL
  * refuses a message that asks for any. */
 ompc_status_t tgt_kernel_run(const void *args, size_t args_size, uint64_t *ns_p,
-                             const char **back_p, uint64_t *nback_p);
+                             tgt_wire_kernel_view_t *v_p);
 /* The kernel a launch message (tgt_kernel_run's args) names, or -1 if it
  * names none. */
 int tgt_kernel_msg_index(const void *args, size_t args_size);

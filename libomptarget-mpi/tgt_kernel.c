@@ -14,70 +14,46 @@
 int omp_get_default_device(void) __attribute__((weak));
 
 /* ---------------------------------------------------------- executors */
-/* args: {u32 kernel index, u32 nargs, u64 args[nargs]}.  The device image's
- * kernels take an implicit leading pointer (clang's dyn_ptr, unused on the
- * host target) and then one pointer-sized value per argument. */
+/* The launch message is tgt_wire.h's.  The device image's kernels take an
+ * implicit leading pointer (clang's dyn_ptr, unused on the host target)
+ * and then one pointer-sized value per argument. */
 int tgt_kernel_msg_index(const void *args, size_t args_size)
 {
     uint32_t idx;
-    if (args_size < 2 * sizeof(uint32_t))
+    if (!tgt_wire_kernel_peek(args, args_size, &idx))
         return -1;
-    memcpy(&idx, args, sizeof(idx));
     return idx < (uint32_t)tgt_rt->nkernels ? (int)idx : -1;
 }
 
 ompc_status_t tgt_kernel_run(const void *args, size_t args_size, uint64_t *ns_p,
-                             const char **back_p, uint64_t *nback_p)
+                             tgt_wire_kernel_view_t *v_p)
 {
-    if (back_p) {
-        *back_p = NULL;
-        *nback_p = 0;
-    }
-    uint32_t hdr[2];
     *ns_p = 0;
     int idx = tgt_kernel_msg_index(args, args_size);
     if (idx < 0)
         return OMPC_ERR_INVALID;
-    memcpy(hdr, args, sizeof(hdr));
-    uint32_t n = hdr[1];
-    size_t base = sizeof(hdr) + (size_t)n * sizeof(uint64_t);
-    if (args_size < base)
+    tgt_wire_kernel_view_t v;
+    const char *bad = tgt_wire_kernel_decode(args, args_size, &v);
+    /* Read-backs come only with a direct launch, whose reply takes them. */
+    if (!bad && v.has_backs && !v_p)
+        bad = "read-backs in a launch without a reply";
+    if (bad) {
+        ompc_error("rank %d: refused a launch of kernel %s: %s", tgt_rt->rank,
+                   tgt_rt->kernels[idx].name, bad);
         return OMPC_ERR_INVALID;
-    /* Small copies into the kernel's fresh buffers may follow (tgt_dispatch.c,
-     * inline_writes): {u64 count}, then {u64 address, u64 length, bytes
-     * padded to 8} each.  The head committed their pages before sending. */
-    if (args_size > base) {
-        const char *p = (const char *)args + base, *end = (const char *)args + args_size;
-        uint64_t count;
-        if (end - p < 8)
-            return OMPC_ERR_INVALID;
-        memcpy(&count, p, 8);
-        p += 8;
-        for (uint64_t c = 0; c < count; c++) {
-            uint64_t h2[2];
-            if (end - p < 16)
-                return OMPC_ERR_INVALID;
-            memcpy(h2, p, sizeof(h2));
-            uint64_t padded = tgt_pad8(h2[1]);
-            if ((uint64_t)(end - p - 16) < padded)
-                return OMPC_ERR_INVALID;
-            memcpy((void *)(uintptr_t)h2[0], p + 16, h2[1]);
-            p += 16 + padded;
-        }
-        /* Then, for a direct launch, the copies its reply brings back
-         * (tgt_dispatch.c, read_backs): {u64 count}, {u64 address, u64
-         * length} each. */
-        if (p != end) {
-            if (!back_p || end - p < 8)
-                return OMPC_ERR_INVALID;
-            memcpy(&count, p, 8);
-            p += 8;
-            if (count > (uint64_t)(end - p) / 16 || (uint64_t)(end - p) != 16 * count)
-                return OMPC_ERR_INVALID;
-            *back_p = p;
-            *nback_p = count;
-        }
     }
+    /* Small copies into the kernel's fresh buffers; the head committed
+     * their pages before sending. */
+    const unsigned char *cp = v.copies;
+    for (uint64_t c = 0; c < v.ncopies; c++) {
+        tgt_wire_span_t s;
+        const void *bytes;
+        cp = tgt_wire_copy_next(cp, &s, &bytes);
+        memcpy((void *)(uintptr_t)s.addr, bytes, s.len);
+    }
+    if (v_p)
+        *v_p = v;
+    uint32_t n = v.nargs;
     const tgt_kernel_t *k = &tgt_rt->kernels[idx];
     uint64_t *vals = calloc((size_t)n + 1, sizeof(uint64_t));
     ffi_type **types = calloc((size_t)n + 1, sizeof(ffi_type *));
@@ -90,7 +66,8 @@ ompc_status_t tgt_kernel_run(const void *args, size_t args_size, uint64_t *ns_p,
     }
     /* LLVM 19's host plugin passes ~0 as dyn_ptr (no launch environment). */
     vals[0] = ~(uint64_t)0;
-    memcpy(vals + 1, (const char *)args + sizeof(hdr), (size_t)n * sizeof(uint64_t));
+    for (uint32_t i = 0; i < n; i++)
+        vals[i + 1] = tgt_wire_kernel_arg(&v, i);
     /* A function pointer passed by value holds the head's address of the
      * function: the kernel calls this executor's device function. */
     for (uint32_t i = 1; tgt_rt->nindirect > 0 && i <= n; i++) {
@@ -136,31 +113,28 @@ ompc_status_t tgt_kernel_run(const void *args, size_t args_size, uint64_t *ns_p,
     return st;
 }
 
-/* Result: {kernel ns}, then the bytes of each read-back padded to 8. */
+/* Result: tgt_wire_kernel_reply_t, then the bytes of each read-back
+ * padded to 8. */
 static ompc_status_t tgt_fn_kernel(ev_exec_info_t *info)
 {
-    uint64_t ns, nback;
-    const char *back;
-    ompc_status_t st = tgt_kernel_run(info->args, info->args_size, &ns, &back, &nback);
+    tgt_wire_kernel_reply_t rep;
+    tgt_wire_kernel_view_t v;
+    ompc_status_t st = tgt_kernel_run(info->args, info->args_size, &rep.kernel_ns, &v);
     if (st != OMPC_OK)
         return st;
-    size_t need = sizeof(ns);
-    for (uint64_t i = 0; i < nback; i++) {
-        uint64_t h2[2];
-        memcpy(h2, back + 16 * i, sizeof(h2));
-        need += tgt_pad8(h2[1]);
-    }
+    size_t need = sizeof(rep);
+    for (uint64_t i = 0; i < v.nbacks; i++)
+        need += tgt_wire_pad8(tgt_wire_back_get(&v, i).len);
     if (info->result_cap < need)
-        return nback ? OMPC_ERR_INVALID : OMPC_OK;
+        return v.nbacks ? OMPC_ERR_INVALID : OMPC_OK;
     char *r = info->result;
-    memcpy(r, &ns, sizeof(ns));
-    r += sizeof(ns);
-    for (uint64_t i = 0; i < nback; i++) {
-        uint64_t h2[2];
-        memcpy(h2, back + 16 * i, sizeof(h2));
-        memcpy(r, (const void *)(uintptr_t)h2[0], h2[1]);
-        memset(r + h2[1], 0, tgt_pad8(h2[1]) - h2[1]);
-        r += tgt_pad8(h2[1]);
+    memcpy(r, &rep, sizeof(rep));
+    r += sizeof(rep);
+    for (uint64_t i = 0; i < v.nbacks; i++) {
+        tgt_wire_span_t b = tgt_wire_back_get(&v, i);
+        memcpy(r, (const void *)(uintptr_t)b.addr, b.len);
+        memset(r + b.len, 0, tgt_wire_pad8(b.len) - b.len);
+        r += tgt_wire_pad8(b.len);
     }
     info->result_size = need;
     return OMPC_OK;
@@ -259,14 +233,12 @@ static void launch_record(tgt_ident_t *loc, const tgt_kernel_t *k,
         ompc_fatal("out of memory launching a kernel");
     size_t nwr = tgt_written_bufs(&m, deps, dep_bufs, ndeps, wr);
     free(dep_bufs);
-    size_t len = 2 * sizeof(uint32_t) + m.nkargs * sizeof(uint64_t);
+    size_t len = tgt_wire_kernel_size((uint32_t)m.nkargs);
     char *msg = malloc(len);
     if (!msg)
         ompc_fatal("out of memory launching a kernel");
-    uint32_t hdr[2] = {(uint32_t)(k - tgt_rt->kernels), (uint32_t)m.nkargs};
-    memcpy(msg, hdr, sizeof(hdr));
-    if (m.nkargs)
-        memcpy(msg + sizeof(hdr), m.kargs, m.nkargs * sizeof(uint64_t));
+    tgt_wire_kernel_put((unsigned char *)msg, (uint32_t)(k - tgt_rt->kernels),
+                        (uint32_t)m.nkargs, m.kargs);
     tgt_rec_post();
     tgt_data_end(&a);
     tgt_rec_commit(n, &m, wr, nwr, msg, len, wait);

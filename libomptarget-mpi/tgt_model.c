@@ -39,7 +39,10 @@ typedef struct hop_ring {
     double median;
 } hop_ring_t;
 
-static struct {
+/* The head's knowledge of the machine (tgt_graph.h's tgt_model_t).  mtx
+ * guards what is learnt while the program runs; it is a leaf lock
+ * (tgt_internal.h). */
+struct tgt_model {
     pthread_mutex_t mtx;
     cost_cell_t *cells;      /* [kernel][executor] */
     int nk, ne;
@@ -53,7 +56,10 @@ static struct {
     bool *same_clock;        /* per executor: shares our CLOCK_MONOTONIC */
     ev_fn_id_t fn_probe, fn_trace_prep, fn_trace_done;
     dm_stats_t base;         /* data moved by the calibration itself */
-} M = {.mtx = PTHREAD_MUTEX_INITIALIZER};
+};
+
+/* One per process: the public calls (tgt_graph.h) take no model. */
+static tgt_model_t model = {.mtx = PTHREAD_MUTEX_INITIALIZER};
 
 /* A hash of the running kernel's boot id (0 if unreadable).  Processes
  * under one kernel read the same CLOCK_MONOTONIC, so ranks that share a
@@ -131,13 +137,13 @@ static ompc_status_t fn_trace_done(ev_exec_info_t *info)
 ompc_status_t tgt_model_fn_register(void)
 {
     ompc_status_t st = ev_fn_register(tgt_rt->ev, "tgt.probe", fn_probe, EV_FN_INLINE,
-                                      &M.fn_probe);
+                                      &model.fn_probe);
     if (st == OMPC_OK)
         st = ev_fn_register(tgt_rt->ev, "tgt.trace_prep", fn_trace_prep, 0,
-                            &M.fn_trace_prep);
+                            &model.fn_trace_prep);
     if (st == OMPC_OK)
         st = ev_fn_register(tgt_rt->ev, "tgt.trace_done", fn_trace_done, 0,
-                            &M.fn_trace_done);
+                            &model.fn_trace_done);
     return st;
 }
 
@@ -146,16 +152,16 @@ void tgt_model_share_cores(void)
     int64_t mine = tgt_rt->kernel_threads;
     if (mine <= 0)
         mine = omp_get_max_threads ? omp_get_max_threads() : 1;
-    M.cores = calloc((size_t)tgt_rt->size, sizeof(int64_t));
-    if (!M.cores)
+    model.cores = calloc((size_t)tgt_rt->size, sizeof(int64_t));
+    if (!model.cores)
         ompc_fatal("out of memory starting the offloading runtime");
-    if (ev_coll_allgather(tgt_rt->ev, &mine, sizeof(mine), M.cores) != OMPC_OK)
+    if (ev_coll_allgather(tgt_rt->ev, &mine, sizeof(mine), model.cores) != OMPC_OK)
         ompc_fatal("cannot exchange core counts between ranks");
 }
 
 static int64_t exec_cores(int e)
 {
-    int64_t c = M.cores[dm_executor_rank(tgt_rt->dm, e)];
+    int64_t c = model.cores[dm_executor_rank(tgt_rt->dm, e)];
     return c > 0 ? c : 1;
 }
 
@@ -166,12 +172,12 @@ static bool model_skip_save;
 static void model_entry(void *arg, const tgt_model_entry_t *me)
 {
     (void)arg;
-    for (int k = 0; k < M.nk; k++) {
+    for (int k = 0; k < model.nk; k++) {
         if (strcmp(tgt_rt->kernels[k].name, me->kernel) != 0)
             continue;
-        for (int e = 0; e < M.ne; e++)
+        for (int e = 0; e < model.ne; e++)
             if (exec_cores(e) == me->cores) {
-                cost_cell_t *c = &M.cells[(size_t)k * (size_t)M.ne + (size_t)e];
+                cost_cell_t *c = &model.cells[(size_t)k * (size_t)model.ne + (size_t)e];
                 c->mean = me->mean;
                 c->n = (uint32_t)(me->runs < MODEL_WINDOW ? me->runs : MODEL_WINDOW);
             }
@@ -237,9 +243,9 @@ static void model_save(const char *path)
         return;
     }
     fprintf(f, "# ompc perf model 1: kernel\tcores\tmean seconds\truns\n");
-    for (int k = 0; k < M.nk; k++) {
+    for (int k = 0; k < model.nk; k++) {
         /* One line per distinct core count: executors alike share it. */
-        for (int e = 0; e < M.ne; e++) {
+        for (int e = 0; e < model.ne; e++) {
             bool seen = false;
             for (int p = 0; p < e; p++)
                 seen |= exec_cores(p) == exec_cores(e);
@@ -247,8 +253,8 @@ static void model_save(const char *path)
                 continue;
             double sum = 0;
             uint64_t n = 0;
-            for (int q = e; q < M.ne; q++) {
-                cost_cell_t *c = &M.cells[(size_t)k * (size_t)M.ne + (size_t)q];
+            for (int q = e; q < model.ne; q++) {
+                cost_cell_t *c = &model.cells[(size_t)k * (size_t)model.ne + (size_t)q];
                 if (exec_cores(q) == exec_cores(e) && c->n) {
                     sum += c->mean * c->n;
                     n += c->n;
@@ -276,14 +282,14 @@ double tgt_model_cost(const tgt_kernel_t *k, int e)
 {
     int ki = (int)(k - tgt_rt->kernels);
     double def = (double)ompc_config_get()->default_cost_us * 1e-6;
-    pthread_mutex_lock(&M.mtx);
-    const cost_cell_t *row = &M.cells[(size_t)ki * (size_t)M.ne];
+    pthread_mutex_lock(&model.mtx);
+    const cost_cell_t *row = &model.cells[(size_t)ki * (size_t)model.ne];
     /* Executors with as many cores share one estimate: the nodes of a
      * cluster are alike, and a worker whose first runs were slowed (a core
      * shared with the head, a noisy neighbour) must not be priced out for
      * good, since HEFT would then never run, nor measure, it again. */
     double v = 0, wsum = 0;
-    for (int q = 0; q < M.ne; q++)
+    for (int q = 0; q < model.ne; q++)
         if (row[q].n && exec_cores(q) == exec_cores(e)) {
             v += row[q].mean * (double)row[q].n;
             wsum += (double)row[q].n;
@@ -297,7 +303,7 @@ double tgt_model_cost(const tgt_kernel_t *k, int e)
         double sum = 0;
         int n = 0;
         int64_t maxc = 1;
-        for (int q = 0; q < M.ne; q++) {
+        for (int q = 0; q < model.ne; q++) {
             if (exec_cores(q) > maxc)
                 maxc = exec_cores(q);
             if (row[q].n) {
@@ -307,7 +313,7 @@ double tgt_model_cost(const tgt_kernel_t *k, int e)
         }
         v = n ? sum / n : def * (double)maxc / (double)exec_cores(e);
     }
-    pthread_mutex_unlock(&M.mtx);
+    pthread_mutex_unlock(&model.mtx);
     return v;
 }
 
@@ -315,22 +321,22 @@ bool tgt_model_known(const tgt_kernel_t *k)
 {
     int ki = (int)(k - tgt_rt->kernels);
     bool known = false;
-    pthread_mutex_lock(&M.mtx);
-    for (int e = 0; e < M.ne && !known; e++)
-        known = M.cells[(size_t)ki * (size_t)M.ne + (size_t)e].n > 0;
-    pthread_mutex_unlock(&M.mtx);
+    pthread_mutex_lock(&model.mtx);
+    for (int e = 0; e < model.ne && !known; e++)
+        known = model.cells[(size_t)ki * (size_t)model.ne + (size_t)e].n > 0;
+    pthread_mutex_unlock(&model.mtx);
     return known;
 }
 
 void tgt_model_learn(const tgt_kernel_t *k, int e, double seconds)
 {
     int ki = (int)(k - tgt_rt->kernels);
-    pthread_mutex_lock(&M.mtx);
-    cost_cell_t *c = &M.cells[(size_t)ki * (size_t)M.ne + (size_t)e];
+    pthread_mutex_lock(&model.mtx);
+    cost_cell_t *c = &model.cells[(size_t)ki * (size_t)model.ne + (size_t)e];
     if (c->n < MODEL_WINDOW)
         c->n++;
     c->mean += (seconds - c->mean) / c->n;
-    pthread_mutex_unlock(&M.mtx);
+    pthread_mutex_unlock(&model.mtx);
 }
 
 /* The probe's latency is measured with every rank idle; in a running graph
@@ -340,13 +346,13 @@ void tgt_model_learn(const tgt_kernel_t *k, int e, double seconds)
  * the two counts. */
 double tgt_model_lat(int e)
 {
-    if (!M.lat)
+    if (!model.lat)
         return 0;
-    pthread_mutex_lock(&M.mtx);
-    double v = M.lat[e];
-    if ((M.fwd.n || M.lau.n) && M.hop > v)
-        v = M.hop;
-    pthread_mutex_unlock(&M.mtx);
+    pthread_mutex_lock(&model.mtx);
+    double v = model.lat[e];
+    if ((model.fwd.n || model.lau.n) && model.hop > v)
+        v = model.hop;
+    pthread_mutex_unlock(&model.mtx);
     return v;
 }
 
@@ -376,17 +382,17 @@ static void hop_ring_add(hop_ring_t *r, double seconds)
 #define HOP_MIN_FORWARDED 8
 void tgt_model_learn_hop(double seconds, bool launch)
 {
-    pthread_mutex_lock(&M.mtx);
-    hop_ring_add(launch ? &M.lau : &M.fwd, seconds);
-    M.hop = M.fwd.n >= HOP_MIN_FORWARDED || !M.lau.n ? M.fwd.median : M.lau.median;
+    pthread_mutex_lock(&model.mtx);
+    hop_ring_add(launch ? &model.lau : &model.fwd, seconds);
+    model.hop = model.fwd.n >= HOP_MIN_FORWARDED || !model.lau.n ? model.fwd.median : model.lau.median;
     if (launch)
-        M.hop_launches++;
+        model.hop_launches++;
     else
-        M.hop_samples++;
-    pthread_mutex_unlock(&M.mtx);
+        model.hop_samples++;
+    pthread_mutex_unlock(&model.mtx);
 }
-double tgt_model_inv_bw(int e) { return M.ibw ? M.ibw[e] : 0; }
-int64_t tgt_model_clock_offset(int e) { return M.offset ? M.offset[e] : 0; }
+double tgt_model_inv_bw(int e) { return model.ibw ? model.ibw[e] : 0; }
+int64_t tgt_model_clock_offset(int e) { return model.offset ? model.offset[e] : 0; }
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -400,8 +406,8 @@ static void calibrate(int e)
 {
     int rank = dm_executor_rank(tgt_rt->dm, e);
     if (rank == 0) {
-        M.lat[e] = 0;
-        M.ibw[e] = 1.0 / 10e9;
+        model.lat[e] = 0;
+        model.ibw[e] = 1.0 / 10e9;
         return;
     }
     uint64_t best = UINT64_MAX;
@@ -409,20 +415,20 @@ static void calibrate(int e)
     for (int i = 0; i < 8; i++) {
         uint64_t t0 = ompc_now_ns();
         ev_handle_t *h = NULL;
-        ompc_status_t st = ev_finish(ev_execute(tgt_rt->ev, rank, M.fn_probe, NULL, 0,
+        ompc_status_t st = ev_finish(ev_execute(tgt_rt->ev, rank, model.fn_probe, NULL, 0,
                                                 remote, sizeof(remote), &h), h);
         uint64_t t1 = ompc_now_ns();
         if (st != OMPC_OK)
             ompc_fatal("probing rank %d failed: %s", rank, ompc_status_str(st));
         if (t1 - t0 < best) {
             best = t1 - t0;
-            M.offset[e] = (int64_t)remote[0] - (int64_t)(t0 + (t1 - t0) / 2);
+            model.offset[e] = (int64_t)remote[0] - (int64_t)(t0 + (t1 - t0) / 2);
         }
     }
-    M.same_clock[e] = remote[1] != 0 && remote[1] == boot_hash();
-    if (M.same_clock[e])
-        M.offset[e] = 0;
-    M.lat[e] = (double)best * 0.5e-9;
+    model.same_clock[e] = remote[1] != 0 && remote[1] == boot_hash();
+    if (model.same_clock[e])
+        model.offset[e] = 0;
+    model.lat[e] = (double)best * 0.5e-9;
     const size_t bytes = 1 << 20;
     char *src = calloc(1, bytes);
     dm_buf_t *b = NULL;
@@ -439,65 +445,65 @@ static void calibrate(int e)
     }
     dm_free(tgt_rt->dm, b);
     free(src);
-    double t = tbest - 2 * M.lat[e];
+    double t = tbest - 2 * model.lat[e];
     if (t < 1e-7)
         t = 1e-7;
-    M.ibw[e] = t / (double)bytes;
+    model.ibw[e] = t / (double)bytes;
 }
 
 void tgt_model_init(void)
 {
-    M.nk = tgt_rt->nkernels;
-    M.ne = dm_num_executors(tgt_rt->dm);
-    M.cells = calloc((size_t)(M.nk ? M.nk : 1) * (size_t)M.ne, sizeof(cost_cell_t));
-    M.lat = calloc((size_t)M.ne, sizeof(double));
-    M.ibw = calloc((size_t)M.ne, sizeof(double));
-    M.offset = calloc((size_t)M.ne, sizeof(int64_t));
-    M.same_clock = calloc((size_t)M.ne, sizeof(bool));
-    if (!M.cells || !M.lat || !M.ibw || !M.offset || !M.same_clock)
+    model.nk = tgt_rt->nkernels;
+    model.ne = dm_num_executors(tgt_rt->dm);
+    model.cells = calloc((size_t)(model.nk ? model.nk : 1) * (size_t)model.ne, sizeof(cost_cell_t));
+    model.lat = calloc((size_t)model.ne, sizeof(double));
+    model.ibw = calloc((size_t)model.ne, sizeof(double));
+    model.offset = calloc((size_t)model.ne, sizeof(int64_t));
+    model.same_clock = calloc((size_t)model.ne, sizeof(bool));
+    if (!model.cells || !model.lat || !model.ibw || !model.offset || !model.same_clock)
         ompc_fatal("out of memory starting the cost model");
-    for (int e = 0; e < M.ne; e++)
+    for (int e = 0; e < model.ne; e++)
         calibrate(e);
     /* One probe per link on a busy node measures noise more than the
      * network (identical links measured several times apart:
      * docs/performance.md, "the cost model under load"), and HEFT then
      * shuns a worker for nothing: every link gets the median.  The links of one cluster are alike; heterogeneity the
      * model needs is in the workers' cores. */
-    if (M.ne > 2) {
-        double *tmp = malloc((size_t)M.ne * sizeof(double));
+    if (model.ne > 2) {
+        double *tmp = malloc((size_t)model.ne * sizeof(double));
         if (!tmp)
             ompc_fatal("out of memory starting the cost model");
         double med[2];
         for (int k = 0; k < 2; k++) {
-            memcpy(tmp, k ? M.ibw : M.lat, (size_t)M.ne * sizeof(double));
-            qsort(tmp, (size_t)M.ne, sizeof(double), cmp_double);
-            med[k] = tmp[M.ne / 2];
+            memcpy(tmp, k ? model.ibw : model.lat, (size_t)model.ne * sizeof(double));
+            qsort(tmp, (size_t)model.ne, sizeof(double), cmp_double);
+            med[k] = tmp[model.ne / 2];
         }
         free(tmp);
-        for (int e = 0; e < M.ne; e++)
+        for (int e = 0; e < model.ne; e++)
             if (dm_executor_rank(tgt_rt->dm, e) != 0) {
-                M.lat[e] = med[0];
-                M.ibw[e] = med[1];
+                model.lat[e] = med[0];
+                model.ibw[e] = med[1];
             }
     }
-    dm_get_stats(tgt_rt->dm, &M.base);
+    dm_get_stats(tgt_rt->dm, &model.base);
     const char *path = ompc_config_get()->perf_model;
     if (path && *path)
         model_load(path);
     if (tgt_rt->info)
-        for (int e = 0; e < M.ne; e++)
+        for (int e = 0; e < model.ne; e++)
             fprintf(stderr, "[ompc info] executor %d (rank %d): %lld cores, "
                     "latency %.1f us, bandwidth %.2f GB/s, clock %s%+.1f us\n", e,
                     dm_executor_rank(tgt_rt->dm, e), (long long)exec_cores(e),
-                    M.lat[e] * 1e6, M.ibw[e] > 0 ? 1e-9 / M.ibw[e] : 0.0,
-                    M.same_clock[e] ? "shared with the head " : "offset ",
-                    (double)M.offset[e] * 1e-3);
+                    model.lat[e] * 1e6, model.ibw[e] > 0 ? 1e-9 / model.ibw[e] : 0.0,
+                    model.same_clock[e] ? "shared with the head " : "offset ",
+                    (double)model.offset[e] * 1e-3);
 }
 
 void tgt_model_fini(void)
 {
     const char *path = ompc_config_get()->perf_model;
-    if (path && *path && M.cells)
+    if (path && *path && model.cells)
         model_save(path);
 }
 
@@ -515,13 +521,13 @@ void tgt_trace_gather(void)
     int64_t *offs = calloc((size_t)tgt_rt->size, sizeof(int64_t));
     if (!blobs || !sizes || !offs)
         ompc_fatal("out of memory gathering the trace");
-    for (int e = 0; e < M.ne; e++) {
+    for (int e = 0; e < model.ne; e++) {
         int rank = dm_executor_rank(tgt_rt->dm, e);
         if (rank == 0)
             continue;
         uint64_t where[2] = {0, 0};
         ev_handle_t *h = NULL;
-        ompc_status_t st = ev_finish(ev_execute(tgt_rt->ev, rank, M.fn_trace_prep,
+        ompc_status_t st = ev_finish(ev_execute(tgt_rt->ev, rank, model.fn_trace_prep,
                                                 NULL, 0, where, sizeof(where), &h), h);
         if (st != OMPC_OK || where[1] == 0)
             continue;
@@ -531,7 +537,7 @@ void tgt_trace_gather(void)
         h = NULL;
         st = ev_finish(ev_retrieve(tgt_rt->ev, rank, where[0], blob, where[1], &h), h);
         h = NULL;
-        ev_finish(ev_execute(tgt_rt->ev, rank, M.fn_trace_done, NULL, 0, NULL, 0, &h), h);
+        ev_finish(ev_execute(tgt_rt->ev, rank, model.fn_trace_done, NULL, 0, NULL, 0, &h), h);
         if (st != OMPC_OK) {
             free(blob);
             ompc_warn("trace of rank %d lost: %s", rank, ompc_status_str(st));
@@ -539,7 +545,7 @@ void tgt_trace_gather(void)
         }
         blobs[n] = blob;
         sizes[n] = where[1];
-        offs[n] = -M.offset[e];
+        offs[n] = -model.offset[e];
         n++;
     }
     ompc_status_t st = ompc_trace_write(path, (const void *const *)blobs, sizes, offs, n);
@@ -583,25 +589,25 @@ void tgt_stats_print(uint64_t t_shutdown0, uint64_t t_end)
                 "%llu completions in %llu messages\n", (unsigned long long)g->launches,
                 (unsigned long long)g->launch_msgs, (unsigned long long)g->completions,
                 (unsigned long long)g->done_msgs);
-    for (int e = 0; e < M.ne; e++)
+    for (int e = 0; e < model.ne; e++)
         fprintf(stderr, "[ompc stats] worker %d (rank %d, %lld cores): %llu tasks\n",
                 e, dm_executor_rank(tgt_rt->dm, e), (long long)exec_cores(e),
                 (unsigned long long)g->tasks_per_exec[e]);
-    pthread_mutex_lock(&M.mtx);
-    double hop = M.hop;
-    uint64_t hops = M.hop_samples, hopl = M.hop_launches;
-    pthread_mutex_unlock(&M.mtx);
+    pthread_mutex_lock(&model.mtx);
+    double hop = model.hop;
+    uint64_t hops = model.hop_samples, hopl = model.hop_launches;
+    pthread_mutex_unlock(&model.mtx);
     if (hops || hopl)
         fprintf(stderr, "[ompc stats] worker-to-worker hop %.1f us (learnt from %llu "
                 "forwarded inputs and %llu launch batches; the idle probe said %.1f us)\n",
                 hop * 1e6, (unsigned long long)hops, (unsigned long long)hopl,
-                M.ne ? M.lat[0] * 1e6 : 0.0);
+                model.ne ? model.lat[0] * 1e6 : 0.0);
     dm_stats_t s;
     dm_get_stats(tgt_rt->dm, &s);
     fprintf(stderr, "[ompc stats] bytes head->worker %llu, worker->head %llu, "
             "worker->worker %llu in %llu transfers\n",
-            (unsigned long long)(s.bytes_host_to_dev - M.base.bytes_host_to_dev),
-            (unsigned long long)(s.bytes_dev_to_host - M.base.bytes_dev_to_host),
-            (unsigned long long)(s.bytes_dev_to_dev - M.base.bytes_dev_to_dev),
-            (unsigned long long)(s.transfers_dev_to_dev - M.base.transfers_dev_to_dev));
+            (unsigned long long)(s.bytes_host_to_dev - model.base.bytes_host_to_dev),
+            (unsigned long long)(s.bytes_dev_to_host - model.base.bytes_dev_to_host),
+            (unsigned long long)(s.bytes_dev_to_dev - model.base.bytes_dev_to_dev),
+            (unsigned long long)(s.transfers_dev_to_dev - model.base.transfers_dev_to_dev));
 }
