@@ -7,7 +7,8 @@
  *       runs in seconds, for three flavours of graph;
  *   ompc-heft-scale scale [N P K]
  *       bounded HEFT on N tasks x P workers with identical workers
- *       (cost_uniform; default 1,000,000 x 1024), and full HEFT on
+ *       (cost_uniform; default 1,000,000 x 1024), round-robin on the
+ *       same graph (what any policy pays to read it), and full HEFT on
  *       N/50 of the tasks, whose time is scaled up by 50 (its cost grows
  *       linearly in N at fixed P and layer width).
  *
@@ -101,6 +102,11 @@ static void scale(int64_t n, int32_t P, int32_t k)
            (long long)sg.g.nedges, (int)P, now_s() - t0);
     double tb = run(&sg, k);
     printf("  bounded (k = %d): %.3f s CPU, makespan %.1f\n", (int)k, tb, sg.r.makespan);
+    /* The floor under any policy: validation, adjacency and topological
+     * order, then one worker each in turn. */
+    double t1 = cpu_s();
+    CHECK_OK(sched_run(sched_policy_find("roundrobin"), &sg.g, 0, &sg.r));
+    printf("  roundrobin: %.3f s CPU\n", cpu_s() - t1);
     st_graph_free(&sg);
     int64_t small = n / 50 > 1 ? n / 50 : 1;
     uniform_graph(&sg, 11, small, P);
