@@ -66,6 +66,11 @@ typedef struct sched_graph {
                                 * only moves data and occupies no worker
                                 * (its cost must be 0 on every worker).
                                 * Round-robin deals such a task no turn */
+    int32_t cost_uniform;      /* 0: cost as above.  1: identical workers,
+                                * cost has ntasks entries and cost[i] is
+                                * task i's run time on every worker, so
+                                * that validation and HEFT's ranks cost
+                                * O(ntasks), not O(ntasks*P) */
 } sched_graph_t;
 
 /* Arrays of ntasks entries, allocated by the caller. */
@@ -107,6 +112,26 @@ typedef struct sched_policy {
     ompc_status_t (*run)(const struct sched_policy *self, const sched_graph_t *g,
                          uint64_t seed, sched_state_t *state, sched_result_t *r);
 } sched_policy_t;
+
+/* HEFT with its one parameter, for callers that set it (the table
+ * sched_policy_find("heft") returns is candidates = 0):
+ *   candidates = 0   automatic: every worker while there are at most
+ *                    SCHED_HEFT_FULL_MAX of them, else the bounded set
+ *                    with SCHED_HEFT_CANDIDATES;
+ *   candidates < 0   every worker (plain HEFT, O(P) per task);
+ *   candidates = k   per task only the workers holding its inputs, its
+ *                    preferred worker, the k whose timelines end first and
+ *                    k/4 more drawn at random (O(k log P) per task).  With
+ *                    k >= P that covers every worker and the schedule is
+ *                    plain HEFT's.
+ * Run it with sched_run(&p.policy, ...); p must outlive the call. */
+#define SCHED_HEFT_FULL_MAX 64
+#define SCHED_HEFT_CANDIDATES 32
+typedef struct sched_heft_policy {
+    sched_policy_t policy;
+    int32_t candidates;
+} sched_heft_policy_t;
+void sched_heft_policy_init(sched_heft_policy_t *p, int32_t candidates);
 
 /* The built-in policy called name, or NULL. */
 const sched_policy_t *sched_policy_find(const char *name);

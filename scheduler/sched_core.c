@@ -92,13 +92,14 @@ ompc_status_t sched_graph_validate(const sched_graph_t *g, const sched_result_t 
 
     size_t uP = (size_t)P;
     for (int64_t i = 0; i < n; i++) {
-        const double *c = g->cost + (size_t)i * uP;
-        for (int32_t w = 0; w < P; w++)
+        /* Uniform costs: one entry per task, reported as worker 0's. */
+        const double *c = g->cost_uniform ? g->cost + i : g->cost + (size_t)i * uP;
+        for (int32_t w = 0; w < (g->cost_uniform ? 1 : P); w++)
             if (!sched_nonneg(c[w]))
                 return sched_error(i, "task %lld: cost on worker %d is %g, expected a "
                                       "finite value >= 0", (long long)i, (int)w, c[w]);
         if (g->dataonly && g->dataonly[i])
-            for (int32_t w = 0; w < P; w++)
+            for (int32_t w = 0; w < (g->cost_uniform ? 1 : P); w++)
                 if (c[w] != 0.0)
                     return sched_error(i, "task %lld: data-only, but its cost on worker "
                                           "%d is %g, expected 0", (long long)i, (int)w,
@@ -504,7 +505,7 @@ ompc_status_t sched_run_kept(const sched_policy_t *p, const sched_graph_t *g,
     }
     /* Built-in policies validate on their own; only a foreign one needs
      * the check done here. */
-    bool builtin = false;
+    bool builtin = p->run == sched_heft_param_run;
     for (size_t i = 0; i < SCHED_NPOLICIES; i++)
         builtin = builtin || p == sched_policies[i];
     if (!builtin) {
@@ -574,7 +575,7 @@ ompc_status_t sched_check(const sched_graph_t *g, const sched_result_t *r)
         if (!isfinite(s) || !isfinite(f))
             return sched_error(i, "task %lld: start %g / finish %g not finite",
                                (long long)i, s, f);
-        double c = g->cost[(size_t)i * uP + (size_t)w];
+        double c = sched_cost(g, i, w);
         if (sched_lt(f, s + c) || sched_lt(s + c, f))
             return sched_error(i, "task %lld: finish %g != start %g + cost %g",
                                (long long)i, f, s, c);

@@ -44,6 +44,12 @@ typedef struct heft_timeline {
 static double heft_slot_find(const heft_timeline_t *tl, double ready, double c,
                              int64_t *pos_p)
 {
+    /* Free from `ready` on (the common case on many workers): no search,
+     * whose cache misses were most of the bounded mode's time. */
+    if (tl->n == 0 || tl->slot[tl->n - 1].finish <= ready) {
+        *pos_p = tl->n;
+        return ready;
+    }
     /* Skip every interval that ends by `ready`: none of the gaps between
      * them can hold a start >= ready followed by more work. */
     int64_t lo = 0, hi = tl->n;
@@ -90,7 +96,7 @@ static ompc_status_t heft_slot_insert(heft_timeline_t *tl, int64_t pos, double s
  * published example, rank(n3) and rank(n4) are both 80, but computed as
  * means they differ in the last bit. */
 static void heft_scaled_ranks(const sched_graph_t *g, const sched_prep_t *prep,
-                              double *rank)
+                              int32_t sample, double *rank)
 {
     int32_t P = g->nworkers;
     size_t uP = (size_t)P;
@@ -112,11 +118,20 @@ static void heft_scaled_ranks(const sched_graph_t *g, const sched_prep_t *prep,
     /* Reverse topological order: every successor is ranked first. */
     for (int64_t k = g->ntasks - 1; k >= 0; k--) {
         int64_t i = prep->topo[k];
-        const double *c = g->cost + (size_t)i * uP;
         double wsum;
-        if (g->pinned && g->pinned[i] >= 0) {
-            wsum = fP * c[g->pinned[i]];
+        if (g->cost_uniform) {
+            wsum = fP * g->cost[i];
+        } else if (g->pinned && g->pinned[i] >= 0) {
+            wsum = fP * g->cost[(size_t)i * uP + (size_t)g->pinned[i]];
+        } else if (sample < P) {
+            /* sample workers spread evenly over 0..P-1, scaled up to P. */
+            const double *c = g->cost + (size_t)i * uP;
+            wsum = 0.0;
+            for (int32_t j = 0; j < sample; j++)
+                wsum += c[(int64_t)j * P / sample];
+            wsum *= fP / (double)sample;
         } else {
+            const double *c = g->cost + (size_t)i * uP;
             wsum = 0.0;
             for (int32_t w = 0; w < P; w++)
                 wsum += c[w];
@@ -148,8 +163,10 @@ static bool heft_entry_free(const sched_graph_t *g, const sched_prep_t *prep, in
     if (prep->adj.pred_off[i + 1] != prep->adj.pred_off[i] ||
         (g->pinned && g->pinned[i] >= 0))
         return false;
+    if (g->cost_uniform && !g->ready)
+        return true;
     for (int32_t w = 1; w < g->nworkers; w++) {
-        if (g->cost[(size_t)i * uP + (size_t)w] != g->cost[(size_t)i * uP])
+        if (sched_cost(g, i, w) != sched_cost(g, i, 0))
             return false;
         if (g->ready && g->ready[(size_t)i * uP + (size_t)w] != g->ready[(size_t)i * uP])
             return false;
@@ -196,7 +213,7 @@ static ompc_status_t heft_entry_prefs(const sched_graph_t *g, const sched_prep_t
         mark[root] = 2;
         while (head < len) {
             int64_t i = order[head++];
-            total += g->cost[(size_t)i * (size_t)P];
+            total += sched_cost(g, i, 0);
             /* Free entry tasks sharing a successor with i, by index. */
             int64_t k = 0;
             for (int64_t s = prep->adj.succ_off[i]; s < prep->adj.succ_off[i + 1]; s++) {
@@ -218,7 +235,7 @@ static ompc_status_t heft_entry_prefs(const sched_graph_t *g, const sched_prep_t
     if (linked && total > 0.0) {
         double before = 0.0;
         for (int64_t k = 0; k < len; k++) {
-            double c = g->cost[(size_t)order[k] * (size_t)P];
+            double c = sched_cost(g, order[k], 0);
             int32_t w = (int32_t)((before + 0.5 * c) / total * (double)P);
             pref[order[k]] = w < P ? w : P - 1;
             before += c;
@@ -243,17 +260,191 @@ ompc_status_t sched_entry_prefs(const sched_graph_t *g, int32_t *pref)
 
 void sched_heft_ranks(const sched_graph_t *g, const sched_prep_t *prep, double *rank)
 {
-    heft_scaled_ranks(g, prep, rank);
+    heft_scaled_ranks(g, prep, g->nworkers, rank);
     for (int64_t i = 0; i < g->ntasks; i++)
         rank[i] /= (double)g->nworkers;
 }
 
-static ompc_status_t heft_run(const sched_policy_t *self, const sched_graph_t *g,
-                              uint64_t seed, sched_state_t *state, sched_result_t *r)
+/* ------------------------------------------------- bounded candidates */
+/* The bounded mode's ranks average the cost over this many workers spread
+ * evenly, not all P: the ranks then cost O(N + E), and an order of tasks
+ * needs only the mean's rough size. */
+#define HEFT_RANK_SAMPLE 64
+
+/* Workers by when their timelines end (the last interval's finish, or
+ * avail), earliest first, ties to the lower worker: a binary heap that
+ * knows where each worker sits, so that a placement moves its worker in
+ * O(log P).  Gaps are ignored: this only picks whom to try. */
+typedef struct heft_wheap {
+    int32_t *v;   /* the heap */
+    int32_t *pos; /* pos[w]: w's index in v */
+    double *end;  /* end[w]: the key */
+    int32_t n;
+} heft_wheap_t;
+
+static bool heft_wheap_before(const heft_wheap_t *h, int32_t a, int32_t b)
 {
-    (void)self;
-    (void)seed;
-    (void)state;
+    return h->end[a] < h->end[b] || (h->end[a] == h->end[b] && a < b);
+}
+
+/* Restores the heap below index k after v[k]'s key grew. */
+static void heft_wheap_down(heft_wheap_t *h, int32_t k)
+{
+    int32_t w = h->v[k];
+    for (;;) {
+        int32_t c = 2 * k + 1;
+        if (c >= h->n || c < 0)
+            break;
+        if (c + 1 < h->n && heft_wheap_before(h, h->v[c + 1], h->v[c]))
+            c++;
+        if (!heft_wheap_before(h, h->v[c], w))
+            break;
+        h->v[k] = h->v[c];
+        h->pos[h->v[k]] = k;
+        k = c;
+    }
+    h->v[k] = w;
+    h->pos[w] = k;
+}
+
+/* front holds heap indices, ordered like the workers they hold. */
+static bool heft_front_before(const heft_wheap_t *h, int32_t a, int32_t b)
+{
+    return heft_wheap_before(h, h->v[a], h->v[b]);
+}
+
+/* The m workers whose timelines end first (every worker if m >= n), into
+ * out, earliest first; returns how many.  A best-first walk down the heap
+ * from its root: the next smallest is always a child of one already
+ * taken, so a second heap `front` (room for 2m + 1) of the children not
+ * yet taken finds it, O(m log m) in all. */
+static int32_t heft_wheap_smallest(const heft_wheap_t *h, int32_t m, int32_t *front,
+                                   int32_t *out)
+{
+    int32_t got = 0, nf = 0;
+    if (h->n > 0)
+        front[nf++] = 0;
+    while (got < m && nf > 0) {
+        int32_t top = front[0];
+        out[got++] = h->v[top];
+        /* Pop front[0], then push the two children of top. */
+        int32_t last = front[--nf];
+        int32_t k = 0;
+        for (;;) {
+            int32_t c = 2 * k + 1;
+            if (c >= nf)
+                break;
+            if (c + 1 < nf && heft_front_before(h, front[c + 1], front[c]))
+                c++;
+            if (!heft_front_before(h, front[c], last))
+                break;
+            front[k] = front[c];
+            k = c;
+        }
+        if (nf > 0)
+            front[k] = last;
+        for (int32_t child = 2 * top + 1; child <= 2 * top + 2 && child < h->n; child++) {
+            int32_t j = nf++;
+            while (j > 0 && heft_front_before(h, child, front[(j - 1) / 2])) {
+                front[j] = front[(j - 1) / 2];
+                j = (j - 1) / 2;
+            }
+            front[j] = child;
+        }
+    }
+    return got;
+}
+
+/* splitmix64: the random candidates, a pure function of task and draw so
+ * that a schedule does not depend on anything but the graph. */
+static uint64_t heft_mix(uint64_t x)
+{
+    x += 0x9e3779b97f4a7c15ULL;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+    return x ^ (x >> 31);
+}
+
+/* Scratch of the bounded mode, all per worker. */
+typedef struct heft_bounded {
+    heft_wheap_t heap;
+    int64_t *stamp; /* stamp[w] = task + 1 once w is a candidate of task */
+    int32_t *cand, *front, *near;
+    int32_t ncand;
+} heft_bounded_t;
+
+static void heft_cand_add(heft_bounded_t *b, int64_t task, int32_t w)
+{
+    if (b->stamp[w] != task + 1) {
+        b->stamp[w] = task + 1;
+        b->cand[b->ncand++] = w;
+    }
+}
+
+/* Task i's candidates into b->cand: the workers of its inputs, its
+ * preferred worker, the k whose timelines end first and k/4 at random. */
+static void heft_cand_collect(heft_bounded_t *b, const sched_graph_t *g,
+                              const sched_prep_t *prep, const int32_t *worker,
+                              const int32_t *pref, int32_t k, int64_t i)
+{
+    int32_t P = g->nworkers;
+    b->ncand = 0;
+    for (int64_t p = prep->adj.pred_off[i]; p < prep->adj.pred_off[i + 1]; p++)
+        heft_cand_add(b, i, worker[g->edges[prep->adj.pred_edge[p]].from]);
+    if (pref[i] >= 0)
+        heft_cand_add(b, i, pref[i]);
+    int32_t m = heft_wheap_smallest(&b->heap, k < P ? k : P, b->front, b->near);
+    for (int32_t j = 0; j < m; j++)
+        heft_cand_add(b, i, b->near[j]);
+    if (k < P)
+        for (int32_t j = 0; j < k / 4; j++)
+            heft_cand_add(b, i, (int32_t)(heft_mix((uint64_t)i * 64 + (uint64_t)j) %
+                                          (uint64_t)P));
+}
+
+static ompc_status_t heft_bounded_init(heft_bounded_t *b, const sched_graph_t *g,
+                                       int32_t k)
+{
+    size_t uP = (size_t)g->nworkers;
+    size_t m = (size_t)(k < g->nworkers ? k : g->nworkers);
+    memset(b, 0, sizeof(*b));
+    b->heap.v = malloc(uP * sizeof(int32_t));
+    b->heap.pos = malloc(uP * sizeof(int32_t));
+    b->heap.end = malloc(uP * sizeof(double));
+    b->stamp = calloc(uP, sizeof(int64_t));
+    b->cand = malloc(uP * sizeof(int32_t));
+    b->front = malloc((2 * m + 2) * sizeof(int32_t));
+    b->near = malloc((m + 1) * sizeof(int32_t));
+    if (!b->heap.v || !b->heap.pos || !b->heap.end || !b->stamp || !b->cand || !b->front ||
+        !b->near)
+        return OMPC_ERR_NOMEM;
+    b->heap.n = g->nworkers;
+    for (int32_t w = 0; w < g->nworkers; w++) {
+        b->heap.v[w] = w;
+        b->heap.pos[w] = w;
+        b->heap.end[w] = g->avail && g->avail[w] > 0.0 ? g->avail[w] : 0.0;
+    }
+    for (int32_t k2 = g->nworkers / 2 - 1; k2 >= 0; k2--)
+        heft_wheap_down(&b->heap, k2);
+    return OMPC_OK;
+}
+
+static void heft_bounded_free(heft_bounded_t *b)
+{
+    free(b->heap.v);
+    free(b->heap.pos);
+    free(b->heap.end);
+    free(b->stamp);
+    free(b->cand);
+    free(b->front);
+    free(b->near);
+}
+
+/* ----------------------------------------------------------- placement */
+/* candidates as in sched_heft_policy_t. */
+static ompc_status_t heft_place(const sched_graph_t *g, int32_t candidates,
+                                sched_result_t *r)
+{
     sched_prep_t prep;
     ompc_status_t st = sched_prep_create(g, r, &prep);
     if (st != OMPC_OK)
@@ -270,6 +461,13 @@ static ompc_status_t heft_run(const sched_policy_t *self, const sched_graph_t *g
         sched_prep_free(&prep);
         return OMPC_OK;
     }
+    /* k: workers tried per task beyond inputs and preference; 0 = all. */
+    int32_t k = candidates;
+    if (candidates < 0)
+        k = 0;
+    else if (candidates == 0)
+        k = P <= SCHED_HEFT_FULL_MAX ? 0 : SCHED_HEFT_CANDIDATES;
+    int32_t sample = k > 0 && k < P && HEFT_RANK_SAMPLE < P ? HEFT_RANK_SAMPLE : P;
     /* The schedule is built aside and copied into r at the end, so r is
      * untouched if a timeline cannot grow. */
     double *rank = calloc((size_t)n + 1, sizeof(double));
@@ -281,12 +479,14 @@ static ompc_status_t heft_run(const sched_policy_t *self, const sched_graph_t *g
     int32_t *pref = calloc((size_t)n + 1, sizeof(int32_t));
     heft_timeline_t *tl = calloc(uP, sizeof(*tl));
     sched_heap_t heap = {0};
+    heft_bounded_t bd = {0};
     if (!rank || !start || !finish || !worker || !waiting || !dready || !pref || !tl ||
-        sched_heap_init(&heap, n, rank) != OMPC_OK) {
+        sched_heap_init(&heap, n, rank) != OMPC_OK ||
+        (k > 0 && heft_bounded_init(&bd, g, k) != OMPC_OK)) {
         st = OMPC_ERR_NOMEM;
         goto out;
     }
-    heft_scaled_ranks(g, &prep, rank);
+    heft_scaled_ranks(g, &prep, sample, rank);
     if (g->prefer)
         memcpy(pref, g->prefer, (size_t)n * sizeof(*pref));
     else if ((st = heft_entry_prefs(g, &prep, pref)) != OMPC_OK)
@@ -304,62 +504,105 @@ static ompc_status_t heft_run(const sched_policy_t *self, const sched_graph_t *g
     }
     while (heap.n > 0) {
         int64_t i = sched_heap_pop(&heap);
-        int32_t lo = 0, hi = P;
-        if (g->pinned && g->pinned[i] >= 0) {
-            lo = g->pinned[i];
-            hi = lo + 1;
-        }
-        /* Data-ready time on every candidate worker: predecessors in the
-         * outer loop, so the comm model's row lat[p*P + .] streams. */
-        for (int32_t w = lo; w < hi; w++) {
-            double t = 0.0;
-            if (g->ready && g->ready[(size_t)i * uP + (size_t)w] > t)
-                t = g->ready[(size_t)i * uP + (size_t)w];
-            if (g->avail && g->avail[w] > t)
-                t = g->avail[w];
-            dready[w] = t;
-        }
-        for (int64_t p = prep.adj.pred_off[i]; p < prep.adj.pred_off[i + 1]; p++) {
-            const sched_edge_t *e = &g->edges[prep.adj.pred_edge[p]];
-            double f = finish[e->from];
-            int32_t wf = worker[e->from];
-            for (int32_t w = lo; w < hi; w++) {
-                double t = f + sched_comm(g, e, wf, w);
-                if (t > dready[w])
-                    dready[w] = t;
-            }
-        }
         int32_t best = -1;
         int64_t best_pos = 0, pref_pos = 0;
         double best_start = 0.0, best_finish = 0.0, pref_start = 0.0;
-        const double *c = g->cost + (size_t)i * uP;
-        for (int32_t w = lo; w < hi; w++) {
-            int64_t pos;
-            double s = heft_slot_find(&tl[w], dready[w], c[w], &pos);
-            if (w == pref[i]) {
-                pref_pos = pos;
-                pref_start = s;
+        bool pref_seen = false;
+        bool pinned = g->pinned && g->pinned[i] >= 0;
+        if (k > 0) {
+            /* Bounded: the candidates only, each with its own data-ready
+             * time (the same terms in the same order as below, so with
+             * every worker a candidate the choice is the same). */
+            if (pinned) {
+                bd.ncand = 0;
+                heft_cand_add(&bd, i, g->pinned[i]);
+            } else {
+                heft_cand_collect(&bd, g, &prep, worker, pref, k, i);
             }
-            /* Strictly earlier only: ties stay on the lowest worker. */
-            if (best < 0 || s + c[w] < best_finish) {
-                best = w;
-                best_pos = pos;
-                best_start = s;
-                best_finish = s + c[w];
+            for (int32_t j = 0; j < bd.ncand; j++) {
+                int32_t w = bd.cand[j];
+                double cw = sched_cost(g, i, w);
+                double t = sched_data_ready(g, &prep.adj, worker, finish, i, w);
+                int64_t pos = tl[w].n;
+                double s = t;
+                /* end[w] is in cache, the timeline's last slot often not. */
+                if (bd.heap.end[w] > t)
+                    s = heft_slot_find(&tl[w], t, cw, &pos);
+                if (w == pref[i]) {
+                    pref_seen = true;
+                    pref_pos = pos;
+                    pref_start = s;
+                }
+                if (best < 0 || s + cw < best_finish || (s + cw == best_finish && w < best)) {
+                    best = w;
+                    best_pos = pos;
+                    best_start = s;
+                    best_finish = s + cw;
+                }
+            }
+        } else {
+            int32_t lo = 0, hi = P;
+            if (pinned) {
+                lo = g->pinned[i];
+                hi = lo + 1;
+            }
+            /* Data-ready time on every candidate worker: predecessors in
+             * the outer loop, so the comm model's row lat[p*P + .]
+             * streams. */
+            for (int32_t w = lo; w < hi; w++) {
+                double t = 0.0;
+                if (g->ready && g->ready[(size_t)i * uP + (size_t)w] > t)
+                    t = g->ready[(size_t)i * uP + (size_t)w];
+                if (g->avail && g->avail[w] > t)
+                    t = g->avail[w];
+                dready[w] = t;
+            }
+            for (int64_t p = prep.adj.pred_off[i]; p < prep.adj.pred_off[i + 1]; p++) {
+                const sched_edge_t *e = &g->edges[prep.adj.pred_edge[p]];
+                double f = finish[e->from];
+                int32_t wf = worker[e->from];
+                for (int32_t w = lo; w < hi; w++) {
+                    double t = f + sched_comm(g, e, wf, w);
+                    if (t > dready[w])
+                        dready[w] = t;
+                }
+            }
+            for (int32_t w = lo; w < hi; w++) {
+                double cw = sched_cost(g, i, w);
+                int64_t pos;
+                double s = heft_slot_find(&tl[w], dready[w], cw, &pos);
+                if (w == pref[i]) {
+                    pref_seen = true;
+                    pref_pos = pos;
+                    pref_start = s;
+                }
+                /* Strictly earlier only: ties stay on the lowest worker. */
+                if (best < 0 || s + cw < best_finish) {
+                    best = w;
+                    best_pos = pos;
+                    best_start = s;
+                    best_finish = s + cw;
+                }
             }
         }
         /* Up to one task's cost later (and half another: inputs that
          * reach the workers microseconds apart must not tip it). */
-        if (pref[i] >= lo && pref[i] < hi && pref[i] != best &&
-            pref_start + c[pref[i]] <= best_finish + 1.5 * c[pref[i]]) {
-            best = pref[i];
-            best_pos = pref_pos;
-            best_start = pref_start;
-            best_finish = pref_start + c[best];
+        if (pref_seen && pref[i] != best) {
+            double cp = sched_cost(g, i, pref[i]);
+            if (pref_start + cp <= best_finish + 1.5 * cp) {
+                best = pref[i];
+                best_pos = pref_pos;
+                best_start = pref_start;
+                best_finish = pref_start + cp;
+            }
         }
         st = heft_slot_insert(&tl[best], best_pos, best_start, best_finish);
         if (st != OMPC_OK)
             goto out;
+        if (k > 0 && best_finish > bd.heap.end[best]) {
+            bd.heap.end[best] = best_finish;
+            heft_wheap_down(&bd.heap, bd.heap.pos[best]);
+        }
         worker[i] = best;
         start[i] = best_start;
         finish[i] = best_finish;
@@ -370,17 +613,16 @@ static ompc_status_t heft_run(const sched_policy_t *self, const sched_graph_t *g
         }
     }
 
-    if (n > 0) {
-        memcpy(r->worker, worker, (size_t)n * sizeof(*worker));
-        memcpy(r->start, start, (size_t)n * sizeof(*start));
-        memcpy(r->finish, finish, (size_t)n * sizeof(*finish));
-    }
+    memcpy(r->worker, worker, (size_t)n * sizeof(*worker));
+    memcpy(r->start, start, (size_t)n * sizeof(*start));
+    memcpy(r->finish, finish, (size_t)n * sizeof(*finish));
     sched_result_close(g, r);
     st = OMPC_OK;
 out:
     if (tl)
         for (int32_t w = 0; w < P; w++)
             free(tl[w].slot);
+    heft_bounded_free(&bd);
     sched_heap_free(&heap);
     free(tl);
     free(pref);
@@ -392,6 +634,33 @@ out:
     free(rank);
     sched_prep_free(&prep);
     return st;
+}
+
+static ompc_status_t heft_run(const sched_policy_t *self, const sched_graph_t *g,
+                              uint64_t seed, sched_state_t *state, sched_result_t *r)
+{
+    (void)self;
+    (void)seed;
+    (void)state;
+    return heft_place(g, 0, r);
+}
+
+/* self is the first member of a sched_heft_policy_t: only
+ * sched_heft_policy_init hands out this function. */
+ompc_status_t sched_heft_param_run(const sched_policy_t *self, const sched_graph_t *g,
+                                   uint64_t seed, sched_state_t *state, sched_result_t *r)
+{
+    (void)seed;
+    (void)state;
+    const sched_heft_policy_t *hp = (const sched_heft_policy_t *)self;
+    return heft_place(g, hp->candidates, r);
+}
+
+void sched_heft_policy_init(sched_heft_policy_t *p, int32_t candidates)
+{
+    p->policy = (sched_policy_t){
+        .name = "heft", .needs = SCHED_NEEDS_MEASURED_COSTS, .run = sched_heft_param_run};
+    p->candidates = candidates;
 }
 
 const sched_policy_t sched_policy_heft = {

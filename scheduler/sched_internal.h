@@ -52,6 +52,14 @@ static inline double sched_comm(const sched_graph_t *g, const sched_edge_t *e,
     return e->cost;
 }
 
+/* Run time of task i on worker w, whichever form g->cost has. */
+static inline double sched_cost(const sched_graph_t *g, int64_t i, int32_t w)
+{
+    if (g->cost_uniform)
+        return g->cost[i];
+    return g->cost[(size_t)i * (size_t)g->nworkers + (size_t)w];
+}
+
 /* Earliest time task i could start on worker w if w were idle: 0, ready,
  * avail, and every (already placed) predecessor's finish plus its
  * communication time into w. */
@@ -84,6 +92,10 @@ ompc_status_t sched_cycle_find(const sched_graph_t *g, int64_t *cycle, int64_t *
 
 /* HEFT's upward ranks (see sched_heft.c), exposed for tests. */
 void sched_heft_ranks(const sched_graph_t *g, const sched_prep_t *prep, double *rank);
+
+/* The run of every sched_heft_policy_t (built-in: it validates). */
+ompc_status_t sched_heft_param_run(const sched_policy_t *self, const sched_graph_t *g,
+                                   uint64_t seed, sched_state_t *state, sched_result_t *r);
 
 extern const sched_policy_t sched_policy_heft;
 extern const sched_policy_t sched_policy_roundrobin;

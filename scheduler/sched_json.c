@@ -58,6 +58,7 @@ typedef struct sj_array {
     int64_t off, n;
     sj_path_t path;
     bool has;
+    bool scalar; /* one number, not an array ("cost": C on every worker) */
 } sj_array_t;
 
 typedef struct sj_task {
@@ -364,6 +365,12 @@ static void sj_parse_task(sj_t *t, json_t *obj, sj_path_t path)
         if (strcmp(key, "id") == 0) {
             k->id = sj_int(t, v, &vp, "id", 0, INT64_MAX);
             k->has_id = true;
+        } else if (strcmp(key, "cost") == 0 && json_is_number(v)) {
+            double c = sj_value(t, v, &vp, "cost", -1);
+            sj_reserve(t, (void **)&t->num, &t->num_cap, t->nnum + 1, sizeof(double));
+            k->cost = (sj_array_t){.off = t->nnum, .n = 1, .path = vp, .has = true,
+                                   .scalar = true};
+            t->num[t->nnum++] = c;
         } else if (strcmp(key, "cost") == 0) {
             sj_num_array(t, v, vp, "cost", &k->cost);
         } else if (strcmp(key, "ready") == 0) {
@@ -539,7 +546,7 @@ static void sj_build(sj_t *t, sched_graph_t *g)
         if (!k->cost.has)
             sj_die(t, sj_locate(t, &k->path), "task %lld has no \"cost\"",
                    (long long)k->id);
-        if (k->cost.n != P)
+        if (!k->cost.scalar && k->cost.n != P)
             sj_die(t, sj_locate(t, &k->cost.path),
                    "task %lld: \"cost\" has %lld entries, expected %lld (one per worker)",
                    (long long)k->id, (long long)k->cost.n, (long long)P);
@@ -594,15 +601,26 @@ static void sj_build(sj_t *t, sched_graph_t *g)
         t->gedge[k] = (sched_edge_t){from, to, e->cost, e->bytes};
     }
 
+    /* Every cost one number: identical workers, one cost per task
+     * (cost_uniform), which a million tasks on a thousand workers need. */
+    bool uniform = n > 0;
+    for (int64_t i = 0; i < n && uniform; i++)
+        uniform = t->task[i].cost.scalar;
     size_t uP = (size_t)P;
-    t->cost = sj_alloc(t, n * P, sizeof(double));
+    t->cost = sj_alloc(t, uniform ? n : n * P, sizeof(double));
     if (any_ready)
         t->ready = sj_alloc(t, n * P, sizeof(double));
     if (any_pinned)
         t->pinned = sj_alloc(t, n, sizeof(int32_t));
     for (int64_t i = 0; i < n; i++) {
         const sj_task_t *k = &t->task[i];
-        memcpy(t->cost + (size_t)i * uP, t->num + k->cost.off, uP * sizeof(double));
+        if (uniform)
+            t->cost[i] = t->num[k->cost.off];
+        else if (k->cost.scalar)
+            for (size_t w = 0; w < uP; w++)
+                t->cost[(size_t)i * uP + w] = t->num[k->cost.off];
+        else
+            memcpy(t->cost + (size_t)i * uP, t->num + k->cost.off, uP * sizeof(double));
         if (k->ready.has)
             memcpy(t->ready + (size_t)i * uP, t->num + k->ready.off, uP * sizeof(double));
         if (t->pinned)
@@ -612,6 +630,7 @@ static void sj_build(sj_t *t, sched_graph_t *g)
         .nworkers = (int32_t)P,
         .ntasks = n,
         .cost = t->cost,
+        .cost_uniform = uniform,
         .pinned = t->pinned,
         .ready = t->ready,
         .avail = t->avail.has ? t->num + t->avail.off : NULL,

@@ -55,7 +55,6 @@ static int32_t simple_locality_pick(const sched_graph_t *g, const sched_prep_t *
 {
     int32_t P = g->nworkers;
     size_t uP = (size_t)g->nworkers;
-    const double *cost = &g->cost[(size_t)i * uP];
     double min_ready = 0.0;
     if (g->ready) {
         min_ready = g->ready[(size_t)i * uP];
@@ -75,13 +74,13 @@ static int32_t simple_locality_pick(const sched_graph_t *g, const sched_prep_t *
         if (start[w] < start[first])
             first = w;
     }
-    double bound = start[first] + cost[first];
+    double bound = start[first] + sched_cost(g, i, first);
     int32_t best = -1;
     double best_comm = 0.0, best_finish = 0.0;
     for (int32_t w = 0; w < P; w++) {
         if (start[w] > bound)
             continue;
-        double f = start[w] + cost[w];
+        double f = start[w] + sched_cost(g, i, w);
         if (best < 0 || comm[w] < best_comm || (comm[w] == best_comm && f < best_finish)) {
             best = w;
             best_comm = comm[w];
@@ -136,7 +135,7 @@ static ompc_status_t simple_run(const sched_graph_t *g, sched_result_t *r,
         }
         r->worker[i] = w;
         r->start[i] = s;
-        r->finish[i] = s + g->cost[(size_t)i * uP + (size_t)w];
+        r->finish[i] = s + sched_cost(g, i, w);
         last[w] = r->finish[i];
     }
     sched_result_close(g, r);

@@ -62,10 +62,25 @@ static void tool_read(const char *name, const char *path, char **text_p, size_t 
     *len_p = len;
 }
 
+/* x with the fewest significant digits, from %g's 6 up to 17, that read
+ * back as exactly x: a schedule's durations then equal its costs (at 6
+ * digits a long schedule's start and finish round apart), and every time
+ * %g printed exactly looks as it did. */
+static const char *tool_num(char *buf, size_t size, double x)
+{
+    for (int prec = 6; prec < 17; prec++) {
+        snprintf(buf, size, "%.*g", prec, x);
+        if (strtod(buf, NULL) == x)
+            return buf;
+    }
+    snprintf(buf, size, "%.17g", x);
+    return buf;
+}
+
 static void tool_usage(FILE *out)
 {
     fprintf(out,
-            "usage: ompc-sched [--policy NAME] [--seed N] FILE.json\n"
+            "usage: ompc-sched [--policy NAME] [--seed N] [--candidates K] FILE.json\n"
             "\n"
             "Schedules the task graph in FILE.json (- reads standard input) and prints\n"
             "one line per task, in input order, then the schedule length:\n"
@@ -78,16 +93,21 @@ static void tool_usage(FILE *out)
     fprintf(out,
             " (default heft)\n"
             "  --seed N       seed of the random policy (default 0)\n"
+            "  --candidates K heft only: workers tried per task besides those of its\n"
+            "                 inputs; 0 automatic (default: all up to %d workers,\n"
+            "                 else %d), -1 all\n"
             "  --help         this text\n"
             "\n"
             "Input: {\"workers\": P,\n"
             "        \"tasks\": [{\"id\": I, \"cost\": [c_0, ..., c_P-1]}, ...],\n"
+            "        (or \"cost\": C, the same on every worker)\n"
             "        \"edges\": [{\"from\": I, \"to\": J, \"cost\": C}, ...]}\n"
             "Optional: per task \"pinned\": W and \"ready\": [P times]; per edge\n"
             "\"bytes\"; top-level \"avail\": [P times], \"comm_lat\" and \"comm_inv_bw\":\n"
             "[P*P numbers, row p = from worker p].  Unknown keys are ignored.\n"
             "Every cost, time and byte count is in 0.." SCHED_JSON_NUM_MAX_STR ".\n"
-            "Errors go to stderr as \"ompc-sched: FILE:LINE:COL: reason\", exit status 2.\n");
+            "Errors go to stderr as \"ompc-sched: FILE:LINE:COL: reason\", exit status 2.\n",
+            SCHED_HEFT_FULL_MAX, SCHED_HEFT_CANDIDATES);
 }
 
 static _Noreturn __attribute__((format(printf, 1, 2))) void
@@ -106,7 +126,10 @@ int main(int argc, char **argv)
 {
     const char *policy_name = "heft", *path = NULL;
     uint64_t seed = 0;
+    int32_t candidates = 0;
+    bool candidates_set = false;
     static const struct option longopts[] = {
+        {"candidates", required_argument, NULL, 'k'},
         {"policy", required_argument, NULL, 'p'},
         {"seed", required_argument, NULL, 's'},
         {"help", no_argument, NULL, 'h'},
@@ -131,6 +154,16 @@ int main(int argc, char **argv)
             seed = (uint64_t)s;
             break;
         }
+        case 'k': {
+            char *end;
+            errno = 0;
+            long k = strtol(optarg, &end, 10);
+            if (end == optarg || *end != '\0' || errno == ERANGE || k < -1 || k > INT32_MAX)
+                tool_usage_error("--candidates: \"%s\" is not -1, 0 or a worker count", optarg);
+            candidates = (int32_t)k;
+            candidates_set = true;
+            break;
+        }
         case ':':
             tool_usage_error("%s needs a value", argv[optind - 1]);
         default: /* optopt is the letter of an unknown short option */
@@ -148,6 +181,12 @@ int main(int argc, char **argv)
     if (!policy)
         tool_usage_error("unknown policy \"%s\" (heft, roundrobin, random, locality)",
                          policy_name);
+    if (candidates_set && strcmp(policy->name, "heft") != 0)
+        tool_usage_error("--candidates is for the heft policy, not %s", policy->name);
+    sched_heft_policy_t heft;
+    sched_heft_policy_init(&heft, candidates);
+    if (candidates_set)
+        policy = &heft.policy;
     if (!path)
         tool_usage_error("no input file (see ompc-sched --help; - reads standard input)");
 
@@ -187,10 +226,12 @@ int main(int argc, char **argv)
     if (!finite)
         tool_die(name, "internal error: %s produced a time that is not finite "
                        "(makespan %g)", policy->name, r.makespan);
+    char b1[32], b2[32];
     for (int64_t i = 0; i < g.ntasks; i++)
-        printf("task %lld worker %d start %g finish %g\n", (long long)sched_json_task_id(js, i),
-               (int)r.worker[i], r.start[i], r.finish[i]);
-    printf("makespan %g\n", r.makespan);
+        printf("task %lld worker %d start %s finish %s\n", (long long)sched_json_task_id(js, i),
+               (int)r.worker[i], tool_num(b1, sizeof(b1), r.start[i]),
+               tool_num(b2, sizeof(b2), r.finish[i]));
+    printf("makespan %s\n", tool_num(b1, sizeof(b1), r.makespan));
     if (fflush(stdout) != 0 || ferror(stdout))
         tool_die(name, "cannot write the schedule: %s", strerror(errno));
     sched_json_free(js);

@@ -2,8 +2,9 @@
  * schedule), plus the rules particular to each policy: round-robin's
  * turn order (kept across calls, none for data-only tasks), random's
  * determinism for a seed, locality keeping a chain together but not a tree
- * on one worker, HEFT spreading equal independent tasks, and what each
- * policy declares it needs. */
+ * on one worker, HEFT spreading equal independent tasks, what each policy
+ * declares it needs, bounded HEFT (valid; equal to full HEFT when its
+ * candidates cover every worker) and cost_uniform graphs. */
 #include "sched_test.h"
 
 static void test_all_valid(void)
@@ -231,6 +232,99 @@ static void test_heft_spread(void)
     printf("heft spread: ok\n");
 }
 
+/* ------------------------------------------------------- bounded HEFT */
+static void heft_with(const st_graph_t *sg, int32_t candidates, sched_result_t *r)
+{
+    sched_heft_policy_t hp;
+    sched_heft_policy_init(&hp, candidates);
+    CHECK_OK(sched_run(&hp.policy, &sg->g, 0, r));
+}
+
+/* Bounded schedules are valid, whatever k, graph flavour and size. */
+static void test_heft_bounded_valid(void)
+{
+    static const int32_t workers[] = {3, 16, 100};
+    static const int32_t ks[] = {1, 2, 5, 8};
+    static const unsigned flags[] = {0, ST_COMM_MODEL | ST_PINNED | ST_AVAIL, ST_READY,
+                                     ST_ZERO | ST_PINNED};
+    uint64_t seed = 500;
+    for (size_t a = 0; a < sizeof(workers) / sizeof(workers[0]); a++)
+        for (size_t b = 0; b < sizeof(ks) / sizeof(ks[0]); b++)
+            for (size_t f = 0; f < sizeof(flags) / sizeof(flags[0]); f++) {
+                st_graph_t sg;
+                st_graph_random(&sg, seed++, 400, workers[a], 20, 4, flags[f]);
+                heft_with(&sg, ks[b], &sg.r);
+                CHECK_VALID(&sg.g, &sg.r);
+                st_graph_free(&sg);
+            }
+}
+
+/* With k >= P the candidates are every worker and the schedule is plain
+ * HEFT's, to the bit; so is the automatic mode up to SCHED_HEFT_FULL_MAX
+ * workers, and k = -1 at any count. */
+static void test_heft_bounded_full(void)
+{
+    static const int32_t workers[] = {1, 2, 4, 7, 16};
+    static const unsigned flags[] = {0, ST_COMM_MODEL | ST_PINNED | ST_AVAIL, ST_READY,
+                                     ST_ZERO};
+    uint64_t seed = 900;
+    for (size_t a = 0; a < sizeof(workers) / sizeof(workers[0]); a++)
+        for (size_t f = 0; f < sizeof(flags) / sizeof(flags[0]); f++) {
+            st_graph_t sg;
+            int32_t P = workers[a];
+            st_graph_random(&sg, seed++, 300, P, 12, 3, flags[f]);
+            CHECK_OK(sched_run(sched_policy_find("heft"), &sg.g, 0, &sg.r));
+            int32_t ks[] = {P, P + 3, 0, -1};
+            for (size_t b = 0; b < sizeof(ks) / sizeof(ks[0]); b++) {
+                int32_t w[300];
+                double s[300], fin[300];
+                sched_result_t r = {w, s, fin, 0};
+                heft_with(&sg, ks[b], &r);
+                CHECK(memcmp(w, sg.worker, sizeof(w)) == 0);
+                CHECK(memcmp(s, sg.start, sizeof(s)) == 0);
+                CHECK(memcmp(fin, sg.finish, sizeof(fin)) == 0);
+                CHECK(r.makespan == sg.r.makespan);
+            }
+            st_graph_free(&sg);
+        }
+}
+
+/* cost_uniform: one cost per task gives every policy the schedule of the
+ * matrix with that cost in every column; a bad entry is refused. */
+static void test_cost_uniform(void)
+{
+    st_graph_t sg;
+    st_graph_random(&sg, 77, 500, 1, 25, 3, 0);
+    enum { P = 6 };
+    double *full = malloc(500 * P * sizeof(double));
+    CHECK(full);
+    for (int64_t i = 0; i < 500; i++)
+        for (int w = 0; w < P; w++)
+            full[i * P + w] = sg.cost[i];
+    sched_graph_t gu = sg.g, gf = sg.g;
+    gu.nworkers = gf.nworkers = P;
+    gu.cost_uniform = 1;
+    gf.cost = full;
+    for (size_t k = 0; sched_policy_at(k); k++) {
+        int32_t wu[500], wf[500];
+        double su[500], sf[500], fu[500], ff[500];
+        sched_result_t ru = {wu, su, fu, 0}, rf = {wf, sf, ff, 0};
+        CHECK_OK(sched_run(sched_policy_at(k), &gu, 3, &ru));
+        CHECK_OK(sched_run(sched_policy_at(k), &gf, 3, &rf));
+        CHECK_VALID(&gu, &ru);
+        CHECK(memcmp(wu, wf, sizeof(wu)) == 0 && memcmp(su, sf, sizeof(su)) == 0 &&
+              memcmp(fu, ff, sizeof(fu)) == 0);
+    }
+    sg.cost[7] = -1.0;
+    int32_t w[500];
+    double s[500], f[500];
+    sched_result_t r = {w, s, f, 0};
+    CHECK(sched_run(sched_policy_find("heft"), &gu, 0, &r) == OMPC_ERR_INVALID);
+    CHECK(strstr(sched_last_error(), "task 7: cost on worker 0 is -1"));
+    free(full);
+    st_graph_free(&sg);
+}
+
 int main(void)
 {
     test_all_valid();
@@ -241,6 +335,9 @@ int main(void)
     test_locality_chain();
     test_locality_tree();
     test_heft_spread();
+    test_heft_bounded_valid();
+    test_heft_bounded_full();
+    test_cost_uniform();
     printf("sched_policies: all ok\n");
     return 0;
 }

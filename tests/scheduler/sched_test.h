@@ -94,7 +94,8 @@ static const char *st_check(const sched_graph_t *g, const sched_result_t *r)
                      (long long)i, r->start[i], lb);
             return why;
         }
-        if (!st_close(r->finish[i], r->start[i] + g->cost[i * P + w])) {
+        double c = g->cost_uniform ? g->cost[i] : g->cost[i * P + w];
+        if (!st_close(r->finish[i], r->start[i] + c)) {
             snprintf(why, sizeof(why), "task %lld: finish != start + cost", (long long)i);
             return why;
         }
