@@ -216,14 +216,44 @@ typedef struct tgt_rt {
 
 extern tgt_rt_t *tgt_rt;
 
-/* tgt_register.c */
+/* tgt_rt.c: the state above and helpers every file uses. */
 bool tgt_ready(void);
 /* "file:line" (or "unknown location") of an ident, into buf. */
 const char *tgt_loc(const void *ident, char *buf, size_t cap);
+
+/* tgt_image.c: offload entries and the device image, at start-up (under
+ * tgt_register.c's register_mtx). */
+void tgt_image_read_entries(const tgt_bin_desc_t *desc);
+/* Collective, after the ranks checked they run one build: a refusal of
+ * the entries is reported by rank 0, the others wait for its abort. */
+void tgt_image_report_refusal(void);
+/* The first refusal noted (an entry or requirement this runtime does not
+ * handle), or NULL. */
+const char *tgt_image_refusal(void);
+/* Notes requirement flags from `where`; refuses those not honoured. */
+void tgt_image_requires_note(int64_t flags, const char *where);
+int64_t tgt_image_requires(void); /* every flag noted so far */
+void tgt_image_load(const tgt_bin_desc_t *desc); /* executors */
+/* Collective: each declare target variable's address on each executor;
+ * the head maps the variables for good. */
+void tgt_image_share_globals(void);
 const tgt_kernel_t *tgt_kernel_find(const void *host_id);
+
+/* tgt_indirect.c.  Collective, at start-up: executors learn the head's
+ * address of each indirect function, and workers place their jumps. */
+void tgt_indirect_share(void);
 /* Executors: the device function for the head's address of an indirect
  * function, or NULL when v is no such address. */
 void *tgt_indirect_find(uint64_t v);
+
+/* tgt_elf.c.  The source file that defined the local symbol at addr,
+ * into buf; false when the object's symbol table does not say. */
+bool tgt_elf_symbol_file(const void *addr, char *buf, size_t cap);
+/* The main program imports this symbol from a shared library. */
+bool tgt_exe_imports(const char *name);
+/* The process resolves this symbol to this library's definition (ompcc's
+ * link order is in effect). */
+bool tgt_symbol_is_ours(const char *name);
 
 /* tgt_mpi_guard.c.  Rank 0 at start-up: warns when the program imports
  * MPI_Init (or a variant) but our refusal of it is not the definition the
@@ -351,11 +381,6 @@ bool tgt_ompt_in_deferred_target_task(void);
 /* Copies inside a launch message and its reply are padded to 8 bytes. */
 static inline uint64_t tgt_pad8(uint64_t len) { return (len + 7) / 8 * 8; }
 
-/* The main program imports this symbol from a shared library. */
-bool tgt_exe_imports(const char *name);
-/* The process resolves this symbol to this library's definition (ompcc's
- * link order is in effect). */
-bool tgt_symbol_is_ours(const char *name);
 /* The current task if it is a target task (deferred or not), else NULL. */
 void *tgt_ompt_current_target_task(void);
 

@@ -98,18 +98,6 @@ void tgt_map_add_global(tgt_global_t *g)
     pthread_mutex_unlock(&tgt_rt->map_mtx);
 }
 
-void *tgt_grow(void *arr, size_t *cap, size_t n, size_t elem, const char *what)
-{
-    if (n < *cap)
-        return arr;
-    size_t c = *cap ? 2 * *cap : 16;
-    void *na = realloc(arr, c * elem);
-    if (!na)
-        ompc_fatal("out of memory: %s", what);
-    *cap = c;
-    return na;
-}
-
 void tgt_mapped_add(tgt_mapped_t *m, dm_buf_t *b)
 {
     for (size_t i = 0; i < m->nbufs; i++)
