@@ -357,7 +357,8 @@ ompc_status_t tgt_kernel_run(const void *args, size_t args_size, uint64_t *ns_p,
  * names none. */
 int tgt_kernel_msg_index(const void *args, size_t args_size);
 
-/* tgt_ompt.c: the depend list of the target task running on this thread. */
+/* tgt_ompt_task.c: the depend list of the target task running on this
+ * thread, as the OMPT tool (tgt_ompt.c) saw it. */
 typedef enum {
     TGT_DEP_IN,              /* in */
     TGT_DEP_OUT,             /* out, inout, mutexinoutset */
