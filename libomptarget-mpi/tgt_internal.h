@@ -16,9 +16,10 @@
  * A thread that holds one of these may take only those below it:
  *
  *   register_mtx     start-up and image registration only (tgt_register.c)
- *   rec_mtx          from tgt_rec_begin to tgt_rec_commit (tgt_record.c):
- *                    one construct records at a time, so nodes enter the
- *                    graph in program order
+ *   plan_mtx         from tgt_plan_begin until tgt_rec_construct put the
+ *                    plan's node in the graph (tgt_map.c): one construct
+ *                    maps and records at a time, so nodes enter the graph
+ *                    in the order of their mapping-table changes
  *   tgt_rt->map_mtx  the mapping table
  *   tgt_g.sched_mtx  one flush places nodes at a time (tgt_flush.c)
  *   tgt_g.mtx        the graph, its queues and statistics
@@ -29,7 +30,7 @@
  * Leaves, holding nothing else while held: M.mtx (tgt_model.c; taken
  * under tgt_g.mtx), A.mtx (tgt_ahead.c, executors), tgt_taskred.c's mtx.
  * The event system's own locks come below all of these: any of them may
- * be held while an event starts.  Only rec_mtx and map_mtx may be held
+ * be held while an event starts.  Only plan_mtx and map_mtx may be held
  * while an event is waited for (mapping allocates and copies under them);
  * tgt_g.*, dm->mtx and the leaves never are, since gate handlers take them
  * (fn_done takes tgt_g.mtx) and the gate would wait for its own waiter.  A
@@ -294,7 +295,8 @@ void tgt_kernel_rec_end(void);
  * Async-signal-safe. */
 void tgt_kmp_forget(pid_t pid);
 
-/* tgt_map.c: one batch of map arguments, as clang passes them. */
+/* tgt_map.c: the mapping table.  One batch of map arguments, as clang
+ * passes them. */
 typedef struct tgt_args {
     int32_t n;
     void **base;
@@ -315,35 +317,56 @@ typedef struct tgt_mapped {
     size_t nkargs, capkargs;
 } tgt_mapped_t;
 
-/* out may be NULL (target data / enter data: nothing to launch). */
-ompc_status_t tgt_data_begin(const tgt_args_t *a, tgt_mapped_t *out);
-ompc_status_t tgt_data_end(const tgt_args_t *a);
-ompc_status_t tgt_data_update(const tgt_args_t *a);
+/* The data operations one construct's mapping asks for, in order: the
+ * task graph records them into the construct's node (tgt_rec_construct),
+ * which does them when it runs. */
+typedef enum {
+    TGT_PLAN_WRITE,          /* host bytes (src, or value) into buf at off */
+    TGT_PLAN_READ,           /* buf at off back into host memory */
+    TGT_PLAN_HOST_STORE,     /* a pointer value restored in host memory */
+    TGT_PLAN_FREE,           /* buf's last reference went away */
+} tgt_plan_kind_t;
+typedef struct tgt_plan_op {
+    tgt_plan_kind_t kind;
+    dm_buf_t *buf;
+    size_t off, len;
+    const void *src;         /* WRITE: the program's bytes, taken when the
+                              * plan is recorded; NULL: value's 8 bytes */
+    void *host;              /* READ: destination; HOST_STORE: the slot */
+    uint64_t value;          /* WRITE without src; HOST_STORE: the pointer */
+} tgt_plan_op_t;
+typedef struct tgt_plan {
+    tgt_plan_op_t *ops;      /* ops[0, npre) before the kernel, the rest after */
+    size_t nops, cap, npre;
+    bool post;
+} tgt_plan_t;
+/* An empty plan; takes the planning lock (see the lock order), which
+ * tgt_plan_end releases once the plan's node is in the graph. */
+void tgt_plan_begin(tgt_plan_t *p);
+/* Ops planned from now on come after the kernel. */
+void tgt_plan_post(tgt_plan_t *p);
+void tgt_plan_end(tgt_plan_t *p);
+
+/* Map, unmap or update the arguments a (expanding user-defined mappers):
+ * the mapping table changes now, the data ops are appended to p.  out
+ * (may be NULL: target data / enter data launch nothing) collects the
+ * buffers and arguments of a kernel. */
+ompc_status_t tgt_data_begin(const tgt_args_t *a, tgt_mapped_t *out, tgt_plan_t *p);
+ompc_status_t tgt_data_end(const tgt_args_t *a, tgt_plan_t *p);
+ompc_status_t tgt_data_update(const tgt_args_t *a, tgt_plan_t *p);
 /* Device address for a host address inside a mapping (0 if absent). */
 uint64_t tgt_map_dev_addr(const void *host, size_t size, dm_buf_t **buf_p);
 void tgt_mapped_add(tgt_mapped_t *m, dm_buf_t *b);
 void tgt_mapped_free(tgt_mapped_t *m);
 void tgt_map_add_global(tgt_global_t *g);
-tgt_map_t *tgt_map_lookup_locked(uintptr_t begin, size_t size, bool *overlap_p);
-ompc_status_t tgt_map_insert_locked(uintptr_t begin, size_t size, dm_buf_t *buf,
-                                    size_t buf_off, bool infinite, bool owns,
-                                    tgt_map_t **m_p);
-void tgt_map_remove_locked(tgt_map_t *m);
-
-/* User-defined mappers: the generated mapper function pushes components
- * through __tgt_push_mapper_component into this handle. */
-typedef struct tgt_mapper_components {
-    int64_t n, cap;
-    void **base, **begin;
-    int64_t *sizes, *types;
-} tgt_mapper_components_t;
-typedef void (*tgt_mapper_fn_t)(void *handle, void *base, void *begin,
-                                int64_t size, int64_t type, void *name);
-/* Expand argument i of a through its mapper into c (caller frees with
- * tgt_mapper_components_free). */
-void tgt_mapper_expand(const tgt_args_t *a, int32_t i, tgt_mapper_components_t *c,
-                       tgt_args_t *sub);
-void tgt_mapper_components_free(tgt_mapper_components_t *c);
+/* omp_target_associate_ptr: host [host, +size) is backed by b at off until
+ * disassociated; OMPC_ERR_INVALID if it overlaps another mapping. */
+ompc_status_t tgt_map_associate(const void *host, size_t size, dm_buf_t *b,
+                                size_t off);
+/* omp_target_disassociate_ptr: OMPC_ERR_INVALID unless host begins an
+ * association. */
+ompc_status_t tgt_map_disassociate(const void *host);
+void tgt_map_dump(void); /* ompx_dump_mapping_tables, on stdout */
 
 /* tgt_kernel.c */
 ompc_status_t tgt_kernel_fn_register(void);
