@@ -61,8 +61,9 @@ static size_t tgt_written_bufs(const tgt_mapped_t *m, const tgt_dep_t *deps,
 }
 
 /* One kernel launch becomes a node of the task graph: the arguments are
- * mapped now (mapping-table bookkeeping in libomp's order, data captured),
- * the unmapping too, and the node runs when the graph is flushed.  A
+ * mapped now (mapping-table bookkeeping in libomp's order), the unmapping
+ * too, their data ops planned; recording the node captures the data, and
+ * the node runs when the graph is flushed.  A
  * synchronous target region waits for its node; a `target nowait` task
  * returns at once, so libomp sees it complete and runs its successors,
  * which record in turn. */
