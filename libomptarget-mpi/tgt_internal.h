@@ -321,7 +321,9 @@ typedef struct tgt_mapped {
  * task graph records them into the construct's node (tgt_rec_construct),
  * which does them when it runs. */
 typedef enum {
-    TGT_PLAN_WRITE,          /* host bytes (src, or value) into buf at off */
+    TGT_PLAN_WRITE,          /* the program's bytes src into buf at off */
+    TGT_PLAN_WRITE_VALUE,    /* value's 8 bytes into buf at off (an attached
+                              * pointer's device value) */
     TGT_PLAN_READ,           /* buf at off back into host memory */
     TGT_PLAN_HOST_STORE,     /* a pointer value restored in host memory */
     TGT_PLAN_FREE,           /* buf's last reference went away */
@@ -330,10 +332,9 @@ typedef struct tgt_plan_op {
     tgt_plan_kind_t kind;
     dm_buf_t *buf;
     size_t off, len;
-    const void *src;         /* WRITE: the program's bytes, taken when the
-                              * plan is recorded; NULL: value's 8 bytes */
+    const void *src;         /* WRITE: taken when the plan is recorded */
     void *host;              /* READ: destination; HOST_STORE: the slot */
-    uint64_t value;          /* WRITE without src; HOST_STORE: the pointer */
+    uint64_t value;          /* WRITE_VALUE; HOST_STORE: the pointer */
 } tgt_plan_op_t;
 typedef struct tgt_plan {
     tgt_plan_op_t *ops;      /* ops[0, npre) before the kernel, the rest after */

@@ -66,7 +66,7 @@ static void plan_write(tgt_plan_t *p, dm_buf_t *b, size_t off, const void *src,
 /* A device address into b at off (an attached pointer's device value). */
 static void plan_write_value(tgt_plan_t *p, dm_buf_t *b, size_t off, uint64_t v)
 {
-    tgt_plan_op_t *op = plan_add(p, TGT_PLAN_WRITE);
+    tgt_plan_op_t *op = plan_add(p, TGT_PLAN_WRITE_VALUE);
     op->buf = b;
     op->off = off;
     op->len = sizeof(v);

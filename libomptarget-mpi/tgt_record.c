@@ -120,10 +120,9 @@ static void ops_from_plan(tgt_node_t *n, const tgt_plan_t *p)
         tgt_op_t *op;
         switch (po->kind) {
         case TGT_PLAN_WRITE:
-            if (po->src) {
-                op_take_write(n, po);
-                break;
-            }
+            op_take_write(n, po);
+            break;
+        case TGT_PLAN_WRITE_VALUE:
             op = op_add(n, OP_WRITE);
             op->buf = po->buf;
             op->off = po->off;
