@@ -177,90 +177,14 @@ int omp_target_associate_ptr(const void *host_ptr, const void *device_ptr,
     dm_buf_t *b = dm_buf_find(tgt_rt->dm, daddr, size, &off);
     if (!b)
         return -1;
-    pthread_mutex_lock(&tgt_rt->map_mtx);
-    bool overlap;
-    tgt_map_t *m = tgt_map_lookup_locked((uintptr_t)host_ptr, size, &overlap);
-    int r = -1;
-    if (!m) {
-        /* Associated memory stays mapped until disassociated. */
-        if (tgt_map_insert_locked((uintptr_t)host_ptr, size, b, off, true, false,
-                                  &m) == OMPC_OK)
-            r = 0;
-    } else if (!overlap && m->buf == b &&
-               m->buf_off + ((uintptr_t)host_ptr - m->node.key) == off) {
-        r = 0; /* the same association again */
-    }
-    pthread_mutex_unlock(&tgt_rt->map_mtx);
-    return r;
+    return tgt_map_associate(host_ptr, size, b, off) == OMPC_OK ? 0 : -1;
 }
 
 int omp_target_disassociate_ptr(const void *host_ptr, int dev)
 {
     if (!is_cluster(dev, "omp_target_disassociate_ptr"))
         return -1;
-    pthread_mutex_lock(&tgt_rt->map_mtx);
-    bool overlap;
-    tgt_map_t *m = tgt_map_lookup_locked((uintptr_t)host_ptr, 0, &overlap);
-    int r = -1;
-    if (m && !overlap && m->node.key == (uintptr_t)host_ptr && m->infinite &&
-        !m->owns_buf) {
-        tgt_map_remove_locked(m);
-        free(m);
-        r = 0;
-    }
-    pthread_mutex_unlock(&tgt_rt->map_mtx);
-    return r;
-}
-
-/* ------------------------------------------------ user-defined mappers */
-int64_t __tgt_mapper_num_components(void *handle)
-{
-    return ((tgt_mapper_components_t *)handle)->n;
-}
-
-void __tgt_push_mapper_component(void *handle, void *base, void *begin,
-                                 int64_t size, int64_t type, void *name)
-{
-    (void)name;
-    tgt_mapper_components_t *c = handle;
-    if (c->n == c->cap) {
-        int64_t cap = c->cap ? 2 * c->cap : 8;
-        void **nb = realloc(c->base, (size_t)cap * sizeof(void *));
-        void **np = realloc(c->begin, (size_t)cap * sizeof(void *));
-        int64_t *ns = realloc(c->sizes, (size_t)cap * sizeof(int64_t));
-        int64_t *nt = realloc(c->types, (size_t)cap * sizeof(int64_t));
-        if (!nb || !np || !ns || !nt)
-            ompc_fatal("out of memory expanding a user-defined mapper");
-        c->base = nb;
-        c->begin = np;
-        c->sizes = ns;
-        c->types = nt;
-        c->cap = cap;
-    }
-    c->base[c->n] = base;
-    c->begin[c->n] = begin;
-    c->sizes[c->n] = size;
-    c->types[c->n] = type;
-    c->n++;
-}
-
-void tgt_mapper_expand(const tgt_args_t *a, int32_t i, tgt_mapper_components_t *c,
-                       tgt_args_t *sub)
-{
-    memset(c, 0, sizeof(*c));
-    tgt_mapper_fn_t fn = (tgt_mapper_fn_t)a->mappers[i];
-    fn(c, a->base[i], a->begin[i], a->sizes[i], a->types[i], NULL);
-    *sub = (tgt_args_t){(int32_t)c->n, c->base, c->begin, c->sizes, c->types,
-                        NULL, a->loc};
-}
-
-void tgt_mapper_components_free(tgt_mapper_components_t *c)
-{
-    free(c->base);
-    free(c->begin);
-    free(c->sizes);
-    free(c->types);
-    memset(c, 0, sizeof(*c));
+    return tgt_map_disassociate(host_ptr) == OMPC_OK ? 0 : -1;
 }
 
 /* ------------------------------------------------- asynchronous copies */
@@ -323,22 +247,8 @@ void llvm_omp_target_free_shared(void *ptr, int dev) { (void)dev; free(ptr); }
 /* ---------------------------------------------------------- diagnostics */
 void ompx_dump_mapping_tables(void)
 {
-    if (!tgt_ready())
-        return;
-    pthread_mutex_lock(&tgt_rt->map_mtx);
-    printf("ompc device 0 mapping table:\n%-18s %-18s %10s %8s %8s\n", "host",
-           "device", "bytes", "dynref", "holdref");
-    for (ompc_tmap_node_t *n = ompc_tmap_ceil(&tgt_rt->maps, 0); n;) {
-        tgt_map_t *m = OMPC_TMAP_ENTRY(n, tgt_map_t, node);
-        printf("%#-18lx %#-18lx %10zu %8s %8lld\n", (unsigned long)m->node.key,
-               (unsigned long)(dm_buf_addr(m->buf) + m->buf_off),
-               (size_t)(m->hst_end - m->node.key),
-               m->infinite ? "INF" : tgt_fmt_("%lld", (long long)m->dyn_ref),
-               (long long)m->hold_ref);
-        n = ompc_tmap_ceil(&tgt_rt->maps, m->hst_end > m->node.key ? m->hst_end
-                                                                   : m->node.key + 1);
-    }
-    pthread_mutex_unlock(&tgt_rt->map_mtx);
+    if (tgt_ready())
+        tgt_map_dump();
 }
 
 int __tgt_print_device_info(int64_t dev)

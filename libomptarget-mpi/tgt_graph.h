@@ -28,23 +28,17 @@ void tgt_graph_init(void);
 void tgt_graph_fini(void);
 bool tgt_graph_active(void);
 
-/* Recording, on the thread running the target task.  Between begin and
- * commit, ops issued by the mapping code on this thread go to the node
- * (before the kernel, or after it once tgt_rec_post was called).  k is NULL
- * for a data-only node.  commit takes ownership of msg; wait=true makes the
- * call return only once the node has run (synchronous constructs). */
-tgt_node_t *tgt_rec_begin(const tgt_ident_t *loc, const tgt_kernel_t *k);
-void tgt_rec_post(void);
-void tgt_rec_commit(tgt_node_t *n, tgt_mapped_t *m, dm_buf_t **wr, size_t nwr,
-                    char *msg, size_t msg_len, bool wait);
-
-/* Data ops: recorded into the current node, or done at once when this
- * thread is not recording.  Callers may hold map_mtx. */
-void tgt_op_write(const void *loc, dm_buf_t *b, size_t off, const void *src,
-                  size_t len);
-void tgt_op_read(const void *loc, dm_buf_t *b, size_t off, void *dst, size_t len);
-void tgt_op_host_store(void **slot, void *value);
-void tgt_op_free(dm_buf_t *b);
+/* Recording, on the thread running the construct's task, holding the
+ * planning lock its plan p took (tgt_plan_begin): one call makes the
+ * construct a node, for kernel k (NULL: a data-only node), with p's data
+ * ops (the host bytes they copy are taken now) and, for a kernel, m's
+ * buffers and firstprivate copies, the buffers it may write (wr, taken)
+ * and its launch message (msg, taken).  Releases the planning lock once
+ * the node is in the graph (tgt_plan_end); wait=true returns only once
+ * the node has run (synchronous constructs). */
+void tgt_rec_construct(const tgt_ident_t *loc, const tgt_kernel_t *k, tgt_plan_t *p,
+                       tgt_mapped_t *m, dm_buf_t **wr, size_t nwr, char *msg,
+                       size_t msg_len, bool wait);
 
 /* Flush points. */
 void tgt_graph_sync_all(void);           /* barrier, taskwait, taskgroup, APIs */

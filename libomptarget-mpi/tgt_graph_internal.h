@@ -10,8 +10,9 @@
  *                     executors' half)
  *   tgt_dispatch.c    waiting, and the dispatch threads that run nodes;
  *                     the graph's start and end
- *   tgt_record.c      recording: data ops, nodes, dependence and buffer
- *                     edges, host bytes still to be written
+ *   tgt_record.c      recording: a construct's plan of data ops made a
+ *                     node, its dependence and buffer edges, host bytes
+ *                     still to be written
  *
  * (tests/common/check_file_deps.py checks that no call cycle runs
  * through them.)
@@ -68,8 +69,8 @@ struct tgt_node {
     node_state_t state;
     const tgt_ident_t *loc;
     const tgt_kernel_t *k;   /* NULL: data-only node */
-    /* What was recorded: written by the recording thread until commit,
-     * then by the thread that runs the node. */
+    /* What was recorded: written by the recording thread until the node
+     * enters the graph, then by the thread that runs the node. */
     char *msg;               /* the kernel's launch message */
     size_t msg_len;
     dm_buf_t **bufs;         /* the kernel's buffers (made valid on exec) */
@@ -226,7 +227,7 @@ extern tgt_graph_state_t tgt_g;
 /* ------------------------------------------- shared by the graph's files
  * "tgt_g.mtx held": the caller holds it, and still does on return.  "No
  * graph lock held": the caller holds none of tgt_g's locks (it may hold
- * rec_mtx and map_mtx, which come before them). */
+ * plan_mtx and map_mtx, which come before them). */
 
 /* The core: the state above and a node's life. */
 /* The entry of m with exactly this key, or NULL. */

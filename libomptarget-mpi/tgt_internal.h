@@ -17,9 +17,10 @@
  * A thread that holds one of these may take only those below it:
  *
  *   register_mtx     start-up and image registration only (tgt_register.c)
- *   rec_mtx          from tgt_rec_begin to tgt_rec_commit (tgt_record.c):
- *                    one construct records at a time, so nodes enter the
- *                    graph in program order
+ *   plan_mtx         from tgt_plan_begin until tgt_rec_construct put the
+ *                    plan's node in the graph (tgt_map.c): one construct
+ *                    maps and records at a time, so nodes enter the graph
+ *                    in the order of their mapping-table changes
  *   tgt_rt->map_mtx  the mapping table
  *   tgt_g.sched_mtx  one flush places nodes at a time (tgt_flush.c)
  *   tgt_g.mtx        the graph, its queues and statistics
@@ -31,7 +32,7 @@
  * taken under tgt_g.mtx), ahd_exec.mtx (tgt_ahead.c, executors),
  * tgt_taskred.c's mtx.
  * The event system's own locks come below all of these: any of them may
- * be held while an event starts.  Only rec_mtx and map_mtx may be held
+ * be held while an event starts.  Only plan_mtx and map_mtx may be held
  * while an event is waited for (mapping allocates and copies under them);
  * tgt_g.*, dm->mtx and the leaves never are, since gate handlers take them
  * (fn_done takes tgt_g.mtx) and the gate would wait for its own waiter.  A
@@ -218,14 +219,44 @@ typedef struct tgt_rt {
 
 extern tgt_rt_t *tgt_rt;
 
-/* tgt_register.c */
+/* tgt_rt.c: the state above and helpers every file uses. */
 bool tgt_ready(void);
 /* "file:line" (or "unknown location") of an ident, into buf. */
 const char *tgt_loc(const void *ident, char *buf, size_t cap);
+
+/* tgt_image.c: offload entries and the device image, at start-up (under
+ * tgt_register.c's register_mtx). */
+void tgt_image_read_entries(const tgt_bin_desc_t *desc);
+/* Collective, after the ranks checked they run one build: a refusal of
+ * the entries is reported by rank 0, the others wait for its abort. */
+void tgt_image_report_refusal(void);
+/* The first refusal noted (an entry or requirement this runtime does not
+ * handle), or NULL. */
+const char *tgt_image_refusal(void);
+/* Notes requirement flags from `where`; refuses those not honoured. */
+void tgt_image_requires_note(int64_t flags, const char *where);
+int64_t tgt_image_requires(void); /* every flag noted so far */
+void tgt_image_load(const tgt_bin_desc_t *desc); /* executors */
+/* Collective: each declare target variable's address on each executor;
+ * the head maps the variables for good. */
+void tgt_image_share_globals(void);
 const tgt_kernel_t *tgt_kernel_find(const void *host_id);
+
+/* tgt_indirect.c.  Collective, at start-up: executors learn the head's
+ * address of each indirect function, and workers place their jumps. */
+void tgt_indirect_share(void);
 /* Executors: the device function for the head's address of an indirect
  * function, or NULL when v is no such address. */
 void *tgt_indirect_find(uint64_t v);
+
+/* tgt_elf.c.  The source file that defined the local symbol at addr,
+ * into buf; false when the object's symbol table does not say. */
+bool tgt_elf_symbol_file(const void *addr, char *buf, size_t cap);
+/* The main program imports this symbol from a shared library. */
+bool tgt_exe_imports(const char *name);
+/* The process resolves this symbol to this library's definition (ompcc's
+ * link order is in effect). */
+bool tgt_symbol_is_ours(const char *name);
 
 /* tgt_mpi_guard.c.  Rank 0 at start-up: warns when the program imports
  * MPI_Init (or a variant) but our refusal of it is not the definition the
@@ -266,7 +297,8 @@ void tgt_kernel_rec_end(void);
  * Async-signal-safe. */
 void tgt_kmp_forget(pid_t pid);
 
-/* tgt_map.c: one batch of map arguments, as clang passes them. */
+/* tgt_map.c: the mapping table.  One batch of map arguments, as clang
+ * passes them. */
 typedef struct tgt_args {
     int32_t n;
     void **base;
@@ -287,35 +319,57 @@ typedef struct tgt_mapped {
     size_t nkargs, capkargs;
 } tgt_mapped_t;
 
-/* out may be NULL (target data / enter data: nothing to launch). */
-ompc_status_t tgt_data_begin(const tgt_args_t *a, tgt_mapped_t *out);
-ompc_status_t tgt_data_end(const tgt_args_t *a);
-ompc_status_t tgt_data_update(const tgt_args_t *a);
+/* The data operations one construct's mapping asks for, in order: the
+ * task graph records them into the construct's node (tgt_rec_construct),
+ * which does them when it runs. */
+typedef enum {
+    TGT_PLAN_WRITE,          /* the program's bytes src into buf at off */
+    TGT_PLAN_WRITE_VALUE,    /* value's 8 bytes into buf at off (an attached
+                              * pointer's device value) */
+    TGT_PLAN_READ,           /* buf at off back into host memory */
+    TGT_PLAN_HOST_STORE,     /* a pointer value restored in host memory */
+    TGT_PLAN_FREE,           /* buf's last reference went away */
+} tgt_plan_kind_t;
+typedef struct tgt_plan_op {
+    tgt_plan_kind_t kind;
+    dm_buf_t *buf;
+    size_t off, len;
+    const void *src;         /* WRITE: taken when the plan is recorded */
+    void *host;              /* READ: destination; HOST_STORE: the slot */
+    uint64_t value;          /* WRITE_VALUE; HOST_STORE: the pointer */
+} tgt_plan_op_t;
+typedef struct tgt_plan {
+    tgt_plan_op_t *ops;      /* ops[0, npre) before the kernel, the rest after */
+    size_t nops, cap, npre;
+    bool post;
+} tgt_plan_t;
+/* An empty plan; takes the planning lock (see the lock order), which
+ * tgt_plan_end releases once the plan's node is in the graph. */
+void tgt_plan_begin(tgt_plan_t *p);
+/* Ops planned from now on come after the kernel. */
+void tgt_plan_post(tgt_plan_t *p);
+void tgt_plan_end(tgt_plan_t *p);
+
+/* Map, unmap or update the arguments a (expanding user-defined mappers):
+ * the mapping table changes now, the data ops are appended to p.  out
+ * (may be NULL: target data / enter data launch nothing) collects the
+ * buffers and arguments of a kernel. */
+ompc_status_t tgt_data_begin(const tgt_args_t *a, tgt_mapped_t *out, tgt_plan_t *p);
+ompc_status_t tgt_data_end(const tgt_args_t *a, tgt_plan_t *p);
+ompc_status_t tgt_data_update(const tgt_args_t *a, tgt_plan_t *p);
 /* Device address for a host address inside a mapping (0 if absent). */
 uint64_t tgt_map_dev_addr(const void *host, size_t size, dm_buf_t **buf_p);
 void tgt_mapped_add(tgt_mapped_t *m, dm_buf_t *b);
 void tgt_mapped_free(tgt_mapped_t *m);
 void tgt_map_add_global(tgt_global_t *g);
-tgt_map_t *tgt_map_lookup_locked(uintptr_t begin, size_t size, bool *overlap_p);
-ompc_status_t tgt_map_insert_locked(uintptr_t begin, size_t size, dm_buf_t *buf,
-                                    size_t buf_off, bool infinite, bool owns,
-                                    tgt_map_t **m_p);
-void tgt_map_remove_locked(tgt_map_t *m);
-
-/* User-defined mappers: the generated mapper function pushes components
- * through __tgt_push_mapper_component into this handle. */
-typedef struct tgt_mapper_components {
-    int64_t n, cap;
-    void **base, **begin;
-    int64_t *sizes, *types;
-} tgt_mapper_components_t;
-typedef void (*tgt_mapper_fn_t)(void *handle, void *base, void *begin,
-                                int64_t size, int64_t type, void *name);
-/* Expand argument i of a through its mapper into c (caller frees with
- * tgt_mapper_components_free). */
-void tgt_mapper_expand(const tgt_args_t *a, int32_t i, tgt_mapper_components_t *c,
-                       tgt_args_t *sub);
-void tgt_mapper_components_free(tgt_mapper_components_t *c);
+/* omp_target_associate_ptr: host [host, +size) is backed by b at off until
+ * disassociated; OMPC_ERR_INVALID if it overlaps another mapping. */
+ompc_status_t tgt_map_associate(const void *host, size_t size, dm_buf_t *b,
+                                size_t off);
+/* omp_target_disassociate_ptr: OMPC_ERR_INVALID unless host begins an
+ * association. */
+ompc_status_t tgt_map_disassociate(const void *host);
+void tgt_map_dump(void); /* ompx_dump_mapping_tables, on stdout */
 
 /* tgt_kernel.c */
 ompc_status_t tgt_kernel_fn_register(void);
@@ -329,7 +383,8 @@ ompc_status_t tgt_kernel_run(const void *args, size_t args_size, uint64_t *ns_p,
  * names none. */
 int tgt_kernel_msg_index(const void *args, size_t args_size);
 
-/* tgt_ompt.c: the depend list of the target task running on this thread. */
+/* tgt_ompt_task.c: the depend list of the target task running on this
+ * thread, as the OMPT tool (tgt_ompt.c) saw it. */
 typedef enum {
     TGT_DEP_IN,              /* in */
     TGT_DEP_OUT,             /* out, inout, mutexinoutset */
@@ -353,11 +408,6 @@ bool tgt_ompt_in_deferred_target_task(void);
 /* Copies inside a launch message and its reply are padded to 8 bytes. */
 static inline uint64_t tgt_pad8(uint64_t len) { return (len + 7) / 8 * 8; }
 
-/* The main program imports this symbol from a shared library. */
-bool tgt_exe_imports(const char *name);
-/* The process resolves this symbol to this library's definition (ompcc's
- * link order is in effect). */
-bool tgt_symbol_is_ours(const char *name);
 /* The current task if it is a target task (deferred or not), else NULL. */
 void *tgt_ompt_current_target_task(void);
 

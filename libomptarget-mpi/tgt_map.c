@@ -1,23 +1,111 @@
 /* The host <-> device mapping table and OpenMP's map semantics: reference
  * counts, to/from/always/delete/present, struct members, pointer
- * attachment (PTR_AND_OBJ) with shadow pointers, firstprivate copies.
+ * attachment (PTR_AND_OBJ) with shadow pointers, firstprivate copies,
+ * user-defined mappers.
  *
  * The table is one ordered map of non-overlapping host ranges under
- * map_mtx.  Data moves through the data manager, which owns the device
- * copies; the table only says which device buffer backs which host range. */
+ * map_mtx, changed at once; the data a construct moves is not: it comes
+ * back as a plan of data operations (tgt_plan_t), which the task graph
+ * records and runs later.  Device copies belong to the data manager; the
+ * table only says which device buffer backs which host range.  This file
+ * calls no other file of the library but tgt_rt.c. */
 #define _GNU_SOURCE
-#include "tgt_graph.h"
+#include "tgt_internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+/* ----------------------------------------------------------------- plans */
+/* One construct plans and records at a time: its mapping-table changes
+ * and its node's place in the graph are one step, or another construct
+ * could use a mapping whose data ops belong to a node not in the graph
+ * yet. */
+static pthread_mutex_t plan_mtx = PTHREAD_MUTEX_INITIALIZER;
+
+void tgt_plan_begin(tgt_plan_t *p)
+{
+    memset(p, 0, sizeof(*p));
+    pthread_mutex_lock(&plan_mtx);
+}
+
+void tgt_plan_post(tgt_plan_t *p) { p->post = true; }
+
+void tgt_plan_end(tgt_plan_t *p)
+{
+    free(p->ops);
+    memset(p, 0, sizeof(*p));
+    pthread_mutex_unlock(&plan_mtx);
+}
+
+static tgt_plan_op_t *plan_add(tgt_plan_t *p, tgt_plan_kind_t kind)
+{
+    p->ops = tgt_grow(p->ops, &p->cap, p->nops, sizeof(*p->ops), "planning data ops");
+    tgt_plan_op_t *op = &p->ops[p->nops++];
+    memset(op, 0, sizeof(*op));
+    op->kind = kind;
+    if (!p->post)
+        p->npre = p->nops;
+    return op;
+}
+
+/* Host bytes [src, src+len) into b at off: the bytes are taken when the
+ * plan is recorded. */
+static void plan_write(tgt_plan_t *p, dm_buf_t *b, size_t off, const void *src,
+                       size_t len)
+{
+    if (len == 0)
+        return;
+    tgt_plan_op_t *op = plan_add(p, TGT_PLAN_WRITE);
+    op->buf = b;
+    op->off = off;
+    op->len = len;
+    op->src = src;
+}
+
+/* A device address into b at off (an attached pointer's device value). */
+static void plan_write_value(tgt_plan_t *p, dm_buf_t *b, size_t off, uint64_t v)
+{
+    tgt_plan_op_t *op = plan_add(p, TGT_PLAN_WRITE_VALUE);
+    op->buf = b;
+    op->off = off;
+    op->len = sizeof(v);
+    op->value = v;
+}
+
+static void plan_read(tgt_plan_t *p, dm_buf_t *b, size_t off, void *dst, size_t len)
+{
+    if (len == 0)
+        return;
+    tgt_plan_op_t *op = plan_add(p, TGT_PLAN_READ);
+    op->buf = b;
+    op->off = off;
+    op->len = len;
+    op->host = dst;
+}
+
+static void plan_host_store(tgt_plan_t *p, void **slot, void *value)
+{
+    tgt_plan_op_t *op = plan_add(p, TGT_PLAN_HOST_STORE);
+    op->host = slot;
+    op->value = (uint64_t)(uintptr_t)value;
+    op->len = sizeof(void *);
+}
+
+static void plan_free(tgt_plan_t *p, dm_buf_t *b)
+{
+    p->post = true; /* frees come after everything else of the node */
+    tgt_plan_op_t *op = plan_add(p, TGT_PLAN_FREE);
+    op->buf = b;
+}
+
+/* ----------------------------------------------------------------- table */
 static tgt_map_t *map_of(ompc_tmap_node_t *n)
 {
     return n ? OMPC_TMAP_ENTRY(n, tgt_map_t, node) : NULL;
 }
 
-tgt_map_t *tgt_map_lookup_locked(uintptr_t begin, size_t size, bool *overlap_p)
+static tgt_map_t *map_lookup_locked(uintptr_t begin, size_t size, bool *overlap_p)
 {
     *overlap_p = false;
     tgt_map_t *m = map_of(ompc_tmap_floor(&tgt_rt->maps, begin));
@@ -35,9 +123,9 @@ tgt_map_t *tgt_map_lookup_locked(uintptr_t begin, size_t size, bool *overlap_p)
     return NULL;
 }
 
-ompc_status_t tgt_map_insert_locked(uintptr_t begin, size_t size, dm_buf_t *buf,
-                                    size_t buf_off, bool infinite, bool owns,
-                                    tgt_map_t **m_p)
+static ompc_status_t map_insert_locked(uintptr_t begin, size_t size, dm_buf_t *buf,
+                                       size_t buf_off, bool infinite, bool owns,
+                                       tgt_map_t **m_p)
 {
     tgt_map_t *m = calloc(1, sizeof(*m));
     if (!m)
@@ -53,7 +141,7 @@ ompc_status_t tgt_map_insert_locked(uintptr_t begin, size_t size, dm_buf_t *buf,
     return OMPC_OK;
 }
 
-void tgt_map_remove_locked(tgt_map_t *m)
+static void map_remove_locked(tgt_map_t *m)
 {
     ompc_tmap_erase(&tgt_rt->maps, m->node.key);
     if (m->shadows) {
@@ -80,7 +168,7 @@ uint64_t tgt_map_dev_addr(const void *host, size_t size, dm_buf_t **buf_p)
 {
     bool overlap;
     pthread_mutex_lock(&tgt_rt->map_mtx);
-    tgt_map_t *m = tgt_map_lookup_locked((uintptr_t)host, size, &overlap);
+    tgt_map_t *m = map_lookup_locked((uintptr_t)host, size, &overlap);
     uint64_t d = m && !overlap ? dev_of(m, (uintptr_t)host) : 0;
     if (buf_p)
         *buf_p = m && !overlap ? m->buf : NULL;
@@ -88,26 +176,66 @@ uint64_t tgt_map_dev_addr(const void *host, size_t size, dm_buf_t **buf_p)
     return d;
 }
 
+/* ------------------------------------------------- the device routines */
+ompc_status_t tgt_map_associate(const void *host, size_t size, dm_buf_t *b, size_t off)
+{
+    pthread_mutex_lock(&tgt_rt->map_mtx);
+    bool overlap;
+    tgt_map_t *m = map_lookup_locked((uintptr_t)host, size, &overlap);
+    ompc_status_t st = OMPC_ERR_INVALID;
+    if (!m) {
+        /* Associated memory stays mapped until disassociated. */
+        st = map_insert_locked((uintptr_t)host, size, b, off, true, false, &m);
+    } else if (!overlap && m->buf == b &&
+               m->buf_off + ((uintptr_t)host - m->node.key) == off) {
+        st = OMPC_OK; /* the same association again */
+    }
+    pthread_mutex_unlock(&tgt_rt->map_mtx);
+    return st;
+}
+
+ompc_status_t tgt_map_disassociate(const void *host)
+{
+    pthread_mutex_lock(&tgt_rt->map_mtx);
+    bool overlap;
+    tgt_map_t *m = map_lookup_locked((uintptr_t)host, 0, &overlap);
+    ompc_status_t st = OMPC_ERR_INVALID;
+    if (m && !overlap && m->node.key == (uintptr_t)host && m->infinite &&
+        !m->owns_buf) {
+        map_remove_locked(m);
+        free(m);
+        st = OMPC_OK;
+    }
+    pthread_mutex_unlock(&tgt_rt->map_mtx);
+    return st;
+}
+
+void tgt_map_dump(void)
+{
+    pthread_mutex_lock(&tgt_rt->map_mtx);
+    printf("ompc device 0 mapping table:\n%-18s %-18s %10s %8s %8s\n", "host",
+           "device", "bytes", "dynref", "holdref");
+    for (ompc_tmap_node_t *n = ompc_tmap_ceil(&tgt_rt->maps, 0); n;) {
+        tgt_map_t *m = OMPC_TMAP_ENTRY(n, tgt_map_t, node);
+        printf("%#-18lx %#-18lx %10zu %8s %8lld\n", (unsigned long)m->node.key,
+               (unsigned long)(dm_buf_addr(m->buf) + m->buf_off),
+               (size_t)(m->hst_end - m->node.key),
+               m->infinite ? "INF" : tgt_fmt_("%lld", (long long)m->dyn_ref),
+               (long long)m->hold_ref);
+        n = ompc_tmap_ceil(&tgt_rt->maps, m->hst_end > m->node.key ? m->hst_end
+                                                                   : m->node.key + 1);
+    }
+    pthread_mutex_unlock(&tgt_rt->map_mtx);
+}
+
 void tgt_map_add_global(tgt_global_t *g)
 {
     tgt_map_t *m;
     pthread_mutex_lock(&tgt_rt->map_mtx);
-    if (tgt_map_insert_locked((uintptr_t)g->host_addr, g->size, g->buf, 0, true,
+    if (map_insert_locked((uintptr_t)g->host_addr, g->size, g->buf, 0, true,
                               false, &m) != OMPC_OK)
         ompc_fatal("out of memory mapping declare target variable %s", g->name);
     pthread_mutex_unlock(&tgt_rt->map_mtx);
-}
-
-void *tgt_grow(void *arr, size_t *cap, size_t n, size_t elem, const char *what)
-{
-    if (n < *cap)
-        return arr;
-    size_t c = *cap ? 2 * *cap : 16;
-    void *na = realloc(arr, c * elem);
-    if (!na)
-        ompc_fatal("out of memory: %s", what);
-    *cap = c;
-    return na;
 }
 
 void tgt_mapped_add(tgt_mapped_t *m, dm_buf_t *b)
@@ -164,17 +292,17 @@ static _Noreturn void overlap_error(const void *loc, uintptr_t begin, size_t siz
                    (size_t)(m->hst_end - m->node.key));
 }
 
-static void copy_to(const tgt_args_t *a, tgt_map_t *m, uintptr_t begin, size_t size);
+static void copy_to(tgt_plan_t *p, tgt_map_t *m, uintptr_t begin, size_t size);
 
 /* Map one host range (the object part of an argument).  Returns the entry,
  * or NULL for a zero-length section that is not mapped. */
-static tgt_map_t *map_one(const tgt_args_t *a, int32_t i, uintptr_t begin,
-                          size_t size, int64_t type, bool update_ref,
-                          bool *is_new_p)
+static tgt_map_t *map_one(tgt_plan_t *p, const tgt_args_t *a, int32_t i,
+                          uintptr_t begin, size_t size, int64_t type,
+                          bool update_ref, bool *is_new_p)
 {
     bool overlap;
     *is_new_p = false;
-    tgt_map_t *m = tgt_map_lookup_locked(begin, size, &overlap);
+    tgt_map_t *m = map_lookup_locked(begin, size, &overlap);
     if (overlap)
         overlap_error(a->loc, begin, size, m);
     if (m) {
@@ -188,7 +316,7 @@ static tgt_map_t *map_one(const tgt_args_t *a, int32_t i, uintptr_t begin,
          * this same construct (the parent holds the only reference). */
         bool first = !update_ref && !m->infinite && m->dyn_ref + m->hold_ref == 1;
         if ((type & TGT_MAP_TO) && ((type & TGT_MAP_ALWAYS) || first))
-            copy_to(a, m, begin, size);
+            copy_to(p, m, begin, size);
         return m;
     }
     if (type & TGT_MAP_PRESENT)
@@ -202,7 +330,7 @@ static tgt_map_t *map_one(const tgt_args_t *a, int32_t i, uintptr_t begin,
     if (st != OMPC_OK)
         TGT_USER_ERROR(a->loc, "cannot allocate %zu bytes of device memory: %s",
                        size, ompc_status_str(st));
-    if (tgt_map_insert_locked(begin, size, buf, 0, false, true, &m) != OMPC_OK)
+    if (map_insert_locked(begin, size, buf, 0, false, true, &m) != OMPC_OK)
         ompc_fatal("out of memory in the mapping table");
     if (type & TGT_MAP_OMPX_HOLD)
         m->hold_ref = 1;
@@ -210,7 +338,7 @@ static tgt_map_t *map_one(const tgt_args_t *a, int32_t i, uintptr_t begin,
         m->dyn_ref = 1;
     *is_new_p = true;
     if (type & TGT_MAP_TO)
-        tgt_op_write(a->loc, buf, 0, (const void *)begin, size);
+        plan_write(p, buf, 0, (const void *)begin, size);
     if (tgt_rt->info)
         fprintf(stderr, "[ompc info] r0 map: host %#lx (%zu B) -> device %#lx%s\n",
                 (unsigned long)begin, size, (unsigned long)dm_buf_addr(buf),
@@ -220,7 +348,7 @@ static tgt_map_t *map_one(const tgt_args_t *a, int32_t i, uintptr_t begin,
 
 /* Point the device copy of the pointer at host address `slot` (inside
  * mapping pm) to the device copy of the object it points to. */
-static void attach_pointer(const tgt_args_t *a, tgt_map_t *pm, uintptr_t slot,
+static void attach_pointer(tgt_plan_t *p, tgt_map_t *pm, uintptr_t slot,
                            tgt_map_t *obj, uintptr_t obj_begin)
 {
     void *host_value = *(void **)slot;
@@ -234,8 +362,7 @@ static void attach_pointer(const tgt_args_t *a, tgt_map_t *pm, uintptr_t slot,
         s->host_value = host_value;
         s->dev_value = dev_value;
         s->obj_dev = dev_of(obj, obj_begin);
-        tgt_op_write(a->loc, pm->buf, pm->buf_off + (slot - pm->node.key),
-                     &dev_value, sizeof(dev_value));
+        plan_write_value(p, pm->buf, pm->buf_off + (slot - pm->node.key), dev_value);
         return;
     }
     tgt_shadow_t *s = malloc(sizeof(*s));
@@ -254,13 +381,12 @@ static void attach_pointer(const tgt_args_t *a, tgt_map_t *pm, uintptr_t slot,
     }
     s->next = pm->shadows;
     pm->shadows = s;
-    tgt_op_write(a->loc, pm->buf, pm->buf_off + (slot - pm->node.key), &dev_value,
-                 sizeof(dev_value));
+    plan_write_value(p, pm->buf, pm->buf_off + (slot - pm->node.key), dev_value);
 }
 
 /* Call fn on every shadow pointer whose slot lies in [begin, begin+size). */
-static void for_shadows(uintptr_t begin, size_t size,
-                        void (*fn)(tgt_map_t *m, tgt_shadow_t *s))
+static void for_shadows(tgt_plan_t *p, uintptr_t begin, size_t size,
+                        void (*fn)(tgt_plan_t *p, tgt_map_t *m, tgt_shadow_t *s))
 {
     tgt_map_t *m = map_of(ompc_tmap_floor(&tgt_rt->maps, begin));
     if (!m || m->hst_end <= begin)
@@ -269,7 +395,7 @@ static void for_shadows(uintptr_t begin, size_t size,
         for (tgt_shadow_t *s = m->shadows; s; s = s->next)
             if ((uintptr_t)s->host_slot >= begin &&
                 (uintptr_t)s->host_slot + sizeof(void *) <= begin + size)
-                fn(m, s);
+                fn(p, m, s);
         if (m->hst_end == m->node.key)
             break;
         m = map_of(ompc_tmap_ceil(&tgt_rt->maps, m->hst_end));
@@ -278,42 +404,104 @@ static void for_shadows(uintptr_t begin, size_t size,
 
 /* The host copy was refreshed from the device: attached pointers get their
  * host values back. */
-static void shadow_restore_host(tgt_map_t *m, tgt_shadow_t *s)
+static void shadow_restore_host(tgt_plan_t *p, tgt_map_t *m, tgt_shadow_t *s)
 {
     (void)m;
-    tgt_op_host_store(s->host_slot, s->host_value);
+    plan_host_store(p, s->host_slot, s->host_value);
 }
 
 /* The device copy was overwritten from the host: attached pointers get
  * their device values back. */
-static void shadow_restore_device(tgt_map_t *m, tgt_shadow_t *s)
+static void shadow_restore_device(tgt_plan_t *p, tgt_map_t *m, tgt_shadow_t *s)
 {
-    tgt_op_write(NULL, m->buf, m->buf_off + ((uintptr_t)s->host_slot - m->node.key),
-                 &s->dev_value, sizeof(s->dev_value));
+    plan_write_value(p, m->buf, m->buf_off + ((uintptr_t)s->host_slot - m->node.key),
+                     s->dev_value);
 }
 
-static void copy_to(const tgt_args_t *a, tgt_map_t *m, uintptr_t begin, size_t size)
+static void copy_to(tgt_plan_t *p, tgt_map_t *m, uintptr_t begin, size_t size)
 {
     if (size == 0)
         return;
-    tgt_op_write(a->loc, m->buf, m->buf_off + (begin - m->node.key),
-                 (const void *)begin, size);
-    for_shadows(begin, size, shadow_restore_device);
+    plan_write(p, m->buf, m->buf_off + (begin - m->node.key), (const void *)begin,
+               size);
+    for_shadows(p, begin, size, shadow_restore_device);
 }
 
-static ompc_status_t copy_from(const tgt_args_t *a, tgt_map_t *m, uintptr_t begin,
-                               size_t size)
+static void copy_from(tgt_plan_t *p, tgt_map_t *m, uintptr_t begin, size_t size)
 {
     if (size == 0)
-        return OMPC_OK;
-    tgt_op_read(a->loc, m->buf, m->buf_off + (begin - m->node.key), (void *)begin,
-                size);
-    for_shadows(begin, size, shadow_restore_host);
-    return OMPC_OK;
+        return;
+    plan_read(p, m->buf, m->buf_off + (begin - m->node.key), (void *)begin, size);
+    for_shadows(p, begin, size, shadow_restore_host);
+}
+
+/* ------------------------------------------------ user-defined mappers */
+/* A map argument with a user-defined mapper stands for the components its
+ * mapper function pushes (through __tgt_push_mapper_component into this
+ * handle); mapping, unmapping and updates expand it and recurse. */
+typedef struct mapper_components {
+    int64_t n, cap;
+    void **base, **begin;
+    int64_t *sizes, *types;
+} mapper_components_t;
+typedef void (*mapper_fn_t)(void *handle, void *base, void *begin, int64_t size,
+                            int64_t type, void *name);
+
+int64_t __tgt_mapper_num_components(void *handle)
+{
+    return ((mapper_components_t *)handle)->n;
+}
+
+void __tgt_push_mapper_component(void *handle, void *base, void *begin,
+                                 int64_t size, int64_t type, void *name)
+{
+    (void)name;
+    mapper_components_t *c = handle;
+    if (c->n == c->cap) {
+        int64_t cap = c->cap ? 2 * c->cap : 8;
+        void **nb = realloc(c->base, (size_t)cap * sizeof(void *));
+        void **np = realloc(c->begin, (size_t)cap * sizeof(void *));
+        int64_t *ns = realloc(c->sizes, (size_t)cap * sizeof(int64_t));
+        int64_t *nt = realloc(c->types, (size_t)cap * sizeof(int64_t));
+        if (!nb || !np || !ns || !nt)
+            ompc_fatal("out of memory expanding a user-defined mapper");
+        c->base = nb;
+        c->begin = np;
+        c->sizes = ns;
+        c->types = nt;
+        c->cap = cap;
+    }
+    c->base[c->n] = base;
+    c->begin[c->n] = begin;
+    c->sizes[c->n] = size;
+    c->types[c->n] = type;
+    c->n++;
+}
+
+/* Argument i of a through its mapper, as the arguments *sub (which point
+ * into c: the caller frees it with mapper_components_free). */
+static void mapper_expand(const tgt_args_t *a, int32_t i, mapper_components_t *c,
+                          tgt_args_t *sub)
+{
+    memset(c, 0, sizeof(*c));
+    mapper_fn_t fn = (mapper_fn_t)a->mappers[i];
+    fn(c, a->base[i], a->begin[i], a->sizes[i], a->types[i], NULL);
+    *sub = (tgt_args_t){(int32_t)c->n, c->base, c->begin, c->sizes, c->types,
+                        NULL, a->loc};
+}
+
+static void mapper_components_free(mapper_components_t *c)
+{
+    free(c->base);
+    free(c->begin);
+    free(c->sizes);
+    free(c->types);
+    memset(c, 0, sizeof(*c));
 }
 
 /* out collects buffers (and, when kargs is true, kernel arguments). */
-static void data_begin_locked(const tgt_args_t *a, tgt_mapped_t *out, bool kargs)
+static void data_begin_locked(tgt_plan_t *p, const tgt_args_t *a, tgt_mapped_t *out,
+                              bool kargs)
 {
     /* The last plain kernel argument: its host base and what the kernel
      * gets for it.  Further sections of the same array (clang passes them
@@ -331,14 +519,14 @@ static void data_begin_locked(const tgt_args_t *a, tgt_mapped_t *out, bool kargs
         uintptr_t base = (uintptr_t)a->base[i];
         size_t size = (size_t)a->sizes[i];
         if (a->mappers && a->mappers[i]) {
-            tgt_mapper_components_t c;
+            mapper_components_t c;
             tgt_args_t sub;
-            tgt_mapper_expand(a, i, &c, &sub);
-            data_begin_locked(&sub, out, false);
-            tgt_mapper_components_free(&c);
+            mapper_expand(a, i, &c, &sub);
+            data_begin_locked(p, &sub, out, false);
+            mapper_components_free(&c);
             if (out && kargs && (t & TGT_MAP_TARGET_PARAM)) {
                 bool overlap;
-                tgt_map_t *m = tgt_map_lookup_locked(begin, size, &overlap);
+                tgt_map_t *m = map_lookup_locked(begin, size, &overlap);
                 kargs_push(out, m && !overlap ? dev_of(m, begin) - (begin - base)
                                               : (uint64_t)base);
             }
@@ -373,7 +561,7 @@ static void data_begin_locked(const tgt_args_t *a, tgt_mapped_t *out, bool kargs
             if (dm_alloc(tgt_rt->dm, size ? size : 1, &tmp) != OMPC_OK)
                 TGT_USER_ERROR(a->loc, "cannot allocate a firstprivate argument "
                                "(%zu bytes) on the device", size);
-            tgt_op_write(a->loc, tmp, 0, (const void *)begin, size);
+            plan_write(p, tmp, 0, (const void *)begin, size);
             mapped_add_temp(out, tmp);
             tgt_mapped_add(out, tmp);
             if (kargs && (t & TGT_MAP_TARGET_PARAM))
@@ -386,7 +574,7 @@ static void data_begin_locked(const tgt_args_t *a, tgt_mapped_t *out, bool kargs
             /* The pointer itself lives in mapped data (a struct member) or
              * gets a mapping of its own. */
             bool is_new;
-            pm = map_one(a, i, base, sizeof(void *), t & ~(int64_t)(TGT_MAP_TO |
+            pm = map_one(p, a, i, base, sizeof(void *), t & ~(int64_t)(TGT_MAP_TO |
                          TGT_MAP_FROM | TGT_MAP_PRESENT | TGT_MAP_ALWAYS),
                          !member, &is_new);
         }
@@ -395,9 +583,9 @@ static void data_begin_locked(const tgt_args_t *a, tgt_mapped_t *out, bool kargs
          * inside the parent. */
         bool own_ref = !member || (t & TGT_MAP_PTR_AND_OBJ);
         bool is_new;
-        tgt_map_t *m = map_one(a, i, begin, size, t, own_ref, &is_new);
+        tgt_map_t *m = map_one(p, a, i, begin, size, t, own_ref, &is_new);
         if (pm && m)
-            attach_pointer(a, pm, base, m, begin);
+            attach_pointer(p, pm, base, m, begin);
         if ((t & TGT_MAP_RETURN_PARAM) && m)
             a->base[i] = (void *)(uintptr_t)(dev_of(m, begin) - (begin - base));
         if (!out)
@@ -457,10 +645,10 @@ static void add_attached_locked(tgt_mapped_t *out)
                 }
 }
 
-ompc_status_t tgt_data_begin(const tgt_args_t *a, tgt_mapped_t *out)
+ompc_status_t tgt_data_begin(const tgt_args_t *a, tgt_mapped_t *out, tgt_plan_t *p)
 {
     pthread_mutex_lock(&tgt_rt->map_mtx);
-    data_begin_locked(a, out, true);
+    data_begin_locked(p, a, out, true);
     if (out)
         add_attached_locked(out);
     pthread_mutex_unlock(&tgt_rt->map_mtx);
@@ -469,12 +657,12 @@ ompc_status_t tgt_data_begin(const tgt_args_t *a, tgt_mapped_t *out)
 
 /* Unmap one range; entries to free are collected in `dead` (freed by the
  * caller outside the lock). */
-static void unmap_one(const tgt_args_t *a, int32_t i, uintptr_t begin, size_t size,
-                      int64_t t, bool update_ref, bool parent_delete,
+static void unmap_one(tgt_plan_t *p, const tgt_args_t *a, int32_t i, uintptr_t begin,
+                      size_t size, int64_t t, bool update_ref, bool parent_delete,
                       tgt_map_t ***dead, size_t *ndead)
 {
     bool overlap;
-    tgt_map_t *m = tgt_map_lookup_locked(begin, size, &overlap);
+    tgt_map_t *m = map_lookup_locked(begin, size, &overlap);
     if (!m || overlap) {
         if (t & TGT_MAP_PRESENT)
             TGT_USER_ERROR(a->loc, "'present' unmap of host address %#lx (%zu "
@@ -500,9 +688,9 @@ static void unmap_one(const tgt_args_t *a, int32_t i, uintptr_t begin, size_t si
         last = !m->infinite && (parent_delete || (m->dyn_ref + m->hold_ref <= 1));
     }
     if ((t & TGT_MAP_FROM) && (last || (t & TGT_MAP_ALWAYS)))
-        copy_from(a, m, begin, size);
+        copy_from(p, m, begin, size);
     if (last && update_ref) {
-        tgt_map_remove_locked(m);
+        map_remove_locked(m);
         (*dead)[(*ndead)++] = m;
     }
 }
@@ -512,7 +700,7 @@ typedef struct dead_list {
     size_t n, cap;
 } dead_list_t;
 
-static void data_end_locked(const tgt_args_t *a, dead_list_t *dead)
+static void data_end_locked(tgt_plan_t *p, const tgt_args_t *a, dead_list_t *dead)
 {
     if (dead->n + 2 * (size_t)a->n + 1 > dead->cap) {
         size_t cap = dead->n + 2 * (size_t)a->n + 16;
@@ -527,11 +715,11 @@ static void data_end_locked(const tgt_args_t *a, dead_list_t *dead)
         if (t & (TGT_MAP_LITERAL | TGT_MAP_PRIVATE))
             continue;
         if (a->mappers && a->mappers[i]) {
-            tgt_mapper_components_t c;
+            mapper_components_t c;
             tgt_args_t sub;
-            tgt_mapper_expand(a, i, &c, &sub);
-            data_end_locked(&sub, dead);
-            tgt_mapper_components_free(&c);
+            mapper_expand(a, i, &c, &sub);
+            data_end_locked(p, &sub, dead);
+            mapper_components_free(&c);
             continue;
         }
         uintptr_t begin = (uintptr_t)a->begin[i];
@@ -543,19 +731,19 @@ static void data_end_locked(const tgt_args_t *a, dead_list_t *dead)
             int32_t p = (int32_t)((uint64_t)t >> 48) - 1;
             parent_delete = p >= 0 && p < a->n && (a->types[p] & TGT_MAP_DELETE);
         }
-        unmap_one(a, i, begin, size, t, !member, parent_delete, &dead->v, &dead->n);
+        unmap_one(p, a, i, begin, size, t, !member, parent_delete, &dead->v, &dead->n);
         if ((t & TGT_MAP_PTR_AND_OBJ) && !(t & TGT_MAP_MEMBER_OF))
-            unmap_one(a, i, base, sizeof(void *),
+            unmap_one(p, a, i, base, sizeof(void *),
                       t & (TGT_MAP_DELETE | TGT_MAP_OMPX_HOLD), true, false,
                       &dead->v, &dead->n);
     }
 }
 
-ompc_status_t tgt_data_end(const tgt_args_t *a)
+ompc_status_t tgt_data_end(const tgt_args_t *a, tgt_plan_t *p)
 {
     dead_list_t dead = {0};
     pthread_mutex_lock(&tgt_rt->map_mtx);
-    data_end_locked(a, &dead);
+    data_end_locked(p, a, &dead);
     pthread_mutex_unlock(&tgt_rt->map_mtx);
     for (size_t k = 0; k < dead.n; k++) {
         tgt_map_t *m = dead.v[k];
@@ -563,7 +751,7 @@ ompc_status_t tgt_data_end(const tgt_args_t *a)
             fprintf(stderr, "[ompc info] r0 unmap: host %#lx (%zu B)\n",
                     (unsigned long)m->node.key, (size_t)(m->hst_end - m->node.key));
         if (m->owns_buf)
-            tgt_op_free(m->buf);
+            plan_free(p, m->buf);
         free(m);
     }
     free(dead.v);
@@ -579,14 +767,14 @@ typedef struct tgt_nc_dim {
 
 /* Update every contiguous run of the section, recursing over dimensions;
  * the innermost dimensions that are contiguous together form one run. */
-static void update_nc(const tgt_args_t *a, int64_t t, uintptr_t base,
+static void update_nc(tgt_plan_t *p, const tgt_args_t *a, int64_t t, uintptr_t base,
                       const tgt_nc_dim_t *d, int nd, int dim, uint64_t off,
                       uint64_t run, int run_dims)
 {
     if (dim == nd - run_dims) {
         uintptr_t begin = base + off;
         bool overlap;
-        tgt_map_t *m = tgt_map_lookup_locked(begin, run, &overlap);
+        tgt_map_t *m = map_lookup_locked(begin, run, &overlap);
         if (!m || overlap) {
             if (t & TGT_MAP_PRESENT)
                 TGT_USER_ERROR(a->loc, "'present' update of host address %#lx "
@@ -595,17 +783,17 @@ static void update_nc(const tgt_args_t *a, int64_t t, uintptr_t base,
             return;
         }
         if (t & TGT_MAP_TO)
-            copy_to(a, m, begin, run);
+            copy_to(p, m, begin, run);
         if (t & TGT_MAP_FROM)
-            copy_from(a, m, begin, run);
+            copy_from(p, m, begin, run);
         return;
     }
     for (uint64_t k = 0; k < d[dim].count; k++)
-        update_nc(a, t, base, d, nd, dim + 1, off + (d[dim].offset + k) * d[dim].stride,
+        update_nc(p, a, t, base, d, nd, dim + 1, off + (d[dim].offset + k) * d[dim].stride,
                   run, run_dims);
 }
 
-static void update_noncontiguous(const tgt_args_t *a, int32_t i)
+static void update_noncontiguous(tgt_plan_t *p, const tgt_args_t *a, int32_t i)
 {
     int nd = (int)a->sizes[i];
     const tgt_nc_dim_t *d = (const tgt_nc_dim_t *)a->begin[i];
@@ -623,30 +811,30 @@ static void update_noncontiguous(const tgt_args_t *a, int32_t i)
     /* The offset of the outermost merged dimension starts every run. */
     int first_merged = nd - run_dims;
     uint64_t inner_off = d[first_merged].offset * d[first_merged].stride;
-    update_nc(a, a->types[i], (uintptr_t)a->base[i] + inner_off, d, nd, 0, 0, run,
+    update_nc(p, a, a->types[i], (uintptr_t)a->base[i] + inner_off, d, nd, 0, 0, run,
               run_dims);
 }
 
-static void data_update_locked(const tgt_args_t *a)
+static void data_update_locked(tgt_plan_t *p, const tgt_args_t *a)
 {
     for (int32_t i = 0; i < a->n; i++) {
         int64_t t = a->types[i];
         uintptr_t begin = (uintptr_t)a->begin[i];
         size_t size = (size_t)a->sizes[i];
         if (a->mappers && a->mappers[i]) {
-            tgt_mapper_components_t c;
+            mapper_components_t c;
             tgt_args_t sub;
-            tgt_mapper_expand(a, i, &c, &sub);
-            data_update_locked(&sub);
-            tgt_mapper_components_free(&c);
+            mapper_expand(a, i, &c, &sub);
+            data_update_locked(p, &sub);
+            mapper_components_free(&c);
             continue;
         }
         if (t & TGT_MAP_NON_CONTIG) {
-            update_noncontiguous(a, i);
+            update_noncontiguous(p, a, i);
             continue;
         }
         bool overlap;
-        tgt_map_t *m = tgt_map_lookup_locked(begin, size, &overlap);
+        tgt_map_t *m = map_lookup_locked(begin, size, &overlap);
         if (!m || overlap) {
             if (t & TGT_MAP_PRESENT)
                 TGT_USER_ERROR(a->loc, "'present' update of host address %#lx "
@@ -655,16 +843,16 @@ static void data_update_locked(const tgt_args_t *a)
             continue; /* OpenMP: updates of unmapped data do nothing */
         }
         if (t & TGT_MAP_TO)
-            copy_to(a, m, begin, size);
+            copy_to(p, m, begin, size);
         if (t & TGT_MAP_FROM)
-            copy_from(a, m, begin, size);
+            copy_from(p, m, begin, size);
     }
 }
 
-ompc_status_t tgt_data_update(const tgt_args_t *a)
+ompc_status_t tgt_data_update(const tgt_args_t *a, tgt_plan_t *p)
 {
     pthread_mutex_lock(&tgt_rt->map_mtx);
-    data_update_locked(a);
+    data_update_locked(p, a);
     pthread_mutex_unlock(&tgt_rt->map_mtx);
     return OMPC_OK;
 }

@@ -1,17 +1,17 @@
 /* The OMPT tool inside the runtime: libomp finds ompt_start_tool in this
  * library and reports every target task's depend list (the task body later
  * calls __tgt_* with no dependences, so OMPT is the only way to see them).
- * The list hangs off the task's ompt_data_t until the task completes. */
+ * The list hangs off the task's ompt_data_t until the task completes.
+ * Its callbacks drive the graph's flush points and task reductions; what
+ * they learn about the current task is read through tgt_ompt_task.c. */
 #define _GNU_SOURCE
 #include "tgt_graph.h"
+#include "tgt_ompt.h"
 
-#include <omp-tools.h>
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define TGT_DEPS_MAGIC 0x6f6d7063646570ull /* "ompcdep" */
 
 /* ThreadSanitizer builds: libomp is not instrumented, so the order it
  * imposes between tasks (dependences, taskwait, barriers) is invisible to
@@ -33,29 +33,11 @@ static char tsan_task_done; /* released by every completed task */
 #define TSAN_RELEASE(p) ((void)(p))
 #endif
 
-#define TGT_KERNEL_MAGIC 0x6f6d70636b726eull /* "ompckrn" */
-
-struct tgt_task_deps {
-    uint64_t magic;
-    int n;
-    bool target;             /* a target task (recorded, not a host task) */
-    bool taskwait;           /* the dependences of a `taskwait depend` */
-    tgt_dep_t deps[];
-};
-
-static ompt_get_task_info_t get_task_info;
-
-_Thread_local bool tgt_in_kernel;
-/* Parallel regions a kernel opened: their threads run kernel code too. */
-static _Thread_local int kernel_par_depth;
 static struct tgt_task_deps kernel_mark = {.magic = TGT_KERNEL_MAGIC};
 /* The mark of parallel regions outside kernels.  libomp hands parallel_begin
  * a stack copy of the region's data and the implicit tasks the team's copy,
  * so the value, not the address, links them (and is TSan's sync object). */
 static struct tgt_task_deps host_mark = {.magic = TGT_KERNEL_MAGIC + 1};
-
-static bool in_kernel(void) { return tgt_in_kernel || kernel_par_depth > 0; }
-bool tgt_ompt_in_kernel(void) { return in_kernel(); }
 
 /* The last task this thread created: libomp reports its dependences right
  * after creating it, on the same thread. */
@@ -127,7 +109,7 @@ static void on_task_schedule(ompt_data_t *prior, ompt_task_status_t status,
         tgt_task_deps_t *d = prior->ptr;
         /* `taskwait depend(...)`: libomp saw the recorded target tasks
          * complete; they run now. */
-        if (d && d->magic == TGT_DEPS_MAGIC && d->taskwait && !in_kernel() &&
+        if (d && d->magic == TGT_DEPS_MAGIC && d->taskwait && !tgt_ompt_in_kernel() &&
             tgt_graph_active())
             tgt_graph_host_task(d->deps, d->n);
         if (d && d->magic == TGT_DEPS_MAGIC) {
@@ -148,7 +130,7 @@ static void on_task_schedule(ompt_data_t *prior, ompt_task_status_t status,
         if (d->magic == TGT_DEPS_MAGIC) {
             /* A host task that depends on target work: that work runs
              * first (libomp saw it complete when it was recorded). */
-            if (!in_kernel() && tgt_graph_active()) {
+            if (!tgt_ompt_in_kernel() && tgt_graph_active()) {
                 if (d->target)
                     tgt_graph_target_task(d->deps, d->n);
                 else
@@ -186,7 +168,7 @@ static void on_sync_region(ompt_sync_region_t kind, ompt_scope_endpoint_t endpoi
 #endif
     if (endpoint != ompt_scope_end)
         return;
-    if (!in_kernel() && tgt_graph_active())
+    if (!tgt_ompt_in_kernel() && tgt_graph_active())
         tgt_graph_sync_all();
 #ifdef TGT_TSAN
     TSAN_ACQUIRE(team);
@@ -204,7 +186,7 @@ static void on_sync_region_wait(ompt_sync_region_t kind, ompt_scope_endpoint_t e
     (void)task;
     (void)codeptr;
     if (kind == ompt_sync_region_taskgroup && endpoint == ompt_scope_end &&
-        !in_kernel())
+        !tgt_ompt_in_kernel())
         tgt_taskred_group_wait_end();
 }
 
@@ -218,7 +200,7 @@ static void on_parallel_begin(ompt_data_t *task, const ompt_frame_t *frame,
     (void)flags;
     (void)codeptr;
     if (parallel) {
-        parallel->ptr = in_kernel() ? &kernel_mark : &host_mark;
+        parallel->ptr = tgt_ompt_in_kernel() ? &kernel_mark : &host_mark;
         /* What the encountering thread did happens before the region's
          * threads start on it (libomp's thread pool is invisible to TSan). */
         TSAN_RELEASE(parallel->ptr);
@@ -241,37 +223,16 @@ static void on_implicit_task(ompt_scope_endpoint_t endpoint, ompt_data_t *parall
         if (task)
             task->ptr = k ? &kernel_mark : NULL;
         if (k)
-            kernel_par_depth++;
+            tgt_kernel_par_depth++;
         return;
     }
     if (task && task->ptr == &kernel_mark) {
-        kernel_par_depth--;
+        tgt_kernel_par_depth--;
         task->ptr = NULL;
     }
 #ifdef TGT_TSAN
     TSAN_RELEASE(&tsan_task_done);
 #endif
-}
-
-void *tgt_ompt_current_target_task(void)
-{
-    int flags = 0;
-    ompt_data_t *task = NULL;
-    if (!get_task_info || get_task_info(0, &flags, &task, NULL, NULL, NULL) != 2 ||
-        !(flags & ompt_task_target))
-        return NULL;
-    return task;
-}
-
-bool tgt_ompt_in_deferred_target_task(void)
-{
-    if (!get_task_info)
-        return false;
-    int flags = 0;
-    ompt_data_t *task = NULL;
-    if (get_task_info(0, &flags, &task, NULL, NULL, NULL) != 2)
-        return false;
-    return (flags & ompt_task_target) && !(flags & ompt_task_undeferred);
 }
 
 #ifdef TGT_TSAN
@@ -286,35 +247,17 @@ static void on_parallel_end(ompt_data_t *parallel, ompt_data_t *task, int flags,
 }
 #endif
 
-const tgt_task_deps_t *tgt_ompt_current_deps(int *n_p, const tgt_dep_t **deps_p)
-{
-    *n_p = 0;
-    *deps_p = NULL;
-    if (!get_task_info)
-        return NULL;
-    int flags = 0;
-    ompt_data_t *task = NULL;
-    if (get_task_info(0, &flags, &task, NULL, NULL, NULL) != 2 || !task ||
-        !task->ptr)
-        return NULL;
-    tgt_task_deps_t *d = task->ptr;
-    if (d->magic != TGT_DEPS_MAGIC)
-        return NULL;
-    (void)TGT_KERNEL_MAGIC;
-    *n_p = d->n;
-    *deps_p = d->deps;
-    return d;
-}
-
 static int tool_initialize(ompt_function_lookup_t lookup, int initial_device,
                            ompt_data_t *tool_data)
 {
     (void)initial_device;
     (void)tool_data;
     ompt_set_callback_t set_callback = (ompt_set_callback_t)lookup("ompt_set_callback");
-    get_task_info = (ompt_get_task_info_t)lookup("ompt_get_task_info");
+    ompt_get_task_info_t get_task_info =
+        (ompt_get_task_info_t)lookup("ompt_get_task_info");
     if (!set_callback || !get_task_info)
         return 0;
+    tgt_ompt_task_init(get_task_info);
     set_callback(ompt_callback_task_create, (ompt_callback_t)on_task_create);
     set_callback(ompt_callback_dependences, (ompt_callback_t)on_dependences);
     set_callback(ompt_callback_task_schedule, (ompt_callback_t)on_task_schedule);

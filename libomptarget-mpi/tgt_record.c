@@ -1,8 +1,9 @@
-/* The task graph's recording (tgt_graph.h says what and why): the data ops
- * the mapping code issues while a construct records, the node, and its
- * edges: from depend lists by OpenMP's rules, and from buffers.  Also the
- * host bytes that nodes not done will still write, which later copies to
- * the device and host tasks wait for. */
+/* The task graph's recording (tgt_graph.h says what and why): one call
+ * per construct turns its plan of data ops (tgt_map.c) into a node's ops,
+ * taking the host bytes it copies, and adds the node with its edges: from
+ * depend lists by OpenMP's rules, and from buffers.  Also the host bytes
+ * that nodes not done will still write, which later copies to the device
+ * and host tasks wait for. */
 #include "tgt_graph_internal.h"
 
 #include <stddef.h>
@@ -17,12 +18,6 @@
  * that write anyway.  Smaller copies are snapshotted (cheap, and they may
  * travel inside the launch). */
 #define BORROW_MIN (64 * 1024)
-
-static _Thread_local tgt_node_t *rec; /* node this thread is recording */
-/* One node records at a time: a node's mapping-table changes and its
- * place in the graph must be one step, or another thread could use a
- * mapping whose data ops belong to a node not in the graph yet. */
-static pthread_mutex_t rec_mtx = PTHREAD_MUTEX_INITIALIZER;
 
 /* ------------------------------------------------------------------ ops */
 static tgt_op_t *op_add(tgt_node_t *n, op_kind_t kind)
@@ -82,24 +77,16 @@ static void ops_settle_borrowed(tgt_node_t *n)
     }
 }
 
-void tgt_op_write(const void *loc, dm_buf_t *b, size_t off, const void *src,
-                  size_t len)
+/* The host bytes [src, src+len) as a WRITE of node n: taken now, as
+ * OpenMP says (or lent, BORROW_MIN).  If a node recorded earlier will
+ * still copy results into them, that node runs first (the classic
+ * map(tofrom) chain without enter data).  No graph lock held. */
+static void op_take_write(tgt_node_t *n, const tgt_plan_op_t *po)
 {
-    if (len == 0)
-        return;
-    tgt_node_t *n = rec;
-    if (!n) {
-        ompc_status_t st = dm_write(tgt_rt->dm, b, off, src, len);
-        if (st != OMPC_OK)
-            TGT_USER_ERROR(loc, "copy to the device failed: %s", ompc_status_str(st));
-        return;
-    }
-    /* The bytes are taken now, as OpenMP says (or lent, BORROW_MIN); if a
-     * task recorded earlier will still copy results into them, that task
-     * runs first (the classic map(tofrom) chain without enter data). */
     for (;;) {
         pthread_mutex_lock(&tgt_g.mtx);
-        tgt_node_t *w = host_write_pending((uintptr_t)src, (uintptr_t)src + len);
+        tgt_node_t *w = host_write_pending((uintptr_t)po->src,
+                                           (uintptr_t)po->src + po->len);
         pthread_mutex_unlock(&tgt_g.mtx);
         if (!w)
             break;
@@ -110,83 +97,60 @@ void tgt_op_write(const void *loc, dm_buf_t *b, size_t off, const void *src,
         pthread_mutex_unlock(&tgt_g.mtx);
     }
     tgt_op_t *op = op_add(n, OP_WRITE);
-    op->buf = b;
-    op->off = off;
-    op->len = len;
-    if (len >= BORROW_MIN && n->k) {
-        /* tgt_rec_commit decides, once it knows the node's copies back. */
-        op->data = (void *)(uintptr_t)src;
+    op->buf = po->buf;
+    op->off = po->off;
+    op->len = po->len;
+    if (po->len >= BORROW_MIN && n->k) {
+        /* ops_settle_borrowed decides, once it knows the node's copies
+         * back. */
+        op->data = (void *)(uintptr_t)po->src;
         op->borrowed = true;
         return;
     }
-    op_snapshot(op, src);
+    op_snapshot(op, po->src);
 }
 
-void tgt_op_read(const void *loc, dm_buf_t *b, size_t off, void *dst, size_t len)
+/* The plan's ops become n's, in order, those after the kernel after it. */
+static void ops_from_plan(tgt_node_t *n, const tgt_plan_t *p)
 {
-    if (len == 0)
-        return;
-    tgt_node_t *n = rec;
-    if (!n) {
-        ompc_status_t st = dm_read(tgt_rt->dm, b, off, dst, len);
-        if (st != OMPC_OK)
-            TGT_USER_ERROR(loc, "copy from the device failed: %s", ompc_status_str(st));
-        return;
+    for (size_t i = 0; i < p->nops; i++) {
+        const tgt_plan_op_t *po = &p->ops[i];
+        if (i == p->npre)
+            n->post = true;
+        tgt_op_t *op;
+        switch (po->kind) {
+        case TGT_PLAN_WRITE:
+            op_take_write(n, po);
+            break;
+        case TGT_PLAN_WRITE_VALUE:
+            op = op_add(n, OP_WRITE);
+            op->buf = po->buf;
+            op->off = po->off;
+            op->len = po->len;
+            op_snapshot(op, &po->value);
+            break;
+        case TGT_PLAN_READ:
+            op = op_add(n, OP_READ);
+            op->buf = po->buf;
+            op->off = po->off;
+            op->len = po->len;
+            op->host = po->host;
+            break;
+        case TGT_PLAN_HOST_STORE:
+            op = op_add(n, OP_HOST_STORE);
+            op->host = po->host;
+            op->data = (void *)(uintptr_t)po->value;
+            op->len = sizeof(void *);
+            break;
+        case TGT_PLAN_FREE:
+            n->post = true; /* frees come after everything else of the node */
+            op = op_add(n, OP_FREE);
+            op->buf = po->buf;
+            break;
+        }
     }
-    tgt_op_t *op = op_add(n, OP_READ);
-    op->buf = b;
-    op->off = off;
-    op->len = len;
-    op->host = dst;
-}
-
-void tgt_op_host_store(void **slot, void *value)
-{
-    tgt_node_t *n = rec;
-    if (!n) {
-        *slot = value;
-        return;
-    }
-    tgt_op_t *op = op_add(n, OP_HOST_STORE);
-    op->host = slot;
-    op->data = value;
-    op->len = sizeof(void *);
-}
-
-void tgt_op_free(dm_buf_t *b)
-{
-    tgt_node_t *n = rec;
-    if (!n) {
-        dm_free(tgt_rt->dm, b);
-        return;
-    }
-    n->post = true; /* frees come after everything else of the node */
-    tgt_op_t *op = op_add(n, OP_FREE);
-    op->buf = b;
-}
-
-/* ------------------------------------------------------------ recording */
-tgt_node_t *tgt_rec_begin(const tgt_ident_t *loc, const tgt_kernel_t *k)
-{
-    tgt_node_t *n = calloc(1, sizeof(*n));
-    if (!n)
-        ompc_fatal("out of memory recording a target task");
-    atomic_init(&n->refs, 1); /* the graph's; dropped when done */
-    atomic_fetch_add(&tgt_g.stats.in_memory, 1);
-    n->state = N_RECORDING;
-    n->loc = loc;
-    n->k = k;
-    n->exec = -1;
-    n->sched.placed_on = -1;
-    pthread_mutex_lock(&rec_mtx);
-    rec = n;
-    return n;
-}
-
-void tgt_rec_post(void)
-{
-    if (rec)
-        rec->post = true;
+    if (p->post)
+        n->post = true;
 }
 
 static void edge(tgt_node_t *pred, tgt_node_t *succ)
@@ -357,10 +321,21 @@ static void buf_record(tgt_node_t *n)
         }
 }
 
-void tgt_rec_commit(tgt_node_t *n, tgt_mapped_t *m, dm_buf_t **wr, size_t nwr,
-                    char *msg, size_t msg_len, bool wait)
+void tgt_rec_construct(const tgt_ident_t *loc, const tgt_kernel_t *k, tgt_plan_t *p,
+                       tgt_mapped_t *m, dm_buf_t **wr, size_t nwr, char *msg,
+                       size_t msg_len, bool wait)
 {
-    rec = NULL;
+    tgt_node_t *n = calloc(1, sizeof(*n));
+    if (!n)
+        ompc_fatal("out of memory recording a target task");
+    atomic_init(&n->refs, 1); /* the graph's; dropped when done */
+    atomic_fetch_add(&tgt_g.stats.in_memory, 1);
+    n->state = N_RECORDING;
+    n->loc = loc;
+    n->k = k;
+    n->exec = -1;
+    n->sched.placed_on = -1;
+    ops_from_plan(n, p);
     if (m) {
         /* firstprivate copies live as long as the node */
         n->post = true;
@@ -433,7 +408,7 @@ void tgt_rec_commit(tgt_node_t *n, tgt_mapped_t *m, dm_buf_t **wr, size_t nwr,
         graph_need_add(1); /* before its launch, which then says so */
     }
     pthread_mutex_unlock(&tgt_g.mtx);
-    pthread_mutex_unlock(&rec_mtx);
+    tgt_plan_end(p);
 
     int64_t window = ompc_config_get()->graph_window;
     if (wait) {

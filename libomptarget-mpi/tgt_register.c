@@ -1,72 +1,24 @@
-/* Registration of the program's offloading image: the process split
- * (rank 0 returns to run main, the other ranks serve events and never
- * return), loading the device image on executors, and shutdown. */
+/* Start-up and shutdown: __tgt_register_lib splits the process (rank 0
+ * returns to run main, the other ranks serve events and never return),
+ * checks that the ranks form one job of one build, chooses the head's and
+ * executors' thread defaults and starts every part of the runtime in
+ * order; __tgt_unregister_lib ends them.  The image itself is read by
+ * tgt_image.c and tgt_indirect.c. */
 #define _GNU_SOURCE
 #include "tgt_graph.h"
 #include "ompc_trace.h"
 
-#include <dlfcn.h>
-#include <elf.h>
-#include <errno.h>
-#include <fcntl.h>
-#include <link.h>
 #include <hwloc.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
-tgt_rt_t *tgt_rt;
 static pthread_mutex_t register_mtx = PTHREAD_MUTEX_INITIALIZER;
 static int registrations;
-
-bool tgt_ready(void) { return tgt_rt != NULL; }
-
-const char *tgt_fmt_(const char *fmt, ...)
-{
-    static _Thread_local char buf[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf, sizeof(buf), fmt, ap);
-    va_end(ap);
-    return buf;
-}
-
-const char *tgt_loc(const void *ident, char *buf, size_t cap)
-{
-    const tgt_ident_t *id = ident;
-    if (!id || !id->psource || strncmp(id->psource, ";unknown", 8) == 0) {
-        snprintf(buf, cap, "unknown location (compile with -g for one)");
-        return buf;
-    }
-    /* ";file;function;line;column;;" */
-    char file[160] = "", func[96] = "";
-    int line = 0, col = 0;
-    if (sscanf(id->psource, ";%159[^;];%95[^;];%d;%d", file, func, &line, &col) >= 3)
-        snprintf(buf, cap, "%s:%d:%d (in %s)", file, line, col, func);
-    else
-        snprintf(buf, cap, "%s", id->psource);
-    return buf;
-}
-
-static int kernel_cmp(const void *a, const void *b)
-{
-    uintptr_t x = (uintptr_t)((const tgt_kernel_t *)a)->host_id;
-    uintptr_t y = (uintptr_t)((const tgt_kernel_t *)b)->host_id;
-    return x < y ? -1 : x > y;
-}
-
-const tgt_kernel_t *tgt_kernel_find(const void *host_id)
-{
-    tgt_kernel_t key = {.host_id = host_id};
-    return bsearch(&key, tgt_rt->kernels, (size_t)tgt_rt->nkernels,
-                   sizeof(tgt_kernel_t), kernel_cmp);
-}
 
 static tgt_offload_t parse_offload_env(void)
 {
@@ -78,62 +30,6 @@ static tgt_offload_t parse_offload_env(void)
     if (strcasecmp(v, "disabled") == 0)
         return TGT_OFFLOAD_DISABLED;
     ompc_fatal("OMP_TARGET_OFFLOAD=\"%s\": expected mandatory, disabled or default", v);
-}
-
-/* Executors: load the device image from our own binary, resolve kernels
- * and globals by name.  The image is an ELF shared object; dlopen wants a
- * file, so it goes through an anonymous memory file. */
-static void load_image(const tgt_bin_desc_t *desc)
-{
-    const tgt_device_image_t *img = &desc->images[0];
-    size_t len = (size_t)((char *)img->image_end - (char *)img->image_start);
-    if (len < 4 || memcmp(img->image_start, "\x7f" "ELF", 4) != 0)
-        ompc_fatal("rank %d: the device image is not an x86_64 ELF object; "
-                   "compile with ompcc (-fopenmp-targets=x86_64-pc-linux-gnu)",
-                   tgt_rt->rank);
-    int fd = memfd_create("ompc-device-image", MFD_CLOEXEC);
-    if (fd < 0)
-        ompc_fatal("rank %d: memfd_create for the device image failed", tgt_rt->rank);
-    for (size_t done = 0; done < len;) {
-        ssize_t w = write(fd, (char *)img->image_start + done, len - done);
-        if (w <= 0)
-            ompc_fatal("rank %d: writing the device image failed", tgt_rt->rank);
-        done += (size_t)w;
-    }
-    char path[64];
-    snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-    tgt_rt->image = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    close(fd);
-    if (!tgt_rt->image)
-        ompc_fatal("rank %d: cannot load the device image: %s", tgt_rt->rank,
-                   dlerror());
-    for (int i = 0; i < tgt_rt->nkernels; i++) {
-        tgt_kernel_t *k = &tgt_rt->kernels[i];
-        k->fn = dlsym(tgt_rt->image, k->name);
-        if (!k->fn)
-            ompc_fatal("rank %d: kernel %s missing from the device image",
-                       tgt_rt->rank, k->name);
-    }
-    for (int i = 0; i < tgt_rt->nglobals; i++) {
-        tgt_global_t *g = &tgt_rt->globals[i];
-        g->dev_addr = dlsym(tgt_rt->image, g->name);
-        if (!g->dev_addr)
-            ompc_fatal("rank %d: declare target variable %s missing from the "
-                       "device image", tgt_rt->rank, g->name);
-        if (ev_mem_register(tgt_rt->ev, g->dev_addr, g->size) != OMPC_OK)
-            ompc_fatal("rank %d: cannot expose declare target variable %s",
-                       tgt_rt->rank, g->name);
-    }
-    /* An indirect function's device symbol is a pointer to the device
-     * function (its address in this process once the image is loaded). */
-    for (int i = 0; i < tgt_rt->nindirect; i++) {
-        tgt_indirect_t *f = &tgt_rt->indirect[i];
-        void **slot = dlsym(tgt_rt->image, f->name);
-        if (!slot || !*slot)
-            ompc_fatal("rank %d: indirect function entry %s missing from the "
-                       "device image", tgt_rt->rank, f->name);
-        f->dev_fn = *slot;
-    }
 }
 
 /* Executors: kernels get this process's share of the cores it may run on
@@ -168,434 +64,6 @@ static void choose_kernel_threads(void)
     const char *env = getenv("OMP_NUM_THREADS");
     if (!(env && *env) && share > 0)
         tgt_rt->kernel_threads = share; /* else libomp honours it */
-}
-
-/* Every rank learns each executor's address of each global. */
-static void share_globals(void)
-{
-    int n = tgt_rt->nglobals;
-    if (n == 0)
-        return;
-    uint64_t *mine = calloc((size_t)n, sizeof(uint64_t));
-    uint64_t *all = calloc((size_t)n * (size_t)tgt_rt->size, sizeof(uint64_t));
-    if (!mine || !all)
-        ompc_fatal("out of memory sharing declare target addresses");
-    for (int i = 0; tgt_rt->executor && i < n; i++)
-        mine[i] = (uint64_t)(uintptr_t)tgt_rt->globals[i].dev_addr;
-    ev_coll_allgather(tgt_rt->ev, mine, (size_t)n * sizeof(uint64_t), all);
-    if (tgt_rt->rank == 0) {
-        int ne = dm_num_executors(tgt_rt->dm);
-        dm_addr_t *addrs = calloc((size_t)ne, sizeof(dm_addr_t));
-        for (int i = 0; i < n; i++) {
-            for (int e = 0; e < ne; e++)
-                addrs[e] = all[(size_t)dm_executor_rank(tgt_rt->dm, e) * (size_t)n + (size_t)i];
-            tgt_global_t *g = &tgt_rt->globals[i];
-            if (dm_register_fixed(tgt_rt->dm, addrs, g->size, &g->buf) != OMPC_OK)
-                ompc_fatal("cannot register declare target variable %s", g->name);
-            tgt_map_add_global(g);
-        }
-        free(addrs);
-    }
-    free(mine);
-    free(all);
-}
-
-/* ------------------------------------------------------ offload entries */
-
-/* What the program may not do here, found before MPI is up: reported by
- * rank 0 alone once it is (report_refusal), so that one message explains
- * it.  The first refusal wins. */
-static char refusal[1024];
-
-static void refuse_later(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void refuse_later(const char *fmt, ...)
-{
-    if (refusal[0])
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(refusal, sizeof(refusal), fmt, ap);
-    va_end(ap);
-}
-
-/* Collective, after check_same_build: every rank read the same entries. */
-static void report_refusal(void)
-{
-    if (!refusal[0])
-        return;
-    if (tgt_rt->rank != 0)
-        for (;;)
-            pause(); /* rank 0 reports and aborts the job */
-    ompc_fatal_user("%s", refusal);
-}
-
-typedef struct {
-    uintptr_t addr;
-    uintptr_t bias;          /* load bias of the object holding addr */
-    char path[512];
-    bool found;
-} obj_query_t;
-
-static int find_object(struct dl_phdr_info *info, size_t size, void *data)
-{
-    (void)size;
-    obj_query_t *q = data;
-    for (int i = 0; i < info->dlpi_phnum; i++) {
-        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-        uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
-        if (ph->p_type != PT_LOAD || q->addr < lo || q->addr >= lo + ph->p_memsz)
-            continue;
-        q->bias = info->dlpi_addr;
-        snprintf(q->path, sizeof(q->path), "%s",
-                 info->dlpi_name && info->dlpi_name[0] ? info->dlpi_name
-                                                       : "/proc/self/exe");
-        q->found = true;
-        return 1;
-    }
-    return 0;
-}
-
-/* The source file that defined the local symbol at addr (an entry's name
- * string: each translation unit has its own), from the STT_FILE symbol
- * that precedes it in the ELF symbol table; false when the file has no
- * symbol table (stripped) or does not say. */
-static bool symbol_source_file(const void *addr, char *buf, size_t cap)
-{
-    obj_query_t q = {.addr = (uintptr_t)addr};
-    dl_iterate_phdr(find_object, &q);
-    if (!q.found)
-        return false;
-    int fd = open(q.path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return false;
-    struct stat st;
-    void *map = MAP_FAILED;
-    if (fstat(fd, &st) == 0 && (size_t)st.st_size >= sizeof(ElfW(Ehdr)))
-        map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-    close(fd);
-    if (map == MAP_FAILED)
-        return false;
-    size_t len = (size_t)st.st_size;
-    const unsigned char *img = map;
-    const ElfW(Ehdr) *eh = map;
-    bool found = false;
-    uintptr_t want = q.addr - q.bias;
-    if (memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 || eh->e_shentsize != sizeof(ElfW(Shdr)) ||
-        eh->e_shoff > len || (size_t)eh->e_shnum * sizeof(ElfW(Shdr)) > len - eh->e_shoff)
-        goto out;
-    const ElfW(Shdr) *sh = (const ElfW(Shdr) *)(img + eh->e_shoff);
-    for (int s = 0; s < eh->e_shnum && !found; s++) {
-        if (sh[s].sh_type != SHT_SYMTAB || sh[s].sh_link >= eh->e_shnum)
-            continue;
-        const ElfW(Shdr) *strs = &sh[sh[s].sh_link];
-        if (sh[s].sh_offset > len || sh[s].sh_size > len - sh[s].sh_offset ||
-            strs->sh_offset > len || strs->sh_size > len - strs->sh_offset)
-            continue;
-        const ElfW(Sym) *sym = (const ElfW(Sym) *)(img + sh[s].sh_offset);
-        size_t nsym = sh[s].sh_size / sizeof(ElfW(Sym));
-        const char *names = (const char *)img + strs->sh_offset;
-        const char *file = NULL;
-        for (size_t i = 0; i < nsym; i++) {
-            if (sym[i].st_name >= strs->sh_size)
-                continue;
-            int type = ELF64_ST_TYPE(sym[i].st_info);
-            const char *name = names + sym[i].st_name;
-            if (type == STT_FILE) {
-                file = memchr(name, '\0', strs->sh_size - sym[i].st_name) ? name : NULL;
-            } else if (ELF64_ST_BIND(sym[i].st_info) == STB_LOCAL &&
-                       type == STT_OBJECT && sym[i].st_value == want) {
-                if (file && *file) {
-                    snprintf(buf, cap, "%s", file);
-                    found = true;
-                }
-                break;
-            }
-        }
-    }
-out:
-    munmap(map, len);
-    return found;
-}
-
-/* Requirements, from REGISTER_REQUIRES entries (one per translation unit
- * with a requires directive clang passes on) and __tgt_register_requires
- * (objects built by older compilers): one rule for both.  Clang 19 passes
- * on only unified_shared_memory (data 0x8); unified_address,
- * dynamic_allocators and atomic_default_mem_order stay in the compiler,
- * and it rejects reverse_offload. */
-static int64_t requires_seen;
-
-static void requires_note(int64_t flags, const char *where)
-{
-    requires_seen |= flags;
-    int64_t known = TGT_REQ_NONE | TGT_REQ_REVERSE_OFFLOAD | TGT_REQ_UNIFIED_ADDRESS |
-                    TGT_REQ_UNIFIED_SHARED_MEMORY | TGT_REQ_DYNAMIC_ALLOCATORS;
-    if (flags & TGT_REQ_UNIFIED_SHARED_MEMORY)
-        refuse_later("`#pragma omp requires unified_shared_memory` (%s) cannot be "
-                     "honoured: an ompc device is a cluster of separate processes, "
-                     "usually on separate nodes, and a kernel on a worker cannot "
-                     "reach the host's memory through a host pointer that no map "
-                     "clause names. Remove the directive and map the data the "
-                     "target regions use (map clauses, target data)", where);
-    else if (flags & TGT_REQ_REVERSE_OFFLOAD)
-        refuse_later("`#pragma omp requires reverse_offload` (%s) cannot be "
-                     "honoured: ompc does not run `target device(ancestor: 1)` "
-                     "regions (a worker cannot hand a region back to the head "
-                     "while its kernel runs). Remove the directive and the "
-                     "ancestor regions", where);
-    else if (flags & ~known)
-        refuse_later("requirement flags %#llx (%s) include ones this runtime "
-                     "does not know (LLVM 19 defines up to %#llx): the program "
-                     "was built by another compiler than clang 19",
-                     (unsigned long long)flags, where, (unsigned long long)known);
-}
-
-static void read_entry_requires(const tgt_offload_entry_t *e)
-{
-    char file[256], where[300];
-    if (symbol_source_file(e->name, file, sizeof(file)))
-        snprintf(where, sizeof(where), "in %s", file);
-    else
-        snprintf(where, sizeof(where), "source file unknown: no symbol table of "
-                 "the executable names it");
-    requires_note(e->data, where);
-}
-
-static const char *entry_name(const tgt_offload_entry_t *e)
-{
-    return e->name && e->name[0] ? e->name : "(no name)";
-}
-
-static void refuse_entry(const tgt_offload_entry_t *e, const char *why)
-{
-    refuse_later("offload entry %s (size %zu, flags %#x) is %s, which this "
-                 "runtime does not handle. It handles target regions, declare "
-                 "target variables (to, enter, link), indirect functions and "
-                 "requires entries as clang 19 emits them; build every file "
-                 "of the program with ompcc", entry_name(e), e->size,
-                 (unsigned)e->flags, why);
-}
-
-/* Entries by their flags (TGT_ENTRY_*). */
-static void read_entries(const tgt_bin_desc_t *desc)
-{
-    size_t n = (size_t)(desc->host_entries_end - desc->host_entries_begin);
-    tgt_rt->kernels = calloc(n ? n : 1, sizeof(tgt_kernel_t));
-    tgt_rt->globals = calloc(n ? n : 1, sizeof(tgt_global_t));
-    tgt_rt->indirect = calloc(n ? n : 1, sizeof(tgt_indirect_t));
-    if (!tgt_rt->kernels || !tgt_rt->globals || !tgt_rt->indirect)
-        ompc_fatal("out of memory reading offload entries");
-    for (tgt_offload_entry_t *e = desc->host_entries_begin; e < desc->host_entries_end; e++) {
-        int32_t f = e->flags;
-        if (f == TGT_ENTRY_REGISTER_REQUIRES) {
-            read_entry_requires(e);
-        } else if (f == TGT_ENTRY_INDIRECT) {
-            if (e->size != sizeof(void *) || !e->name || !e->name[0]) {
-                refuse_entry(e, "an indirect function entry of an unexpected form");
-                continue;
-            }
-            tgt_indirect_t *d = &tgt_rt->indirect[tgt_rt->nindirect++];
-            d->host_addr = e->addr;
-            d->name = e->name;
-        } else if (f == TGT_ENTRY_LINK || (f == 0 && e->size > 0)) {
-            /* A link entry is the variable's reference pointer (8 bytes,
-             * null on the device): maps of the variable attach it to the
-             * device copy (PTR_AND_OBJ), as for any mapped pointer. */
-            if (!e->name || !e->name[0] ||
-                (f == TGT_ENTRY_LINK && e->size != sizeof(void *))) {
-                refuse_entry(e, "a declare target variable entry of an unexpected form");
-                continue;
-            }
-            tgt_global_t *g = &tgt_rt->globals[tgt_rt->nglobals++];
-            g->host_addr = e->addr;
-            g->name = e->name;
-            g->size = e->size;
-        } else if (f == 0) {
-            if (!e->name || !e->name[0]) {
-                refuse_entry(e, "a target region entry without a name");
-                continue;
-            }
-            tgt_kernel_t *k = &tgt_rt->kernels[tgt_rt->nkernels++];
-            k->host_id = e->addr;
-            k->name = e->name;
-        } else if (f == TGT_ENTRY_CTOR || f == TGT_ENTRY_DTOR) {
-            refuse_entry(e, "a device constructor or destructor kernel (emitted "
-                         "by compilers older than LLVM 19, which run device "
-                         "constructors from the image itself)");
-        } else if (f & TGT_ENTRY_INDIRECT_VTABLE) {
-            refuse_entry(e, "an indirect virtual table (emitted by compilers "
-                         "newer than LLVM 19)");
-        } else {
-            refuse_entry(e, "of a kind LLVM 19 does not emit");
-        }
-    }
-    qsort(tgt_rt->kernels, (size_t)tgt_rt->nkernels, sizeof(tgt_kernel_t), kernel_cmp);
-}
-
-/* ---------------------------------------------------- indirect functions */
-
-static int indirect_cmp(const void *a, const void *b)
-{
-    uint64_t x = ((const tgt_indirect_t *)a)->head_addr;
-    uint64_t y = ((const tgt_indirect_t *)b)->head_addr;
-    return x < y ? -1 : x > y;
-}
-
-void *tgt_indirect_find(uint64_t v)
-{
-    if (tgt_rt->nindirect == 0)
-        return NULL;
-    tgt_indirect_t key = {.head_addr = v};
-    const tgt_indirect_t *f = bsearch(&key, tgt_rt->indirect, (size_t)tgt_rt->nindirect,
-                                      sizeof(tgt_indirect_t), indirect_cmp);
-    return f ? f->dev_fn : NULL;
-}
-
-/* "name (line N)" of the source function of an indirect entry, whose
- * name is __omp_offloading_<device>_<file>_<function>_l<line>. */
-static const char *indirect_label(const char *entry, char *buf, size_t cap)
-{
-    static const char prefix[] = "__omp_offloading_";
-    const char *p = entry, *l = strrchr(entry, '_');
-    if (strncmp(p, prefix, sizeof(prefix) - 1) == 0) {
-        p += sizeof(prefix) - 1;
-        for (int field = 0; field < 2 && p; field++) {
-            p = strchr(p, '_');
-            p = p ? p + 1 : NULL;
-        }
-    } else {
-        p = NULL;
-    }
-    if (!p || !l || l <= p || l[1] != 'l')
-        snprintf(buf, cap, "%s", entry);
-    else
-        snprintf(buf, cap, "%.*s (line %s)", (int)(l - p), p, l + 2);
-    return buf;
-}
-
-/* `jmp *0(%rip)` followed by the 8-byte target: clobbers no register. */
-#define TGT_JUMP_LEN 14
-
-static void jump_write(unsigned char *at, void *target)
-{
-    static const unsigned char op[6] = {0xff, 0x25, 0, 0, 0, 0};
-    uint64_t t = (uint64_t)(uintptr_t)target;
-    memcpy(at, op, sizeof(op));
-    memcpy(at + sizeof(op), &t, sizeof(t));
-}
-
-/* Workers: the head's address of each indirect function jumps to this
- * worker's device function.  Clang 19 compiles a call through a function
- * pointer on the x86_64 device as a plain indirect call (no lookup in a
- * table, unlike the GPU targets that call __llvm_omp_indirect_call_lookup
- * themselves), so a head address a kernel reads from mapped data must be
- * callable here.  Where the head and this worker load the executable at
- * different addresses (ASLR), the head's addresses are free here and get
- * pages of jumps; where at the same one (non-PIE, ASLR off), they hold
- * this worker's host copy of the function, which workers never run, and
- * its first bytes are replaced. */
-static void place_jumps(void)
-{
-    tgt_indirect_t *v = tgt_rt->indirect;
-    int n = tgt_rt->nindirect;
-    uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
-    bool in_place = v[0].head_addr == (uint64_t)(uintptr_t)v[0].host_addr;
-    uintptr_t *pages = NULL;
-    size_t npages = 0, cap = 0;
-    for (int i = 0; i < n; i++) {
-        if (i > 0 && v[i].head_addr == v[i - 1].head_addr)
-            continue; /* two names for one host function (folded code) */
-        uintptr_t at = (uintptr_t)v[i].head_addr;
-        if (in_place != (at == (uintptr_t)v[i].host_addr))
-            ompc_fatal("indirect function %s: the head's address moved by a "
-                       "different amount than the others", v[i].name);
-        for (uintptr_t p = at & ~(pg - 1); p < at + TGT_JUMP_LEN; p += pg) {
-            if (npages > 0 && pages[npages - 1] == p)
-                continue;
-            if (in_place) {
-                if (mprotect((void *)p, pg, PROT_READ | PROT_WRITE | PROT_EXEC) != 0)
-                    ompc_fatal("rank %d: cannot make the code page of indirect "
-                               "function %s writable (%s): the worker must redirect "
-                               "it to the device function", tgt_rt->rank, v[i].name,
-                               strerror(errno));
-            } else {
-                void *m = mmap((void *)p, pg, PROT_READ | PROT_WRITE,
-                               MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
-                if (m != (void *)p) {
-                    if (m != MAP_FAILED)
-                        munmap(m, pg);
-                    char l[160];
-                    ompc_fatal_user("rank %d: the head's address of indirect function "
-                                    "%s (%#lx) is in use on this worker, which needs it "
-                                    "to jump to the device function. Start every rank "
-                                    "with the same address layout: `mpiexec -n N "
-                                    "setarch -R ./app`", tgt_rt->rank,
-                                    indirect_label(v[i].name, l, sizeof(l)),
-                                    (unsigned long)at);
-                }
-            }
-            pages = tgt_grow(pages, &cap, npages, sizeof(*pages), "indirect function pages");
-            pages[npages++] = p;
-        }
-        jump_write((unsigned char *)at, v[i].dev_fn);
-    }
-    for (size_t i = 0; i < npages; i++)
-        if (mprotect((void *)pages[i], pg, PROT_READ | PROT_EXEC) != 0)
-            ompc_fatal("rank %d: cannot make the jumps to indirect functions "
-                       "executable (%s)", tgt_rt->rank, strerror(errno));
-    __builtin___clear_cache((char *)pages[0], (char *)pages[npages - 1] + pg);
-    free(pages);
-}
-
-/* Collective, with workers: each indirect function needs TGT_JUMP_LEN
- * bytes at the head's address (place_jumps).  Rank 0 names the first two
- * that are closer and ends the job. */
-static void check_jump_room(void)
-{
-    const tgt_indirect_t *v = tgt_rt->indirect;
-    for (int i = 0; i + 1 < tgt_rt->nindirect; i++) {
-        uint64_t gap = v[i + 1].head_addr - v[i].head_addr;
-        if (gap == 0 || gap >= TGT_JUMP_LEN)
-            continue;
-        if (tgt_rt->rank != 0)
-            for (;;)
-                pause(); /* rank 0 reports and aborts the job */
-        char a[160], b[160];
-        ompc_fatal_user("the indirect functions %s and %s are %llu bytes apart "
-                        "in the executable; ompc needs %d bytes at each to reach "
-                        "the device function from a worker. Compile with "
-                        "-falign-functions=16 (the default at -O1 and above, "
-                        "not at -Os/-Oz)", indirect_label(v[i].name, a, sizeof(a)),
-                        indirect_label(v[i + 1].name, b, sizeof(b)),
-                        (unsigned long long)gap, TGT_JUMP_LEN);
-    }
-}
-
-/* Collective: executors learn the head's address of each indirect
- * function (ASLR places the executable differently in every process). */
-static void share_indirect(void)
-{
-    int n = tgt_rt->nindirect;
-    if (n == 0)
-        return;
-    uint64_t *mine = calloc((size_t)n, sizeof(uint64_t));
-    uint64_t *all = calloc((size_t)n * (size_t)tgt_rt->size, sizeof(uint64_t));
-    if (!mine || !all)
-        ompc_fatal("out of memory sharing indirect function addresses");
-    for (int i = 0; i < n; i++)
-        mine[i] = (uint64_t)(uintptr_t)tgt_rt->indirect[i].host_addr;
-    if (ev_coll_allgather(tgt_rt->ev, mine, (size_t)n * sizeof(uint64_t), all) != OMPC_OK)
-        ompc_fatal("cannot share indirect function addresses at start-up");
-    for (int i = 0; i < n; i++)
-        tgt_rt->indirect[i].head_addr = all[i]; /* rank 0's row */
-    free(mine);
-    free(all);
-    qsort(tgt_rt->indirect, (size_t)n, sizeof(tgt_indirect_t), indirect_cmp);
-    if (tgt_rt->size == 1)
-        return; /* the head's addresses are its own: no jumps */
-    check_jump_room();
-    if (tgt_rt->executor)
-        place_jumps();
 }
 
 /* ------------------------------------------------------ start-up checks */
@@ -845,71 +313,6 @@ static void refuse_foreign_launcher(void)
     }
 }
 
-/* Whether the main program imports `name` from a shared library: its
- * undefined dynamic symbols are those below the GNU hash table's first
- * hashed symbol (or, with a SysV table, among all of them). */
-struct exe_import_query {
-    const char *name;
-    bool found;
-};
-
-static int exe_import_cb(struct dl_phdr_info *info, size_t size, void *arg)
-{
-    (void)size;
-    struct exe_import_query *q = arg;
-    const ElfW(Dyn) *dyn = NULL;
-    for (int i = 0; i < info->dlpi_phnum; i++)
-        if (info->dlpi_phdr[i].p_type == PT_DYNAMIC)
-            dyn = (const ElfW(Dyn) *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
-    if (!dyn)
-        return 1;
-    uintptr_t symtab = 0, strtab = 0, gnu_hash = 0, sysv_hash = 0;
-    for (; dyn->d_tag != DT_NULL; dyn++) {
-        /* glibc relocates these in place for most objects, not for all. */
-        uintptr_t v = dyn->d_un.d_ptr;
-        if (v && v < info->dlpi_addr)
-            v += info->dlpi_addr;
-        if (dyn->d_tag == DT_SYMTAB)
-            symtab = v;
-        else if (dyn->d_tag == DT_STRTAB)
-            strtab = v;
-        else if (dyn->d_tag == DT_GNU_HASH)
-            gnu_hash = v;
-        else if (dyn->d_tag == DT_HASH)
-            sysv_hash = v;
-    }
-    uint32_t nsyms = 0;
-    if (gnu_hash)
-        nsyms = ((const uint32_t *)gnu_hash)[1]; /* symoffset */
-    else if (sysv_hash)
-        nsyms = ((const uint32_t *)sysv_hash)[1]; /* nchain */
-    if (!symtab || !strtab)
-        return 1;
-    const ElfW(Sym) *sym = (const ElfW(Sym) *)symtab;
-    for (uint32_t i = 1; i < nsyms; i++)
-        if (sym[i].st_shndx == SHN_UNDEF &&
-            strcmp((const char *)strtab + sym[i].st_name, q->name) == 0) {
-            q->found = true;
-            break;
-        }
-    return 1; /* the main program comes first; stop there */
-}
-
-bool tgt_exe_imports(const char *name)
-{
-    struct exe_import_query q = {name, false};
-    dl_iterate_phdr(exe_import_cb, &q);
-    return q.found;
-}
-
-bool tgt_symbol_is_ours(const char *name)
-{
-    Dl_info found, self;
-    void *f = dlsym(RTLD_DEFAULT, name);
-    return f && dladdr(f, &found) && dladdr((void *)tgt_exe_imports, &self) &&
-           found.dli_fbase == self.dli_fbase;
-}
-
 /* A program linked with libomp ahead of this library (not by ompcc,
  * ompc++ or the CMake package) calls libomp's task-reduction entry points
  * directly, and target tasks that join a task reduction then lose their
@@ -1045,7 +448,7 @@ void __tgt_register_lib(tgt_bin_desc_t *desc)
     pthread_mutex_init(&tgt_rt->map_mtx, NULL);
     if (desc->num_images < 1)
         ompc_fatal("the program has no device image; compile with ompcc");
-    read_entries(desc);
+    tgt_image_read_entries(desc);
     /* Rank 0 is the head: it records and schedules, the workers compute. */
     if (ev_ctx_create_opts(&tgt_rt->ev, &(ev_ctx_opts_t){.coordinator = 0}) != OMPC_OK)
         ompc_fatal("cannot start the event system");
@@ -1061,7 +464,7 @@ void __tgt_register_lib(tgt_bin_desc_t *desc)
                       ? "threads were started before the offloading runtime"
                       : ompc_status_str(sup_st));
     rank_id_t *ids = check_same_build(desc, supervisor_pid);
-    report_refusal();
+    tgt_image_report_refusal();
     watch_sigterm(&ids[tgt_rt->rank]);
     if (dm_ctx_create(tgt_rt->ev, &tgt_rt->dm) != OMPC_OK)
         ompc_fatal("cannot start the data manager");
@@ -1078,14 +481,14 @@ void __tgt_register_lib(tgt_bin_desc_t *desc)
     }
     if (tgt_rt->executor) {
         executor_env_defaults();
-        load_image(desc);
+        tgt_image_load(desc);
         choose_kernel_threads();
     } else {
         choose_head_threads();
     }
     tgt_model_share_cores();
-    share_globals();
-    share_indirect();
+    tgt_image_share_globals();
+    tgt_indirect_share();
     ev_ctx_start(tgt_rt->ev);
     if (tgt_rt->rank == 0) {
         tgt_model_init();
@@ -1100,7 +503,7 @@ void __tgt_register_lib(tgt_bin_desc_t *desc)
                 "function(s); requires %#llx; head threads: %s\n",
                 tgt_rt->size, dm_num_executors(tgt_rt->dm), tgt_rt->nkernels,
                 tgt_rt->nglobals, tgt_rt->nindirect,
-                (unsigned long long)requires_seen, head_threads_str());
+                (unsigned long long)tgt_image_requires(), head_threads_str());
     if (tgt_rt->info && tgt_rt->rank == 0) {
         print_ranks(ids);
         if (tgt_rt->size == 1 && launched_alone())
@@ -1172,9 +575,11 @@ void __tgt_init_all_rtls(void) {}
 void __tgt_register_requires(int64_t flags)
 {
     pthread_mutex_lock(&register_mtx);
-    requires_note(flags, "registered by __tgt_register_requires, source file unknown");
-    bool now = tgt_rt && refusal[0];
+    tgt_image_requires_note(flags, "registered by __tgt_register_requires, "
+                            "source file unknown");
+    const char *refusal = tgt_rt ? tgt_image_refusal() : NULL;
     pthread_mutex_unlock(&register_mtx);
-    if (now)
+    if (refusal)
         ompc_fatal_user("%s", refusal);
 }
+

@@ -5,10 +5,11 @@ library.
 A source file depends on another when its object uses a global symbol the
 other's object defines (read with nm), and a header on another when it
 #includes it.  Fails (exit 1) when SRCDIR's headers include each other in
-a cycle, or when the files named in ACYCLIC (comma-separated .c names) call
-each other in a cycle; prints each such cycle.  Cycles among the other
-files are printed too, as two-file pairs with the symbols each side uses,
-but do not fail.  -v first prints every file's dependencies.
+a cycle, or when the files named in ACYCLIC (comma-separated .c names, or
+`all` for every object given) call each other in a cycle; prints each such
+cycle.  Cycles among the other files are printed too, as two-file pairs
+with the symbols each side uses, but do not fail.  -v first prints every
+file's dependencies.
 """
 import os
 import re
@@ -70,8 +71,9 @@ def main(argv):
     argv = [a for a in argv if a != "-v"]
     if len(argv) < 3:
         sys.exit(__doc__)
-    srcdir, acyclic, objs = argv[0], set(argv[1].split(",")), argv[2:]
+    srcdir, objs = argv[0], argv[2:]
     uses, defs = symbols(objs)
+    acyclic = set(uses) if argv[1] == "all" else set(argv[1].split(","))
     missing = acyclic - set(uses)
     if missing:
         sys.exit(f"no object for {', '.join(sorted(missing))}")

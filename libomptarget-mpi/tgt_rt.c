@@ -1,0 +1,54 @@
+/* The runtime's state (tgt_rt) and the small helpers every file of
+ * libomptarget-mpi/ uses: source locations, user-error messages, growing
+ * arrays.  It calls no other file of the library, so that all of them may
+ * call it. */
+#define _GNU_SOURCE
+#include "tgt_internal.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+tgt_rt_t *tgt_rt;
+
+bool tgt_ready(void) { return tgt_rt != NULL; }
+
+const char *tgt_fmt_(const char *fmt, ...)
+{
+    static _Thread_local char buf[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof(buf), fmt, ap);
+    va_end(ap);
+    return buf;
+}
+
+const char *tgt_loc(const void *ident, char *buf, size_t cap)
+{
+    const tgt_ident_t *id = ident;
+    if (!id || !id->psource || strncmp(id->psource, ";unknown", 8) == 0) {
+        snprintf(buf, cap, "unknown location (compile with -g for one)");
+        return buf;
+    }
+    /* ";file;function;line;column;;" */
+    char file[160] = "", func[96] = "";
+    int line = 0, col = 0;
+    if (sscanf(id->psource, ";%159[^;];%95[^;];%d;%d", file, func, &line, &col) >= 3)
+        snprintf(buf, cap, "%s:%d:%d (in %s)", file, line, col, func);
+    else
+        snprintf(buf, cap, "%s", id->psource);
+    return buf;
+}
+
+void *tgt_grow(void *arr, size_t *cap, size_t n, size_t elem, const char *what)
+{
+    if (n < *cap)
+        return arr;
+    size_t c = *cap ? 2 * *cap : 16;
+    void *na = realloc(arr, c * elem);
+    if (!na)
+        ompc_fatal("out of memory: %s", what);
+    *cap = c;
+    return na;
+}
