@@ -7,6 +7,7 @@
 #include "tgt_internal.h"
 
 #include <dlfcn.h>
+#include <elf.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -183,7 +184,7 @@ void tgt_image_load(const tgt_bin_desc_t *desc)
 {
     const tgt_device_image_t *img = &desc->images[0];
     size_t len = (size_t)((char *)img->image_end - (char *)img->image_start);
-    if (len < 4 || memcmp(img->image_start, "\x7f" "ELF", 4) != 0)
+    if (len < SELFMAG || memcmp(img->image_start, ELFMAG, SELFMAG) != 0)
         ompc_fatal("rank %d: the device image is not an x86_64 ELF object; "
                    "compile with ompcc (-fopenmp-targets=x86_64-pc-linux-gnu)",
                    tgt_rt->rank);
