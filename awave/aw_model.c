@@ -15,7 +15,8 @@
 static int aw_model_alloc(int64_t nx, int64_t nz, float dx, struct aw_model *m) {
   memset(m, 0, sizeof *m);
   if (nx < 16 || nz < 16) {
-    fprintf(stderr, "awave: error: the grid must be at least 16 x 16 points (got --nx %lld --nz %lld)\n",
+    fprintf(stderr,
+            "awave: error: the grid must be at least 16 x 16 points (got --nx %lld --nz %lld)\n",
             (long long)nx, (long long)nz);
     return -1;
   }
@@ -78,7 +79,8 @@ int aw_model_constant(int64_t nx, int64_t nz, float dx, float v, struct aw_model
 int aw_model_marmousi(int64_t nx, int64_t nz, float dx, struct aw_model *m_p) {
   enum { NL = 9, NF = 3 };
   static const float top[NL] = {0.08f, 0.16f, 0.25f, 0.33f, 0.42f, 0.52f, 0.62f, 0.74f, 0.86f};
-  static const float vel[NL] = {1700.f, 1900.f, 2150.f, 1950.f, 2500.f, 2800.f, 3100.f, 3400.f, 3800.f};
+  static const float vel[NL] = {1700.f, 1900.f, 2150.f, 1950.f, 2500.f,
+                                2800.f, 3100.f, 3400.f, 3800.f};
   static const float fx[NF] = {0.22f, 0.47f, 0.70f};     /* fault at the surface */
   static const float fdip[NF] = {0.45f, 0.55f, 0.40f};   /* horizontal run per depth */
   static const float fthrow[NF] = {0.035f, 0.05f, 0.03f}; /* of the depth */
@@ -95,7 +97,8 @@ int aw_model_marmousi(int64_t nx, int64_t nz, float dx, struct aw_model *m_p) {
           zs -= fthrow[f];
       /* Folds grow with depth: an anticline and a shorter ripple. */
       float fold = (0.04f * sinf(2.0f * (float)M_PI * (x * 1.3f + 0.1f)) +
-                    0.012f * sinf(2.0f * (float)M_PI * x * 5.0f)) * z;
+                    0.012f * sinf(2.0f * (float)M_PI * x * 5.0f)) *
+                   z;
       int layer = -1;
       for (int l = 0; l < NL; l++)
         if (zs > top[l] + fold)
@@ -118,16 +121,16 @@ int aw_model_marmousi(int64_t nx, int64_t nz, float dx, struct aw_model *m_p) {
 static int aw_check_velocities(const char *path, const float *v, size_t n) {
   for (size_t i = 0; i < n; i++)
     if (!(v[i] >= AW_VEL_MIN && v[i] <= AW_VEL_MAX)) { /* NaN fails it too */
-      fprintf(stderr, "awave: error: %s: velocity %g at sample %zu is not within %g..%g m/s "
-              "(wrong byte order or format?)\n", path, (double)v[i], i, (double)AW_VEL_MIN,
-              (double)AW_VEL_MAX);
+      fprintf(stderr,
+              "awave: error: %s: velocity %g at sample %zu is not within %g..%g m/s "
+              "(wrong byte order or format?)\n",
+              path, (double)v[i], i, (double)AW_VEL_MIN, (double)AW_VEL_MAX);
       return -1;
     }
   return 0;
 }
 
-int aw_model_load_raw(const char *path, int64_t nx, int64_t nz, float dx,
-                      struct aw_model *m_p) {
+int aw_model_load_raw(const char *path, int64_t nx, int64_t nz, float dx, struct aw_model *m_p) {
   struct aw_model m;
   struct stat st;
   if (nx <= 0 || nz <= 0) {
@@ -140,9 +143,11 @@ int aw_model_load_raw(const char *path, int64_t nx, int64_t nz, float dx,
   }
   int64_t want = nx * nz * (int64_t)sizeof(float);
   if ((int64_t)st.st_size != want) {
-    fprintf(stderr, "awave: error: velocity file %s has %lld bytes, but --nx %lld --nz %lld "
-            "means %lld x %lld x 4 = %lld bytes\n", path, (long long)st.st_size, (long long)nx,
-            (long long)nz, (long long)nx, (long long)nz, (long long)want);
+    fprintf(stderr,
+            "awave: error: velocity file %s has %lld bytes, but --nx %lld --nz %lld "
+            "means %lld x %lld x 4 = %lld bytes\n",
+            path, (long long)st.st_size, (long long)nx, (long long)nz, (long long)nx, (long long)nz,
+            (long long)want);
     return -1;
   }
   if (aw_model_alloc(nx, nz, dx, &m))
@@ -202,22 +207,27 @@ int aw_model_load_segy(const char *path, float dx, struct aw_model *m_p) {
   int fmt = bh[3224] << 8 | bh[3225];
   int ext = bh[3504] << 8 | bh[3505];
   if (fmt != 1 && fmt != 5) {
-    fprintf(stderr, "awave: error: %s: SEG-Y sample format %d not supported (only 1 = IBM float, "
-            "5 = IEEE float)\n", path, fmt);
+    fprintf(stderr,
+            "awave: error: %s: SEG-Y sample format %d not supported (only 1 = IBM float, "
+            "5 = IEEE float)\n",
+            path, fmt);
     fclose(f);
     return -1;
   }
   if (ext != 0 || ns <= 0) {
-    fprintf(stderr, "awave: error: %s: unsupported SEG-Y (%lld samples per trace, %d extended "
-            "headers)\n", path, (long long)ns, ext);
+    fprintf(stderr,
+            "awave: error: %s: unsupported SEG-Y (%lld samples per trace, %d extended "
+            "headers)\n",
+            path, (long long)ns, ext);
     fclose(f);
     return -1;
   }
   int64_t tb = 240 + 4 * ns, body = (int64_t)st.st_size - 3600;
   if (body <= 0 || body % tb != 0) {
-    fprintf(stderr, "awave: error: %s: %lld bytes after the headers are not a whole number of "
-            "%lld-byte traces (%lld samples)\n", path, (long long)body, (long long)tb,
-            (long long)ns);
+    fprintf(stderr,
+            "awave: error: %s: %lld bytes after the headers are not a whole number of "
+            "%lld-byte traces (%lld samples)\n",
+            path, (long long)body, (long long)tb, (long long)ns);
     fclose(f);
     return -1;
   }

@@ -39,8 +39,8 @@ static int aw_png_write(const char *path, const unsigned char *rows, uint32_t wi
     fprintf(stderr, "awave: error: %s\n", o.why);
     return -1;
   }
-  png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, &err, aw_png_error,
-                                            aw_png_warning);
+  png_structp png =
+      png_create_write_struct(PNG_LIBPNG_VER_STRING, &err, aw_png_error, aw_png_warning);
   png_infop info = png ? png_create_info_struct(png) : NULL;
   if (!info || setjmp(png_jmpbuf(png))) {
     png_destroy_write_struct(&png, &info);
@@ -72,8 +72,8 @@ static float aw_png_scale(float v, float lo, float hi) {
   return t < 0.0f ? 0.0f : (t > 1.0f ? 1.0f : t);
 }
 
-int aw_png_write_gray(const char *path, const float *a, int64_t nx, int64_t nz,
-                      float lo, float hi) {
+int aw_png_write_gray(const char *path, const float *a, int64_t nx, int64_t nz, float lo,
+                      float hi) {
   size_t stride = (size_t)nx;
   unsigned char *rows = malloc(stride * (size_t)nz);
   if (!rows)
@@ -89,10 +89,13 @@ int aw_png_write_gray(const char *path, const float *a, int64_t nx, int64_t nz,
 }
 
 /* Blue - cyan - yellow - red ramp for velocities. */
-int aw_png_write_color(const char *path, const float *a, int64_t nx, int64_t nz,
-                       float lo, float hi) {
-  static const float ramp[5][3] = {{0.05f, 0.05f, 0.5f}, {0.1f, 0.5f, 1.0f},
-                                   {0.3f, 0.9f, 0.6f}, {1.0f, 0.9f, 0.2f}, {0.8f, 0.1f, 0.1f}};
+int aw_png_write_color(const char *path, const float *a, int64_t nx, int64_t nz, float lo,
+                       float hi) {
+  static const float ramp[5][3] = {{0.05f, 0.05f, 0.5f},
+                                   {0.1f, 0.5f, 1.0f},
+                                   {0.3f, 0.9f, 0.6f},
+                                   {1.0f, 0.9f, 0.2f},
+                                   {0.8f, 0.1f, 0.1f}};
   size_t stride = 3 * (size_t)nx;
   unsigned char *rows = malloc(stride * (size_t)nz);
   if (!rows)

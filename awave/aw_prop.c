@@ -99,11 +99,11 @@ static void aw_step(const struct aw_pad *p, const float *restrict cur, float *re
     const float *c2 = p->c2 + ix * nzp;
     const float *g = p->g + ix * nzp;
     for (int64_t iz = 4; iz < nzp - 4; iz++) {
-      float lap = 2.0f * AW_C0 * a[iz]
-        + AW_C1 * (a[iz - 1] + a[iz + 1] + a[iz - nzp] + a[iz + nzp])
-        + AW_C2 * (a[iz - 2] + a[iz + 2] + a[iz - 2 * nzp] + a[iz + 2 * nzp])
-        + AW_C3 * (a[iz - 3] + a[iz + 3] + a[iz - 3 * nzp] + a[iz + 3 * nzp])
-        + AW_C4 * (a[iz - 4] + a[iz + 4] + a[iz - 4 * nzp] + a[iz + 4 * nzp]);
+      float lap = 2.0f * AW_C0 * a[iz] +
+                  AW_C1 * (a[iz - 1] + a[iz + 1] + a[iz - nzp] + a[iz + nzp]) +
+                  AW_C2 * (a[iz - 2] + a[iz + 2] + a[iz - 2 * nzp] + a[iz + 2 * nzp]) +
+                  AW_C3 * (a[iz - 3] + a[iz + 3] + a[iz - 3 * nzp] + a[iz + 3 * nzp]) +
+                  AW_C4 * (a[iz - 4] + a[iz + 4] + a[iz - 4 * nzp] + a[iz + 4 * nzp]);
       o[iz] = g[iz] * (2.0f * a[iz] - g[iz] * o[iz] + c2[iz] * lap);
     }
   }
@@ -164,9 +164,9 @@ static void aw_prog_tick(struct aw_prog *g) {
  * the last state.  Records the surface data into d when d is not NULL.  With
  * a store, keeps the snapshots of segment st->cur and, when save is set, the
  * checkpoints of the segments that start in the range. */
-static void aw_fwd_run(const struct aw_conf *c, const struct aw_pad *p, int64_t src,
-                       float **a_p, float **b_p, int64_t it0, int64_t it1, float *d,
-                       struct aw_store *st, int save, struct aw_prog *g) {
+static void aw_fwd_run(const struct aw_conf *c, const struct aw_pad *p, int64_t src, float **a_p,
+                       float **b_p, int64_t it0, int64_t it1, float *d, struct aw_store *st,
+                       int save, struct aw_prog *g) {
   float *a = *a_p, *b = *b_p;
   int64_t span = st ? st->m * st->k : 0;
   for (int64_t it = it0; it < it1; it++) {
@@ -275,8 +275,8 @@ static void aw_differentiate(const struct aw_conf *c, float *d) {
  * snapshots of st, recomputing each segment from its checkpoint when the
  * backward pass reaches it: img = sum_t S R / (sum_t S^2 + eps max),
  * eps = 1e-3. */
-static int aw_backward(const struct aw_conf *c, const struct aw_pad *p, int64_t isx,
-                       const float *d, struct aw_store *st, float *img, struct aw_prog *g) {
+static int aw_backward(const struct aw_conf *c, const struct aw_pad *p, int64_t isx, const float *d,
+                       struct aw_store *st, float *img, struct aw_prog *g) {
   size_t n = (size_t)(p->nxp * p->nzp), ni = (size_t)(c->nx * c->nz);
   float *a = calloc(n, sizeof(float)), *b = calloc(n, sizeof(float));
   float *illum = calloc(ni, sizeof(float));
@@ -331,15 +331,18 @@ static int aw_backward(const struct aw_conf *c, const struct aw_pad *p, int64_t 
  * source wavefield in vmig (kept as planned in c: snapshots, checkpoints),
  * back-propagation and imaging.  img gets nx*nz values and AW_SHOT_TRAILER timings; a failed
  * allocation leaves a negative time. */
-void aw_shot_migrate(const struct aw_conf *c, int64_t ishot, const float *vtrue,
-                     const float *vmig, float *dobs, float *img) {
+void aw_shot_migrate(const struct aw_conf *c, int64_t ishot, const float *vtrue, const float *vmig,
+                     float *dobs, float *img) {
   char msg[256];
   double t0 = omp_get_wtime(), t1, t2;
   int64_t isx = aw_shot_ix(c, ishot);
   size_t ni = (size_t)(c->nx * c->nz), nd = (size_t)(c->nt * c->nx);
   struct aw_pad p = {0};
-  struct aw_store st = {.k = c->snap, .m = c->seg, .nseg = c->nseg,
-                        .nsnap = (c->nt + c->snap - 1) / c->snap, .ni = ni,
+  struct aw_store st = {.k = c->snap,
+                        .m = c->seg,
+                        .nseg = c->nseg,
+                        .nsnap = (c->nt + c->snap - 1) / c->snap,
+                        .ni = ni,
                         .npad = (size_t)((c->nx + 2 * c->nb) * (c->nz + 2 * c->nb))};
   struct aw_prog g = {.c = c, .ishot = ishot, .tstart = t0, .tlast = t0};
   size_t store_bytes = ((size_t)(st.nseg - 1) * 2 * st.npad + (size_t)st.m * ni) * sizeof(float);
@@ -390,8 +393,8 @@ void aw_shot_migrate(const struct aw_conf *c, int64_t ishot, const float *vtrue,
   snprintf(msg, sizeof msg,
            "awave: shot %lld/%lld (x = %.0f m) done in %.2f s (data %.2f s, source %.2f s, "
            "migration %.2f s, %s)\n",
-           (long long)ishot + 1, (long long)c->nshots, (double)((float)isx * c->dx),
-           t3 - t0, t1 - t0, t2 - t1, t3 - t2, how);
+           (long long)ishot + 1, (long long)c->nshots, (double)((float)isx * c->dx), t3 - t0,
+           t1 - t0, t2 - t1, t3 - t2, how);
   aw_say(msg);
   free(d);
   free(st.seg);

@@ -37,39 +37,39 @@ struct aw_opts {
 
 static void aw_usage(FILE *f) {
   fprintf(f,
-    "usage: awave [options]\n"
-    "  --model NAME     layered | marmousi (default) | constant\n"
-    "  --vel FILE       raw float32 velocities (m/s), nx traces of nz samples\n"
-    "                   (depth fastest); needs --nx --nz --dx\n"
-    "  --segy FILE      SEG-Y velocity model (IBM or IEEE floats); needs --dx\n"
-    "  --nx N --nz N    grid (default 300 x 150)\n"
-    "  --dx M           grid spacing in metres, dz = dx (default 10)\n"
-    "  --vconst V       velocity of --model constant (default 2000)\n"
-    "  --shots N        shots, evenly spread along the surface (default 8)\n"
-    "  --f0 HZ          Ricker peak frequency (default 12)\n"
-    "  --tmax S         recording time (default 1.6)\n"
-    "  --dt S           time step (default: 0.8 x the stability limit)\n"
-    "  --nb N           absorbing sponge width in points (default 40)\n"
-    "  --snap K         keep every K-th source snapshot (default: 4 per period of 2.5 f0,\n"
-    "                   coarsened up to 2 per period to fit --mem)\n"
-    "  --mem MB         memory budget of the source wavefield per shot (default 512);\n"
-    "                   checkpointing when the snapshots do not fit\n"
-    "  --checkpoint[=M] checkpoint even if the snapshots fit, M snapshots per\n"
-    "                   segment (default: the least memory)\n"
-    "  --direct WAY     mute (default): zero the direct wave and what arrives\n"
-    "                   before its end; none: data already without it\n"
-    "  --smooth R       migration model = slowness smoothed over +-R points (default 4)\n"
-    "  --mute-top N     image rows zeroed below the surface (default 8)\n"
-    "  --data FILE      observed data instead of modelling: raw float32,\n"
-    "                   shots x nt x nx (receivers fastest)\n"
-    "  --write-data FILE  save the modelled observed data in that layout\n"
-    "  --out PREFIX     outputs PREFIX.bin, .json, .png, -vel.png (default awave)\n"
-    "  --threads N      threads of each shot's grid loops (default: the OpenMP\n"
-    "                   default of the worker; 1 when several shots share a worker)\n"
-    "  --progress[=S]   progress within each shot, at most every S seconds (default\n"
-    "                   2; on by default only when stderr is a terminal)\n"
-    "  --no-png         skip the PNG files\n"
-    "  --check          layered model: check the imaged interface depths\n");
+          "usage: awave [options]\n"
+          "  --model NAME     layered | marmousi (default) | constant\n"
+          "  --vel FILE       raw float32 velocities (m/s), nx traces of nz samples\n"
+          "                   (depth fastest); needs --nx --nz --dx\n"
+          "  --segy FILE      SEG-Y velocity model (IBM or IEEE floats); needs --dx\n"
+          "  --nx N --nz N    grid (default 300 x 150)\n"
+          "  --dx M           grid spacing in metres, dz = dx (default 10)\n"
+          "  --vconst V       velocity of --model constant (default 2000)\n"
+          "  --shots N        shots, evenly spread along the surface (default 8)\n"
+          "  --f0 HZ          Ricker peak frequency (default 12)\n"
+          "  --tmax S         recording time (default 1.6)\n"
+          "  --dt S           time step (default: 0.8 x the stability limit)\n"
+          "  --nb N           absorbing sponge width in points (default 40)\n"
+          "  --snap K         keep every K-th source snapshot (default: 4 per period of 2.5 f0,\n"
+          "                   coarsened up to 2 per period to fit --mem)\n"
+          "  --mem MB         memory budget of the source wavefield per shot (default 512);\n"
+          "                   checkpointing when the snapshots do not fit\n"
+          "  --checkpoint[=M] checkpoint even if the snapshots fit, M snapshots per\n"
+          "                   segment (default: the least memory)\n"
+          "  --direct WAY     mute (default): zero the direct wave and what arrives\n"
+          "                   before its end; none: data already without it\n"
+          "  --smooth R       migration model = slowness smoothed over +-R points (default 4)\n"
+          "  --mute-top N     image rows zeroed below the surface (default 8)\n"
+          "  --data FILE      observed data instead of modelling: raw float32,\n"
+          "                   shots x nt x nx (receivers fastest)\n"
+          "  --write-data FILE  save the modelled observed data in that layout\n"
+          "  --out PREFIX     outputs PREFIX.bin, .json, .png, -vel.png (default awave)\n"
+          "  --threads N      threads of each shot's grid loops (default: the OpenMP\n"
+          "                   default of the worker; 1 when several shots share a worker)\n"
+          "  --progress[=S]   progress within each shot, at most every S seconds (default\n"
+          "                   2; on by default only when stderr is a terminal)\n"
+          "  --no-png         skip the PNG files\n"
+          "  --check          layered model: check the imaged interface depths\n");
 }
 
 static int aw_parse_num(const char *opt, const char *s, double lo, double *v_p) {
@@ -91,16 +91,29 @@ static int aw_parse_num(const char *opt, const char *s, double lo, double *v_p) 
 
 static int aw_opts_parse(int argc, char **argv, struct aw_opts *o) {
   static const struct option lo[] = {
-    {"model", 1, 0, 'm'}, {"vel", 1, 0, 'v'}, {"segy", 1, 0, 'S'}, {"nx", 1, 0, 'x'},
-    {"nz", 1, 0, 'z'}, {"dx", 1, 0, 'd'}, {"vconst", 1, 0, 'c'}, {"shots", 1, 0, 's'},
-    {"f0", 1, 0, 'f'}, {"tmax", 1, 0, 'T'}, {"dt", 1, 0, 't'}, {"nb", 1, 0, 'b'},
-    {"snap", 1, 0, 'k'}, {"smooth", 1, 0, 'r'}, {"mute-top", 1, 0, 'u'}, {"data", 1, 0, 'D'},
-    {"write-data", 1, 0, 'W'}, {"out", 1, 0, 'o'}, {"no-png", 0, 0, 'P'},
-    {"check", 0, 0, 'C'}, {"threads", 1, 0, 'n'}, {"mem", 1, 0, 'M'}, {"checkpoint", 2, 0, 'K'},
-    {"progress", 2, 0, 'p'}, {"direct", 1, 0, 'R'}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
-  *o = (struct aw_opts){.model = "marmousi", .out = "awave", .nx = 300, .nz = 150, .shots = 8,
-                        .nb = 40, .smooth = 4, .mute_top = 8, .dx = 10.0f, .tmax = 1.6f,
-                        .f0 = 12.0f, .vconst = 2000.0f, .mem = 512.0, .progress_s = -1.0,
+      {"model", 1, 0, 'm'},  {"vel", 1, 0, 'v'},        {"segy", 1, 0, 'S'},
+      {"nx", 1, 0, 'x'},     {"nz", 1, 0, 'z'},         {"dx", 1, 0, 'd'},
+      {"vconst", 1, 0, 'c'}, {"shots", 1, 0, 's'},      {"f0", 1, 0, 'f'},
+      {"tmax", 1, 0, 'T'},   {"dt", 1, 0, 't'},         {"nb", 1, 0, 'b'},
+      {"snap", 1, 0, 'k'},   {"smooth", 1, 0, 'r'},     {"mute-top", 1, 0, 'u'},
+      {"data", 1, 0, 'D'},   {"write-data", 1, 0, 'W'}, {"out", 1, 0, 'o'},
+      {"no-png", 0, 0, 'P'}, {"check", 0, 0, 'C'},      {"threads", 1, 0, 'n'},
+      {"mem", 1, 0, 'M'},    {"checkpoint", 2, 0, 'K'}, {"progress", 2, 0, 'p'},
+      {"direct", 1, 0, 'R'}, {"help", 0, 0, 'h'},       {0, 0, 0, 0}};
+  *o = (struct aw_opts){.model = "marmousi",
+                        .out = "awave",
+                        .nx = 300,
+                        .nz = 150,
+                        .shots = 8,
+                        .nb = 40,
+                        .smooth = 4,
+                        .mute_top = 8,
+                        .dx = 10.0f,
+                        .tmax = 1.6f,
+                        .f0 = 12.0f,
+                        .vconst = 2000.0f,
+                        .mem = 512.0,
+                        .progress_s = -1.0,
                         .png = 1};
   int ch, li = 0;
   double v;
@@ -108,16 +121,43 @@ static int aw_opts_parse(int argc, char **argv, struct aw_opts *o) {
   while ((ch = getopt_long(argc, argv, "", lo, &li)) != -1) {
     snprintf(name, sizeof name, "--%s", ch == '?' ? "?" : lo[li].name);
     switch (ch) {
-    case 'm': o->model = optarg; break;
-    case 'v': o->vel = optarg; o->model = "file"; break;
-    case 'S': o->segy = optarg; o->model = "segy"; break;
-    case 'D': o->data = optarg; break;
-    case 'W': o->write_data = optarg; break;
-    case 'o': o->out = optarg; break;
-    case 'P': o->png = 0; break;
-    case 'C': o->check = 1; break;
-    case 'h': aw_usage(stdout); exit(0);
-    case 'x': case 'z': case 's': case 'b': case 'k': case 'r': case 'u': case 'n':
+    case 'm':
+      o->model = optarg;
+      break;
+    case 'v':
+      o->vel = optarg;
+      o->model = "file";
+      break;
+    case 'S':
+      o->segy = optarg;
+      o->model = "segy";
+      break;
+    case 'D':
+      o->data = optarg;
+      break;
+    case 'W':
+      o->write_data = optarg;
+      break;
+    case 'o':
+      o->out = optarg;
+      break;
+    case 'P':
+      o->png = 0;
+      break;
+    case 'C':
+      o->check = 1;
+      break;
+    case 'h':
+      aw_usage(stdout);
+      exit(0);
+    case 'x':
+    case 'z':
+    case 's':
+    case 'b':
+    case 'k':
+    case 'r':
+    case 'u':
+    case 'n':
       if (aw_parse_num(name, optarg, ch == 'x' || ch == 'z' || ch == 's' ? 1 : 0, &v))
         return -1;
       if (v != floor(v)) {
@@ -130,21 +170,35 @@ static int aw_opts_parse(int argc, char **argv, struct aw_opts *o) {
                 ch == 'n' ? " threads per shot" : "");
         return -1;
       }
-      *(ch == 'x' ? &o->nx : ch == 'z' ? &o->nz : ch == 's' ? &o->shots : ch == 'b' ? &o->nb
-        : ch == 'k' ? &o->snap : ch == 'r' ? &o->smooth : ch == 'n' ? &o->threads
-        : &o->mute_top) = (int64_t)v;
+      *(ch == 'x'   ? &o->nx
+        : ch == 'z' ? &o->nz
+        : ch == 's' ? &o->shots
+        : ch == 'b' ? &o->nb
+        : ch == 'k' ? &o->snap
+        : ch == 'r' ? &o->smooth
+        : ch == 'n' ? &o->threads
+                    : &o->mute_top) = (int64_t)v;
       break;
-    case 'd': case 'c': case 'f': case 'T': case 't':
+    case 'd':
+    case 'c':
+    case 'f':
+    case 'T':
+    case 't':
       if (aw_parse_num(name, optarg, 0, &v))
         return -1;
       /* Checked as a float: 1e-50 or 1e50 would become 0 or infinity. */
       if (!((float)v > 0.0f) || !isfinite((float)v)) {
-        fprintf(stderr, "awave: error: %s must be a positive number within float range, got "
-                "'%s'\n", name, optarg);
+        fprintf(stderr,
+                "awave: error: %s must be a positive number within float range, got "
+                "'%s'\n",
+                name, optarg);
         return -1;
       }
-      *(ch == 'd' ? &o->dx : ch == 'c' ? &o->vconst : ch == 'f' ? &o->f0 : ch == 'T' ? &o->tmax
-        : &o->dt) = (float)v;
+      *(ch == 'd'   ? &o->dx
+        : ch == 'c' ? &o->vconst
+        : ch == 'f' ? &o->f0
+        : ch == 'T' ? &o->tmax
+                    : &o->dt) = (float)v;
       break;
     case 'K':
       o->ckpt = -1;
@@ -182,7 +236,9 @@ static int aw_opts_parse(int argc, char **argv, struct aw_opts *o) {
       }
       o->mem = v;
       break;
-    default: aw_usage(stderr); return -1;
+    default:
+      aw_usage(stderr);
+      return -1;
     }
   }
   if (optind < argc) {
@@ -284,23 +340,26 @@ static int aw_store_plan(const struct aw_opts *o, struct aw_conf *c) {
   }
   int64_t mmin = ns;
   if (o->ckpt > 0) {
-    fprintf(stderr, "awave: error: --checkpoint=%lld needs %.1f MB per shot, more than the --mem "
-            "budget of %g MB\n", (long long)o->ckpt,
-            aw_store_bytes(c, k, o->ckpt < ns ? o->ckpt : ns) / 1048576.0, o->mem);
+    fprintf(stderr,
+            "awave: error: --checkpoint=%lld needs %.1f MB per shot, more than the --mem "
+            "budget of %g MB\n",
+            (long long)o->ckpt, aw_store_bytes(c, k, o->ckpt < ns ? o->ckpt : ns) / 1048576.0,
+            o->mem);
     return -1;
   }
   for (int64_t j = 1; j < ns; j++)
     if (aw_store_bytes(c, k, j) < aw_store_bytes(c, k, mmin))
       mmin = j;
-  double need = aw_store_bytes(c, k, mmin), npad = (double)(c->nx + 2 * c->nb) *
-                                                      (double)(c->nz + 2 * c->nb);
-  fprintf(stderr, "awave: error: the source wavefield needs at least %.1f MB per shot even with "
+  double need = aw_store_bytes(c, k, mmin),
+         npad = (double)(c->nx + 2 * c->nb) * (double)(c->nz + 2 * c->nb);
+  fprintf(stderr,
+          "awave: error: the source wavefield needs at least %.1f MB per shot even with "
           "checkpointing (%lld checkpoints of %.2f MB and %lld snapshots of %.3f MB, every %lld "
           "steps%s; storing all %lld snapshots would need %.1f MB), more than the --mem budget "
           "of %g MB; raise --mem to at least %.1f, or use a smaller grid (--nx, --nz, larger "
-          "--dx) or fewer steps (--tmax, i.e. nt = %lld)\n", ceil(need / 1048576.0 * 10.0) / 10.0,
-          (long long)((ns + mmin - 1) / mmin - 1), 2.0 * npad * sizeof(float) / 1048576.0,
-          (long long)mmin, bytes1 / 1048576.0, (long long)k,
+          "--dx) or fewer steps (--tmax, i.e. nt = %lld)\n",
+          ceil(need / 1048576.0 * 10.0) / 10.0, (long long)((ns + mmin - 1) / mmin - 1),
+          2.0 * npad * sizeof(float) / 1048576.0, (long long)mmin, bytes1 / 1048576.0, (long long)k,
           o->snap > 0 ? ", set by --snap" : ", the Nyquist limit of 2.5 f0", (long long)ns,
           (double)ns * bytes1 / 1048576.0, o->mem, ceil(need / 1048576.0 * 10.0) / 10.0,
           (long long)c->nt);
@@ -319,8 +378,8 @@ static float aw_round_dt(float dt) {
 }
 
 /* Time step, CFL check, source-wavefield plan. */
-static int aw_conf_init(const struct aw_opts *o, const struct aw_model *m, float vmin,
-                        float vmax, struct aw_conf *c) {
+static int aw_conf_init(const struct aw_opts *o, const struct aw_model *m, float vmin, float vmax,
+                        struct aw_conf *c) {
   memset(c, 0, sizeof *c);
   c->nx = m->nx;
   c->nz = m->nz;
@@ -336,21 +395,24 @@ static int aw_conf_init(const struct aw_opts *o, const struct aw_model *m, float
     c->v_surface = fmaxf(c->v_surface, m->v[ix * m->nz + c->rz]);
   float limit_dt = (float)AW_CFL_LIMIT * c->dx / vmax;
   if (!(limit_dt > 0.0f) || !isfinite(limit_dt)) {
-    fprintf(stderr, "awave: error: the stability limit 0.5547 dx/vmax = 0.5547*%g/%g is not a "
-            "positive float; use a --dx and velocities of sensible magnitude\n", (double)c->dx,
-            (double)vmax);
+    fprintf(stderr,
+            "awave: error: the stability limit 0.5547 dx/vmax = 0.5547*%g/%g is not a "
+            "positive float; use a --dx and velocities of sensible magnitude\n",
+            (double)c->dx, (double)vmax);
     return -1;
   }
   c->dt = o->dt > 0 ? o->dt : aw_round_dt(0.8f * limit_dt);
   if (!(c->dt > 0.0f)) {
-    fprintf(stderr, "awave: error: the time step 0.8 x 0.5547 dx/vmax = %g s is zero in float "
-            "(--dx %g, vmax %g m/s); use a larger --dx\n", 0.8 * (double)limit_dt, (double)c->dx,
-            (double)vmax);
+    fprintf(stderr,
+            "awave: error: the time step 0.8 x 0.5547 dx/vmax = %g s is zero in float "
+            "(--dx %g, vmax %g m/s); use a larger --dx\n",
+            0.8 * (double)limit_dt, (double)c->dx, (double)vmax);
     return -1;
   }
   float courant = vmax * c->dt / c->dx;
   if (courant > (float)AW_CFL_LIMIT) {
-    fprintf(stderr, "awave: error: unstable parameters: vmax*dt/dx = %g*%g/%g = %.4f exceeds the "
+    fprintf(stderr,
+            "awave: error: unstable parameters: vmax*dt/dx = %g*%g/%g = %.4f exceeds the "
             "CFL limit %.4f of the 8th-order 2D scheme; use --dt <= %.3g (or a larger --dx)\n",
             (double)vmax, (double)c->dt, (double)c->dx, (double)courant, AW_CFL_LIMIT,
             (double)limit_dt);
@@ -358,12 +420,14 @@ static int aw_conf_init(const struct aw_opts *o, const struct aw_model *m, float
   }
   float ppw = vmin / (2.5f * c->f0 * c->dx);
   if (ppw < 3.0f)
-    fprintf(stderr, "awave: warning: %.1f points per shortest wavelength (vmin %g m/s, fmax "
+    fprintf(stderr,
+            "awave: warning: %.1f points per shortest wavelength (vmin %g m/s, fmax "
             "2.5*f0 = %g Hz, dx %g m): expect numerical dispersion; reduce --dx or --f0\n",
             (double)ppw, (double)vmin, 2.5 * (double)c->f0, (double)c->dx);
   double ntd = ceil((double)o->tmax / (double)c->dt);
   if (!(ntd <= (double)AW_MAX_STEPS)) {
-    fprintf(stderr, "awave: error: --tmax %g s at dt %g s means %.3g time steps per shot, more "
+    fprintf(stderr,
+            "awave: error: --tmax %g s at dt %g s means %.3g time steps per shot, more "
             "than the limit of %lld; lower --tmax, or raise --dx (dt follows dx/vmax)%s\n",
             (double)o->tmax, (double)c->dt, ntd, (long long)AW_MAX_STEPS,
             o->dt > 0 ? " or --dt" : "");
@@ -374,15 +438,17 @@ static int aw_conf_init(const struct aw_opts *o, const struct aw_model *m, float
    * the peak, or a peak frequency the time step cannot sample (2.5 f0
    * above the Nyquist frequency 1 / (2 dt)), images nothing. */
   if (1.2 / (double)c->f0 >= (double)o->tmax) {
-    fprintf(stderr, "awave: error: --f0 %g Hz puts the source peak at 1.2/f0 = %g s, not before "
-            "--tmax %g s; raise --f0 or --tmax\n", (double)c->f0, 1.2 / (double)c->f0,
-            (double)o->tmax);
+    fprintf(stderr,
+            "awave: error: --f0 %g Hz puts the source peak at 1.2/f0 = %g s, not before "
+            "--tmax %g s; raise --f0 or --tmax\n",
+            (double)c->f0, 1.2 / (double)c->f0, (double)o->tmax);
     return -1;
   }
   if (2.5 * (double)c->f0 * (double)c->dt > 0.5) {
-    fprintf(stderr, "awave: error: --f0 %g Hz: its band (2.5 f0 = %g Hz) is above the Nyquist "
-            "frequency 1/(2 dt) = %g Hz of dt %g s; lower --f0\n", (double)c->f0,
-            2.5 * (double)c->f0, 0.5 / (double)c->dt, (double)c->dt);
+    fprintf(stderr,
+            "awave: error: --f0 %g Hz: its band (2.5 f0 = %g Hz) is above the Nyquist "
+            "frequency 1/(2 dt) = %g Hz of dt %g s; lower --f0\n",
+            (double)c->f0, 2.5 * (double)c->f0, 0.5 / (double)c->dt, (double)c->dt);
     return -1;
   }
   if (c->mute_top >= c->nz) {
@@ -419,9 +485,11 @@ static int aw_read_data(const char *path, const struct aw_conf *c, float **d_p) 
     return -1;
   }
   if ((int64_t)st.st_size != want) {
-    fprintf(stderr, "awave: error: shot-gather file %s has %lld bytes, expected shots x nt x nx x 4 "
-            "= %lld x %lld x %lld x 4 = %lld\n", path, (long long)st.st_size,
-            (long long)c->nshots, (long long)c->nt, (long long)c->nx, (long long)want);
+    fprintf(stderr,
+            "awave: error: shot-gather file %s has %lld bytes, expected shots x nt x nx x 4 "
+            "= %lld x %lld x %lld x 4 = %lld\n",
+            path, (long long)st.st_size, (long long)c->nshots, (long long)c->nt, (long long)c->nx,
+            (long long)want);
     return -1;
   }
   float *d = malloc((size_t)want);
@@ -485,8 +553,9 @@ static int aw_check_layered(const struct aw_model *m, const struct aw_conf *c, c
     int ok = llabs(best - t) <= 2;
     bad |= !ok;
     printf("interface %lld: true depth %lld (%.0f m), imaged at %lld (window %lld..%lld, "
-           "peak %.3e): %s\n", (long long)j + 1, (long long)t, (double)((float)t * m->dx),
-           (long long)best, (long long)lo, (long long)hi - 1, prof[best], ok ? "ok" : "WRONG");
+           "peak %.3e): %s\n",
+           (long long)j + 1, (long long)t, (double)((float)t * m->dx), (long long)best,
+           (long long)lo, (long long)hi - 1, prof[best], ok ? "ok" : "WRONG");
   }
   printf("layered check: %s\n", bad ? "FAIL" : "PASS");
   free(prof);
@@ -515,14 +584,14 @@ static int aw_write_outputs(const struct aw_opts *o, const struct aw_conf *c,
     fprintf(stderr, "awave: error: %s\n", fo.why);
     goto out;
   }
-  fprintf(f, "{\"nx\": %lld, \"nz\": %lld, \"dx\": %g, \"dz\": %g, \"shots\": %lld, "
+  fprintf(f,
+          "{\"nx\": %lld, \"nz\": %lld, \"dx\": %g, \"dz\": %g, \"shots\": %lld, "
           "\"format\": \"float32, nx traces of nz samples, depth fastest\", "
           "\"model\": \"%s\", \"dt\": %g, \"nt\": %lld, \"f0\": %g, \"snap\": %lld, "
           "\"checkpoint_segments\": %lld, \"direct\": \"%s\", \"shot_seconds\": [",
-          (long long)c->nx, (long long)c->nz, (double)c->dx, (double)c->dx,
-          (long long)c->nshots, o->model, (double)c->dt, (long long)c->nt, (double)c->f0,
-          (long long)c->snap, (long long)(c->nseg > 1 ? c->nseg : 0),
-          c->direct == AW_DIRECT_MUTE ? "mute" : "none");
+          (long long)c->nx, (long long)c->nz, (double)c->dx, (double)c->dx, (long long)c->nshots,
+          o->model, (double)c->dt, (long long)c->nt, (double)c->f0, (long long)c->snap,
+          (long long)(c->nseg > 1 ? c->nseg : 0), c->direct == AW_DIRECT_MUTE ? "mute" : "none");
   for (int64_t s = 0; s < c->nshots; s++)
     fprintf(f, "%s%.3f", s ? ", " : "", (double)times[s]);
   fprintf(f, "]}\n");
@@ -570,9 +639,10 @@ static double aw_phys_bytes(void) {
 static int aw_grid_check(const struct aw_opts *o) {
   double phys = aw_phys_bytes(), need = 4.0 * (double)o->nx * (double)o->nz * sizeof(float);
   if (strcmp(o->model, "segy") && phys > 0.0 && need > phys) {
-    fprintf(stderr, "awave: error: --nx %lld --nz %lld needs at least %.3g GB for the models, more "
-            "than this node's %.3g GB of memory\n", (long long)o->nx, (long long)o->nz,
-            need / 1e9, phys / 1e9);
+    fprintf(stderr,
+            "awave: error: --nx %lld --nz %lld needs at least %.3g GB for the models, more "
+            "than this node's %.3g GB of memory\n",
+            (long long)o->nx, (long long)o->nz, need / 1e9, phys / 1e9);
     return -1;
   }
   return 0;
@@ -588,11 +658,13 @@ static int aw_mem_check(const struct aw_opts *o, const struct aw_conf *c) {
   double shot = (4.0 * npad + ni + nd) * sizeof(float) + aw_store_bytes(c, c->snap, c->seg);
   double phys = aw_phys_bytes();
   if (phys > 0.0 && head + shot > phys) {
-    fprintf(stderr, "awave: error: the run needs about %.3g GB (%.3g GB of models, images and "
+    fprintf(stderr,
+            "awave: error: the run needs about %.3g GB (%.3g GB of models, images and "
             "shot gathers for --shots %lld x nt %lld x nx %lld, plus %.3g GB per running shot, "
             "--nb %lld), more than this node's %.3g GB of memory; lower --shots, --tmax, --nx, "
-            "--nz or --nb\n", (head + shot) / 1e9, head / 1e9, (long long)o->shots,
-            (long long)c->nt, (long long)c->nx, shot / 1e9, (long long)c->nb, phys / 1e9);
+            "--nz or --nb\n",
+            (head + shot) / 1e9, head / 1e9, (long long)o->shots, (long long)c->nt,
+            (long long)c->nx, shot / 1e9, (long long)c->nb, phys / 1e9);
     return -1;
   }
   return 0;
@@ -643,24 +715,28 @@ int main(int argc, char **argv) {
       goto err_alloc;
   }
   int64_t nsnap = (c.nt + c.snap - 1) / c.snap;
-  fprintf(stderr, "awave: model %s %lld x %lld, dx %g m, v %g..%g m/s; %lld shots, f0 %g Hz, "
+  fprintf(stderr,
+          "awave: model %s %lld x %lld, dx %g m, v %g..%g m/s; %lld shots, f0 %g Hz, "
           "dt %g s x %lld steps (v dt/dx %.3f, limit %.3f), sponge %lld, direct wave %s\n",
           o.model, (long long)c.nx, (long long)c.nz, (double)c.dx, (double)vmin, (double)vmax,
           (long long)c.nshots, (double)c.f0, (double)c.dt, (long long)c.nt,
           (double)(vmax2 > vmax ? vmax2 : vmax) * c.dt / c.dx, AW_CFL_LIMIT, (long long)c.nb,
           c.direct == AW_DIRECT_MUTE ? "muted" : "kept");
   if (c.nseg == 1) {
-    fprintf(stderr, "awave: source wavefield: stored snapshots, snapshot every %lld steps (%lld, "
+    fprintf(stderr,
+            "awave: source wavefield: stored snapshots, snapshot every %lld steps (%lld, "
             "%.1f MB per shot, budget --mem %g MB), no extra forward steps\n",
             (long long)c.snap, (long long)nsnap, aw_store_bytes(&c, c.snap, c.seg) / 1048576.0,
             o.mem);
   } else {
     int64_t extra = aw_store_extra(&c, c.snap, c.seg);
-    fprintf(stderr, "awave: source wavefield: checkpointing, snapshot every %lld steps (%lld) in "
+    fprintf(stderr,
+            "awave: source wavefield: checkpointing, snapshot every %lld steps (%lld) in "
             "%lld segments of %lld; %lld checkpoint%s + %lld snapshots = %.1f MB per shot (budget "
             "--mem %g MB, all snapshots %.1f MB), %lld extra forward steps per shot (+%.0f%% of "
-            "the %lld source steps)\n", (long long)c.snap, (long long)nsnap, (long long)c.nseg,
-            (long long)c.seg, (long long)c.nseg - 1, c.nseg > 2 ? "s" : "", (long long)c.seg,
+            "the %lld source steps)\n",
+            (long long)c.snap, (long long)nsnap, (long long)c.nseg, (long long)c.seg,
+            (long long)c.nseg - 1, c.nseg > 2 ? "s" : "", (long long)c.seg,
             aw_store_bytes(&c, c.snap, c.seg) / 1048576.0, o.mem,
             aw_store_bytes(&c, c.snap, nsnap) / 1048576.0, (long long)extra,
             100.0 * (double)extra / (double)c.nt, (long long)c.nt);
@@ -670,42 +746,42 @@ int main(int argc, char **argv) {
 
   double t0 = omp_get_wtime();
   float *vt = m.v, *fin = final;
-#pragma omp target enter data map(to: vt[0:ni], vmig[0:ni]) map(to: fin[0:ni])
+#pragma omp target enter data map(to : vt[0 : ni], vmig[0 : ni]) map(to : fin[0 : ni])
   for (int64_t s = 0; s < c.nshots; s++) {
     float *img = imgs[s], *d = dobs[s];
-#pragma omp target enter data map(alloc: img[0:ni + AW_SHOT_TRAILER]) map(to: d[0:nd])
+#pragma omp target enter data map(alloc : img[0 : ni + AW_SHOT_TRAILER]) map(to : d[0 : nd])
   }
 #pragma omp parallel
 #pragma omp single
   {
     for (int64_t s = 0; s < c.nshots; s++) {
       float *img = imgs[s], *d = dobs[s];
-#pragma omp target nowait firstprivate(c, s) \
-    map(to: vt[0:ni], vmig[0:ni]) map(alloc: img[0:ni + AW_SHOT_TRAILER], d[0:nd]) \
-    depend(in: vt[0], vmig[0]) depend(out: img[0]) depend(inout: d[0])
+#pragma omp target nowait firstprivate(c, s) map(to : vt[0 : ni], vmig[0 : ni])                    \
+    map(alloc : img[0 : ni + AW_SHOT_TRAILER], d[0 : nd]) depend(in : vt[0], vmig[0])              \
+    depend(out : img[0]) depend(inout : d[0])
       aw_shot_migrate(&c, s, vt, vmig, d, img);
     }
     /* Stack in shot order: a chain on the final image, so the sum is the
      * same on any number of workers. */
     for (int64_t s = 0; s < c.nshots; s++) {
       float *img = imgs[s];
-#pragma omp target nowait map(alloc: img[0:ni], fin[0:ni]) depend(in: img[0]) \
-    depend(inout: fin[0])
+#pragma omp target nowait map(alloc : img[0 : ni], fin[0 : ni]) depend(in : img[0])                \
+    depend(inout : fin[0])
       aw_image_add((int64_t)ni, img, fin);
     }
-#pragma omp target nowait firstprivate(c) map(alloc: fin[0:ni]) depend(inout: fin[0])
+#pragma omp target nowait firstprivate(c) map(alloc : fin[0 : ni]) depend(inout : fin[0])
     aw_image_laplacian(&c, fin);
 #pragma omp taskwait
   }
-#pragma omp target exit data map(from: fin[0:ni]) map(release: vt[0:ni], vmig[0:ni])
+#pragma omp target exit data map(from : fin[0 : ni]) map(release : vt[0 : ni], vmig[0 : ni])
   for (int64_t s = 0; s < c.nshots; s++) {
     float *img = imgs[s], *d = dobs[s];
     if (o.write_data) {
-#pragma omp target exit data map(from: img[ni:AW_SHOT_TRAILER], d[0:nd])
-#pragma omp target exit data map(release: img[0:ni + AW_SHOT_TRAILER])
+#pragma omp target exit data map(from : img[ni : AW_SHOT_TRAILER], d[0 : nd])
+#pragma omp target exit data map(release : img[0 : ni + AW_SHOT_TRAILER])
     } else {
-#pragma omp target exit data map(from: img[ni:AW_SHOT_TRAILER])
-#pragma omp target exit data map(release: img[0:ni + AW_SHOT_TRAILER], d[0:nd])
+#pragma omp target exit data map(from : img[ni : AW_SHOT_TRAILER])
+#pragma omp target exit data map(release : img[0 : ni + AW_SHOT_TRAILER], d[0 : nd])
     }
   }
   double wall = omp_get_wtime() - t0;
@@ -722,7 +798,7 @@ int main(int argc, char **argv) {
   }
   double e = 0.0;
   for (size_t i = 0; i < ni; i++)
-    e += (double)final[i] * final[i];
+    e += (double) final[i] * final[i];
   printf("shots %lld, wall %.3f s, mean %.3f s per shot, image rms %.6e\n", (long long)c.nshots,
          wall, sum / (double)c.nshots, sqrt(e / (double)ni));
   if (failed) {

@@ -73,22 +73,20 @@ struct aw_model {
 int aw_model_layered(int64_t nx, int64_t nz, float dx, struct aw_model *m_p);
 int aw_model_constant(int64_t nx, int64_t nz, float dx, float v, struct aw_model *m_p);
 int aw_model_marmousi(int64_t nx, int64_t nz, float dx, struct aw_model *m_p);
-int aw_model_load_raw(const char *path, int64_t nx, int64_t nz, float dx,
-                      struct aw_model *m_p);
+int aw_model_load_raw(const char *path, int64_t nx, int64_t nz, float dx, struct aw_model *m_p);
 int aw_model_load_segy(const char *path, float dx, struct aw_model *m_p);
 int aw_model_smooth(const struct aw_model *m, int64_t radius, float **v_p);
 void aw_model_free(struct aw_model *m);
 void aw_model_range(const float *v, size_t n, float *vmin_p, float *vmax_p);
 
-int aw_png_write_gray(const char *path, const float *a, int64_t nx, int64_t nz,
-                      float lo, float hi);
-int aw_png_write_color(const char *path, const float *a, int64_t nx, int64_t nz,
-                       float lo, float hi);
+int aw_png_write_gray(const char *path, const float *a, int64_t nx, int64_t nz, float lo, float hi);
+int aw_png_write_color(const char *path, const float *a, int64_t nx, int64_t nz, float lo,
+                       float hi);
 
 /* Device code (aw_prop.c, declare target). */
 #pragma omp declare target
-void aw_shot_migrate(const struct aw_conf *c, int64_t ishot, const float *vtrue,
-                     const float *vmig, float *dobs, float *img);
+void aw_shot_migrate(const struct aw_conf *c, int64_t ishot, const float *vtrue, const float *vmig,
+                     float *dobs, float *img);
 void aw_image_add(int64_t n, const float *src, float *dst);
 void aw_image_laplacian(const struct aw_conf *c, float *img);
 #pragma omp end declare target

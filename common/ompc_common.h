@@ -46,13 +46,13 @@ void ompc_log_set_rank(int rank);
 /* Name of the calling thread in log lines (copied, thread-local). */
 void ompc_log_set_thread_name(const char *name);
 int ompc_log_enabled(ompc_log_level_t level);
-void ompc_log_emit(ompc_log_level_t level, const char *file, int line,
-                   const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+void ompc_log_emit(ompc_log_level_t level, const char *file, int line, const char *fmt,
+                   ...) __attribute__((format(printf, 4, 5)));
 
-#define OMPC_LOG(lvl, ...)                                                    \
-    do {                                                                      \
-        if (ompc_log_enabled(lvl))                                            \
-            ompc_log_emit(lvl, __FILE__, __LINE__, __VA_ARGS__);              \
+#define OMPC_LOG(lvl, ...)                                                               \
+    do {                                                                                 \
+        if (ompc_log_enabled(lvl))                                                       \
+            ompc_log_emit(lvl, __FILE__, __LINE__, __VA_ARGS__);                         \
     } while (0)
 #define ompc_error(...) OMPC_LOG(OMPC_LOG_ERROR, __VA_ARGS__)
 #define ompc_warn(...) OMPC_LOG(OMPC_LOG_WARN, __VA_ARGS__)
@@ -81,12 +81,15 @@ _Noreturn void ompc_fatal_at(const char *file, int line, const char *fmt, ...)
 
 /* Internal invariants: compiled out with -DOMPC_NDEBUG. */
 #ifdef OMPC_NDEBUG
-#define OMPC_ASSERT(cond) do { (void)sizeof(cond); } while (0)
+#define OMPC_ASSERT(cond)                                                                \
+    do {                                                                                 \
+        (void)sizeof(cond);                                                              \
+    } while (0)
 #else
-#define OMPC_ASSERT(cond)                                                     \
-    do {                                                                      \
-        if (!(cond))                                                          \
-            ompc_fatal("internal invariant failed: %s", #cond);               \
+#define OMPC_ASSERT(cond)                                                                \
+    do {                                                                                 \
+        if (!(cond))                                                                     \
+            ompc_fatal("internal invariant failed: %s", #cond);                          \
     } while (0)
 #endif
 

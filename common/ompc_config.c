@@ -23,25 +23,24 @@ typedef struct cfg_row {
     int64_t min, max;
 } cfg_row_t;
 
-#define ROW(n, def, help, k, field, lo, hi)                                   \
+#define ROW(n, def, help, k, field, lo, hi)                                              \
     {{n, def, help}, k, offsetof(ompc_config_t, field), lo, hi}
 
 static const cfg_row_t rows[] = {
     ROW("OMPC_NUM_COMMS", "8",
-        "communicators in the event pool; events pick one round-robin by tag",
-        CFG_INT, num_comms, 1, 1024),
+        "communicators in the event pool; events pick one round-robin by tag", CFG_INT,
+        num_comms, 1, 1024),
     ROW("OMPC_NUM_HANDLERS", "2",
-        "handler threads per rank that run event work (execute functions)",
-        CFG_INT, num_handlers, 1, 256),
+        "handler threads per rank that run event work (execute functions)", CFG_INT,
+        num_handlers, 1, 256),
     ROW("OMPC_CHUNK_SIZE", "1M",
-        "transfers larger than this are split into chunks of this size",
-        CFG_BYTES, chunk_size, 4096, (int64_t)1 << 30),
-    ROW("OMPC_CHUNK_WINDOW", "16",
-        "chunks of one transfer in flight at once",
-        CFG_INT, chunk_window, 1, 64),
+        "transfers larger than this are split into chunks of this size", CFG_BYTES,
+        chunk_size, 4096, (int64_t)1 << 30),
+    ROW("OMPC_CHUNK_WINDOW", "16", "chunks of one transfer in flight at once", CFG_INT,
+        chunk_window, 1, 64),
     ROW("OMPC_INLINE_MAX", "8K",
-        "payloads up to this size travel inside the event notification",
-        CFG_BYTES, inline_max, 0, (int64_t)1 << 20),
+        "payloads up to this size travel inside the event notification", CFG_BYTES,
+        inline_max, 0, (int64_t)1 << 20),
     ROW("OMPC_SPIN_US", "auto",
         "microseconds a thread polls without progress before backing off; "
         "auto: 200, or 0 on a node with more ranks than CPUs, for a rank "
@@ -78,8 +77,8 @@ static const cfg_row_t rows[] = {
         "memory back at once",
         CFG_BYTES, device_keep, 0, (int64_t)1 << 46),
     ROW("OMPC_INFO", "0",
-        "1 prints, per rank, what the offloading runtime maps, moves and runs",
-        CFG_BOOL, info, 0, 1),
+        "1 prints, per rank, what the offloading runtime maps, moves and runs", CFG_BOOL,
+        info, 0, 1),
     ROW("OMPC_SUPERVISE", "1",
         "1 runs each rank started by a launcher under a small supervisor "
         "process that names the rank when a signal kills it (SIGKILL from "
@@ -90,11 +89,11 @@ static const cfg_row_t rows[] = {
         "(earliest finish time from learnt costs), roundrobin, random, or "
         "locality (the worker already holding the most input data)",
         CFG_NAME, scheduler, 0, 0),
-    ROW("OMPC_SCHED_SEED", "1", "seed of OMPC_SCHEDULER=random",
-        CFG_INT, sched_seed, 0, INT64_MAX),
+    ROW("OMPC_SCHED_SEED", "1", "seed of OMPC_SCHEDULER=random", CFG_INT, sched_seed, 0,
+        INT64_MAX),
     ROW("OMPC_SCHED_DEFAULT_COST", "1000",
-        "microseconds HEFT assumes for a kernel it has not seen run yet",
-        CFG_INT, default_cost_us, 0, 1000000000),
+        "microseconds HEFT assumes for a kernel it has not seen run yet", CFG_INT,
+        default_cost_us, 0, 1000000000),
     ROW("OMPC_GRAPH_WINDOW", "1024",
         "recorded target tasks that force a flush (scheduling and dispatch) "
         "without waiting for a barrier",
@@ -133,8 +132,8 @@ static const cfg_row_t rows[] = {
         "fractions of wall time, tasks per worker, bytes moved",
         CFG_BOOL, stats, 0, 1),
     ROW("OMPC_LOG_LEVEL", "warn",
-        "error, warn, info, debug or trace (trace logs every MPI message)",
-        CFG_LEVEL, log_level, 0, 4),
+        "error, warn, info, debug or trace (trace logs every MPI message)", CFG_LEVEL,
+        log_level, 0, 4),
     ROW("OMPC_PRINT_CONFIG", "0", "1 prints the effective configuration at start-up",
         CFG_BOOL, print_config, 0, 1),
 };
@@ -156,8 +155,7 @@ static ompc_status_t cfg_parse(const cfg_row_t *row, const char *s, int64_t *v_p
                                char *why, size_t whysz)
 {
     if (row->kind == CFG_LEVEL) {
-        static const char *const names[] = {"error", "warn", "info", "debug",
-                                            "trace"};
+        static const char *const names[] = {"error", "warn", "info", "debug", "trace"};
         for (int i = 0; i < 5; i++)
             if (strcasecmp(s, names[i]) == 0) {
                 *v_p = i;
@@ -191,13 +189,17 @@ static ompc_status_t cfg_parse(const cfg_row_t *row, const char *s, int64_t *v_p
     if (row->kind == CFG_BYTES && *end) {
         long long mult = 1;
         switch (*end) {
-        case 'k': case 'K': mult = 1ll << 10; break;
-        case 'm': case 'M': mult = 1ll << 20; break;
-        case 'g': case 'G': mult = 1ll << 30; break;
-        case 't': case 'T': mult = 1ll << 40; break;
+        case 'k':
+        case 'K': mult = 1ll << 10; break;
+        case 'm':
+        case 'M': mult = 1ll << 20; break;
+        case 'g':
+        case 'G': mult = 1ll << 30; break;
+        case 't':
+        case 'T': mult = 1ll << 40; break;
         default:
-            return cfg_bad(row->var.name, s, "expected a size such as 4096, 64K, 4M or 1T",
-                           why, whysz);
+            return cfg_bad(row->var.name, s,
+                           "expected a size such as 4096, 64K, 4M or 1T", why, whysz);
         }
         end++;
         if (v > LLONG_MAX / mult)
@@ -236,8 +238,10 @@ ompc_status_t ompc_config_parse(const char *(*lookup)(const char *name, void *ar
          * more likely a script's unset variable than a wish for the default. */
         if (env && !*env && rows[i].kind != CFG_STR) {
             char reason[160];
-            snprintf(reason, sizeof(reason), "empty value (unset the variable for "
-                     "the default, %s)", rows[i].var.default_value);
+            snprintf(reason, sizeof(reason),
+                     "empty value (unset the variable for "
+                     "the default, %s)",
+                     rows[i].var.default_value);
             return cfg_bad(rows[i].var.name, env, reason, why, whysz);
         }
         const char *s = env ? env : rows[i].var.default_value;
@@ -257,7 +261,8 @@ ompc_status_t ompc_config_parse(const char *(*lookup)(const char *name, void *ar
         snprintf(value, sizeof(value), "%lld", (long long)c.poll_max_us);
         return cfg_bad("OMPC_POLL_MAX_US", value,
                        "out of range [1, 10000] with OMPC_DOORBELL=0 (every message "
-                       "may wait out one sleep)", why, whysz);
+                       "may wait out one sleep)",
+                       why, whysz);
     }
     *config_p = c;
     return OMPC_OK;
@@ -282,10 +287,7 @@ static void cfg_load(void)
     }
 }
 
-size_t ompc_config_count(void)
-{
-    return NROWS;
-}
+size_t ompc_config_count(void) { return NROWS; }
 
 const char *ompc_config_name(size_t index)
 {
@@ -312,8 +314,8 @@ void ompc_config_print(void)
         if (rows[i].kind == CFG_STR) {
             const char *str;
             memcpy(&str, (const char *)c + rows[i].offset, sizeof(str));
-            fprintf(stderr, "[ompc] %s=\"%s\" (default \"%s\")\n", rows[i].var.name,
-                    str, rows[i].var.default_value);
+            fprintf(stderr, "[ompc] %s=\"%s\" (default \"%s\")\n", rows[i].var.name, str,
+                    rows[i].var.default_value);
             continue;
         }
         if (rows[i].kind == CFG_NAME) {
@@ -325,9 +327,10 @@ void ompc_config_print(void)
         }
         int64_t v;
         memcpy(&v, (const char *)c + rows[i].offset, sizeof(v));
-        fprintf(stderr, "[ompc] %s=%lld%s (default %s)\n", rows[i].var.name,
-                (long long)v, rows[i].kind == CFG_LEVEL ? " (level)" :
-                rows[i].offset == offsetof(ompc_config_t, peer_timeout_ms) ? " ms" : "",
+        fprintf(stderr, "[ompc] %s=%lld%s (default %s)\n", rows[i].var.name, (long long)v,
+                rows[i].kind == CFG_LEVEL                                    ? " (level)"
+                : rows[i].offset == offsetof(ompc_config_t, peer_timeout_ms) ? " ms"
+                                                                             : "",
                 rows[i].var.default_value);
     }
 }

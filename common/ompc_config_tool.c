@@ -26,18 +26,16 @@ int main(int argc, char **argv)
     int c;
     while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
         switch (c) {
-        case 'm':
-            markdown = true;
-            break;
-        case 'h':
-            config_usage(stdout);
-            return 0;
+        case 'm': markdown = true; break;
+        case 'h': config_usage(stdout); return 0;
         default: /* optopt is the letter of an unknown short option */
             if (optopt)
-                fprintf(stderr, "ompc-config: unknown option -%c (see ompc-config --help)\n",
+                fprintf(stderr,
+                        "ompc-config: unknown option -%c (see ompc-config --help)\n",
                         optopt);
             else
-                fprintf(stderr, "ompc-config: unknown option %s (see ompc-config --help)\n",
+                fprintf(stderr,
+                        "ompc-config: unknown option %s (see ompc-config --help)\n",
                         argv[optind - 1]);
             return 2;
         }
@@ -52,8 +50,7 @@ int main(int argc, char **argv)
         const ompc_config_var_t *v = ompc_config_table(&n);
         printf("| variable | default | meaning |\n|---|---|---|\n");
         for (size_t i = 0; i < n; i++)
-            printf("| `%s` | `%s` | %s |\n", v[i].name, v[i].default_value,
-                   v[i].help);
+            printf("| `%s` | `%s` | %s |\n", v[i].name, v[i].default_value, v[i].help);
         return 0;
     }
     ompc_config_print();

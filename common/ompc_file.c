@@ -117,11 +117,13 @@ ompc_status_t ompc_file_replace_begin(ompc_file_out_t *o, const char *path)
     int nofollow = O_NOFOLLOW;
     if (exists && S_ISLNK(st.st_mode)) {
         if (file_link_untrusted(path, &st))
-            return file_fail(o, "%s is a symlink owned by another user in a "
+            return file_fail(o,
+                             "%s is a symlink owned by another user in a "
                              "shared sticky directory; refused to follow it",
                              path);
         if (stat(path, &st) != 0)
-            return file_fail(o, "%s is a symlink to a missing or unreachable "
+            return file_fail(o,
+                             "%s is a symlink to a missing or unreachable "
                              "file (%s); refused to create its target",
                              path, strerror(errno));
         o->dest = strdup(path);
@@ -148,8 +150,7 @@ ompc_status_t ompc_file_replace_begin(ompc_file_out_t *o, const char *path)
                                  strerror(errno));
             exists = lstat(o->dest, &st) == 0;
             if (!exists && errno != ENOENT)
-                return file_fail(o, "cannot examine %s: %s", o->dest,
-                                 strerror(errno));
+                return file_fail(o, "cannot examine %s: %s", o->dest, strerror(errno));
         } else {
             /* A link to a device or FIFO: written in place below. */
             nofollow = 0;
@@ -166,8 +167,7 @@ ompc_status_t ompc_file_replace_begin(ompc_file_out_t *o, const char *path)
         if (o->fd < 0)
             return file_fail(o, "cannot open %s: %s", o->dest, strerror(errno));
         struct stat now;
-        if (fstat(o->fd, &now) != 0 || !S_ISCHR(now.st_mode) ||
-            now.st_rdev != st.st_rdev)
+        if (fstat(o->fd, &now) != 0 || !S_ISCHR(now.st_mode) || now.st_rdev != st.st_rdev)
             return file_fail(o, "%s changed while it was opened; refused", o->dest);
         return OMPC_OK;
     }
@@ -176,8 +176,10 @@ ompc_status_t ompc_file_replace_begin(ompc_file_out_t *o, const char *path)
          * reader a blocking open would hang the run, so refuse instead. */
         o->fd = open(o->dest, O_WRONLY | O_NONBLOCK | nofollow | O_CLOEXEC);
         if (o->fd < 0 && errno == ENXIO)
-            return file_fail(o, "%s is a FIFO with no reader; refused (start "
-                             "its reader first)", o->dest);
+            return file_fail(o,
+                             "%s is a FIFO with no reader; refused (start "
+                             "its reader first)",
+                             o->dest);
         if (o->fd < 0)
             return file_fail(o, "cannot open %s: %s", o->dest, strerror(errno));
         struct stat now;
@@ -203,8 +205,8 @@ ompc_status_t ompc_file_replace_begin(ompc_file_out_t *o, const char *path)
         int e = errno;
         free(o->tmp);
         o->tmp = NULL;
-        return file_fail(o, "cannot create a temporary file next to %s: %s",
-                         o->dest, strerror(e));
+        return file_fail(o, "cannot create a temporary file next to %s: %s", o->dest,
+                         strerror(e));
     }
     /* mkostemp makes 0600: keep the replaced file's mode, or the usual
      * mode of a new file. */
@@ -223,8 +225,10 @@ static ompc_status_t file_finish(ompc_file_out_t *o, int err)
     if (o->tmp) {
         struct stat st;
         if (lstat(o->dest, &st) == 0 && !S_ISREG(st.st_mode))
-            return file_fail(o, "%s became %s while it was written; left it "
-                             "alone", o->dest, file_kind(st.st_mode));
+            return file_fail(o,
+                             "%s became %s while it was written; left it "
+                             "alone",
+                             o->dest, file_kind(st.st_mode));
         if (rename(o->tmp, o->dest) != 0)
             return file_fail(o, "cannot rename %s to %s: %s", o->tmp, o->dest,
                              strerror(errno));
@@ -269,10 +273,7 @@ ompc_status_t ompc_file_replace_commit_stream(ompc_file_out_t *o, FILE *f)
     return file_finish(o, err);
 }
 
-void ompc_file_replace_abort(ompc_file_out_t *o)
-{
-    file_fail(o, "abandoned");
-}
+void ompc_file_replace_abort(ompc_file_out_t *o) { file_fail(o, "abandoned"); }
 
 int ompc_file_write_all(int fd, const void *buf, size_t len)
 {

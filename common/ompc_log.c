@@ -15,8 +15,7 @@ static _Atomic int log_rank = -1;
 static _Thread_local char log_thread[16] = "main";
 static _Atomic(ompc_abort_hook_t) abort_hook = NULL;
 
-static const char *const level_names[] = {"error", "warn", "info", "debug",
-                                          "trace"};
+static const char *const level_names[] = {"error", "warn", "info", "debug", "trace"};
 
 void ompc_log_set_rank(int rank) { atomic_store(&log_rank, rank); }
 
@@ -30,12 +29,12 @@ int ompc_log_enabled(ompc_log_level_t level)
     return (int64_t)level <= ompc_config_get()->log_level;
 }
 
-static void log_vemit(const char *level, const char *file, int line,
-                      const char *fmt, va_list ap)
+static void log_vemit(const char *level, const char *file, int line, const char *fmt,
+                      va_list ap)
 {
     char buf[1024];
-    int n = snprintf(buf, sizeof(buf), "[ompc r%d %s] %s: ",
-                     atomic_load(&log_rank), log_thread, level);
+    int n = snprintf(buf, sizeof(buf), "[ompc r%d %s] %s: ", atomic_load(&log_rank),
+                     log_thread, level);
     if (n < 0)
         return;
     if ((size_t)n < sizeof(buf)) {
@@ -53,15 +52,14 @@ static void log_vemit(const char *level, const char *file, int line,
     (void)w;
 }
 
-void ompc_log_emit(ompc_log_level_t level, const char *file, int line,
-                   const char *fmt, ...)
+void ompc_log_emit(ompc_log_level_t level, const char *file, int line, const char *fmt,
+                   ...)
 {
     va_list ap;
     va_start(ap, fmt);
     /* Source positions only help at debug levels; user-facing messages stay
      * short. */
-    log_vemit(level_names[level], level >= OMPC_LOG_DEBUG ? file : NULL, line,
-              fmt, ap);
+    log_vemit(level_names[level], level >= OMPC_LOG_DEBUG ? file : NULL, line, fmt, ap);
     va_end(ap);
 }
 
@@ -70,7 +68,10 @@ void ompc_set_abort_hook(ompc_abort_hook_t hook) { atomic_store(&abort_hook, hoo
 static _Atomic bool aborting;
 static void (*_Atomic fatal_cleanup)(void);
 
-void ompc_set_fatal_cleanup(void (*cleanup)(void)) { atomic_store(&fatal_cleanup, cleanup); }
+void ompc_set_fatal_cleanup(void (*cleanup)(void))
+{
+    atomic_store(&fatal_cleanup, cleanup);
+}
 
 bool ompc_aborting(void) { return atomic_load(&aborting); }
 

@@ -103,8 +103,8 @@ ompc_tmap_node_t *ompc_tmap_ceil(const ompc_tmap_t *m, uintptr_t key)
     return best;
 }
 
-static void tmap_drain(ompc_tmap_node_t *t,
-                       void (*fn)(ompc_tmap_node_t *n, void *arg), void *arg)
+static void tmap_drain(ompc_tmap_node_t *t, void (*fn)(ompc_tmap_node_t *n, void *arg),
+                       void *arg)
 {
     while (t) {
         tmap_drain(t->left, fn, arg);

@@ -30,7 +30,7 @@ void ompc_tmap_drain(ompc_tmap_t *m, void (*fn)(ompc_tmap_node_t *n, void *arg),
                      void *arg);
 
 /* The element that embeds node n as member `field`. */
-#define OMPC_TMAP_ENTRY(n, type, field)                                       \
+#define OMPC_TMAP_ENTRY(n, type, field)                                                  \
     ((type *)(void *)((char *)(n) - offsetof(type, field)))
 
 #endif

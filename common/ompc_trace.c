@@ -153,9 +153,8 @@ static uint64_t trace_budget_take(_Atomic uint64_t *used, uint64_t limit,
         if (u >= limit || limit - u < min_take)
             return 0;
         uint64_t take = limit - u < want ? limit - u : want;
-        if (atomic_compare_exchange_weak_explicit(used, &u, u + take,
-                                                  memory_order_relaxed,
-                                                  memory_order_relaxed))
+        if (atomic_compare_exchange_weak_explicit(
+                used, &u, u + take, memory_order_relaxed, memory_order_relaxed))
             return take;
     }
 }
@@ -200,8 +199,7 @@ static char *thread_arena_alloc(trace_thread_t *th, size_t len)
     trace_strchunk_t *c = th->strs;
     if (!c || c->cap - c->used < need) {
         size_t cap = need > TRACE_STRCHUNK_BYTES ? need : TRACE_STRCHUNK_BYTES;
-        if (!trace_budget_take(&trace.str_bytes_reserved, trace_str_limit(), cap,
-                               cap))
+        if (!trace_budget_take(&trace.str_bytes_reserved, trace_str_limit(), cap, cap))
             return NULL;
         c = malloc(sizeof(*c) + cap);
         if (!c) {
@@ -235,8 +233,8 @@ static const char *thread_str_store(trace_thread_t *th, const char *s, size_t le
  * bytes for a number, a u16 length and the bytes for a string.  Recording
  * copies bytes only; keys and strings become JSON when the file is
  * written.  NULL for an unknown type or when the arena is full. */
-static const char *thread_args_store(trace_thread_t *th,
-                                     const ompc_trace_arg_t *args, size_t nargs)
+static const char *thread_args_store(trace_thread_t *th, const ompc_trace_arg_t *args,
+                                     size_t nargs)
 {
     uint16_t klen[OMPC_TRACE_ARGS_MAX], slen[OMPC_TRACE_ARGS_MAX];
     size_t need = 0;
@@ -247,15 +245,12 @@ static const char *thread_args_store(trace_thread_t *th,
         switch (a->type) {
         case OMPC_TRACE_ARG_U64:
         case OMPC_TRACE_ARG_I64:
-        case OMPC_TRACE_ARG_F64:
-            need += 8;
-            break;
+        case OMPC_TRACE_ARG_F64: need += 8; break;
         case OMPC_TRACE_ARG_STR:
             slen[i] = (uint16_t)(a->str ? strnlen(a->str, OMPC_TRACE_STR_MAX) : 0);
             need += 2 + (size_t)slen[i];
             break;
-        default:
-            return NULL;
+        default: return NULL;
         }
     }
     char *rec = thread_arena_alloc(th, need), *p = rec;
@@ -269,9 +264,18 @@ static const char *thread_args_store(trace_thread_t *th,
             memcpy(p + 2, a->key, klen[i]);
         p += 2 + klen[i];
         switch (a->type) {
-        case OMPC_TRACE_ARG_U64: memcpy(p, &a->u64, 8); p += 8; break;
-        case OMPC_TRACE_ARG_I64: memcpy(p, &a->i64, 8); p += 8; break;
-        case OMPC_TRACE_ARG_F64: memcpy(p, &a->f64, 8); p += 8; break;
+        case OMPC_TRACE_ARG_U64:
+            memcpy(p, &a->u64, 8);
+            p += 8;
+            break;
+        case OMPC_TRACE_ARG_I64:
+            memcpy(p, &a->i64, 8);
+            p += 8;
+            break;
+        case OMPC_TRACE_ARG_F64:
+            memcpy(p, &a->f64, 8);
+            p += 8;
+            break;
         default:
             memcpy(p, &slen[i], 2);
             if (slen[i])
@@ -356,8 +360,7 @@ static trace_ev_t *thread_slot(trace_thread_t *th)
         return NULL;
     trace_chunk_t *nc = malloc(sizeof(*nc) + (size_t)take * sizeof(trace_ev_t));
     if (!nc) {
-        atomic_fetch_sub_explicit(&trace.events_reserved, take,
-                                  memory_order_relaxed);
+        atomic_fetch_sub_explicit(&trace.events_reserved, take, memory_order_relaxed);
         return NULL;
     }
     atomic_init(&nc->next, NULL);
@@ -374,8 +377,8 @@ static trace_ev_t *thread_slot(trace_thread_t *th)
 
 /* series is for 'C' only, args and nargs for 'X' and 'i' only. */
 static void trace_record(uint8_t ph, const char *cat, const char *name,
-                         const char *series, const ompc_trace_arg_t *args,
-                         size_t nargs, uint64_t ts, uint64_t val)
+                         const char *series, const ompc_trace_arg_t *args, size_t nargs,
+                         uint64_t ts, uint64_t val)
 {
     trace_thread_t *th = trace_self();
     if (!th) {
@@ -473,10 +476,7 @@ void ompc_trace_init(int rank, bool enabled)
     atomic_store_explicit(&trace.on, enabled, memory_order_release);
 }
 
-bool ompc_trace_on(void)
-{
-    return atomic_load_explicit(&trace.on, memory_order_relaxed);
-}
+bool ompc_trace_on(void) { return atomic_load_explicit(&trace.on, memory_order_relaxed); }
 
 uint64_t ompc_trace_now_ns(void) { return ompc_now_ns(); }
 
@@ -498,8 +498,8 @@ void ompc_trace_thread_name(const char *name)
     trace_unlock();
 }
 
-void ompc_trace_span(const char *cat, const char *name, uint64_t t0_ns,
-                     uint64_t t1_ns, const ompc_trace_arg_t *args, size_t nargs)
+void ompc_trace_span(const char *cat, const char *name, uint64_t t0_ns, uint64_t t1_ns,
+                     const ompc_trace_arg_t *args, size_t nargs)
 {
     if (!atomic_load_explicit(&trace.on, memory_order_relaxed))
         return;
@@ -508,13 +508,13 @@ void ompc_trace_span(const char *cat, const char *name, uint64_t t0_ns,
     trace_record('X', cat, name, NULL, args, nargs, ts, dur);
 }
 
-void ompc_trace_instant(const char *cat, const char *name,
-                        const ompc_trace_arg_t *args, size_t nargs)
+void ompc_trace_instant(const char *cat, const char *name, const ompc_trace_arg_t *args,
+                        size_t nargs)
 {
     if (!atomic_load_explicit(&trace.on, memory_order_relaxed))
         return;
-    trace_record('i', cat, name, NULL, args, nargs,
-                 trace_clamp_time(ompc_trace_now_ns()), 0);
+    trace_record('i', cat, name, NULL, args, nargs, trace_clamp_time(ompc_trace_now_ns()),
+                 0);
 }
 
 void ompc_trace_counter(const char *name, const char *series, double value)
@@ -671,8 +671,7 @@ static int strset_add(trace_strset_t *set, const char *s, uint32_t len, uint32_t
 }
 
 /* The id of the len bytes at s in *id_p; -1 on failure. */
-static int strset_id(trace_strset_t *set, const char *s, uint32_t len,
-                     uint32_t *id_p)
+static int strset_id(trace_strset_t *set, const char *s, uint32_t len, uint32_t *id_p)
 {
     uint64_t h = trace_hash(s, len), id;
     if (ompc_u64map_get(&set->ids, h, &id)) {
@@ -740,8 +739,8 @@ static ompc_status_t trace_serialize_locked(void **blob_p, size_t *size_p)
     uint32_t nthreads = trace.next_tid;
     trace_strset_t set = {0};
     trace_buf_t evs = {0}, args_out = {0};
-    uint64_t nevents = 0, nargs = 0, dropped = atomic_load_explicit(&trace.lost,
-                                                        memory_order_relaxed);
+    uint64_t nevents = 0, nargs = 0,
+             dropped = atomic_load_explicit(&trace.lost, memory_order_relaxed);
     trace_thread_t **by_tid = calloc(nthreads ? nthreads : 1, sizeof(*by_tid));
     uint32_t *name_ids = calloc(nthreads ? nthreads : 1, sizeof(*name_ids));
     if (!by_tid || !name_ids)
@@ -798,8 +797,8 @@ static ompc_status_t trace_serialize_locked(void **blob_p, size_t *size_p)
     }
     if (set.out.failed || evs.failed || args_out.failed)
         goto out;
-    size_t size = TRACE_HDR_BYTES + set.out.len + 4 * (size_t)nthreads +
-                  args_out.len + evs.len;
+    size_t size = TRACE_HDR_BYTES + set.out.len + 4 * (size_t)nthreads + args_out.len +
+                  evs.len;
     uint8_t *blob = malloc(size);
     if (!blob)
         goto out;
@@ -960,8 +959,7 @@ static ompc_status_t blob_parse(const void *data, size_t size, trace_blob_t *b)
     }
     off += (size_t)b->nargs * TRACE_ARG_BYTES;
 
-    if ((size - off) % TRACE_EV_BYTES != 0 ||
-        b->nevents != (size - off) / TRACE_EV_BYTES)
+    if ((size - off) % TRACE_EV_BYTES != 0 || b->nevents != (size - off) / TRACE_EV_BYTES)
         return blob_bad(b, "event count does not match the size");
     b->events = p + off;
     b->ts_min = TRACE_TIME_MAX;
@@ -1231,8 +1229,7 @@ static void out_f64(trace_out_t *w, uint64_t bits)
 }
 
 /* The n arguments from index first, which blob_parse checked. */
-static void out_args(trace_out_t *w, const trace_blob_t *b, uint32_t first,
-                     uint32_t n)
+static void out_args(trace_out_t *w, const trace_blob_t *b, uint32_t first, uint32_t n)
 {
     OUT_LIT(w, ",\"args\":{");
     for (uint32_t k = 0; k < n; k++) {
@@ -1243,9 +1240,7 @@ static void out_args(trace_out_t *w, const trace_blob_t *b, uint32_t first,
         out_blob_str(w, b, dec_u32(a + 4));
         OUT_LIT(w, ":");
         switch (a[0]) {
-        case OMPC_TRACE_ARG_U64:
-            out_u64(w, val);
-            break;
+        case OMPC_TRACE_ARG_U64: out_u64(w, val); break;
         case OMPC_TRACE_ARG_I64:
             if ((int64_t)val < 0) {
                 OUT_LIT(w, "-");
@@ -1253,12 +1248,8 @@ static void out_args(trace_out_t *w, const trace_blob_t *b, uint32_t first,
             }
             out_u64(w, val);
             break;
-        case OMPC_TRACE_ARG_F64:
-            out_f64(w, val);
-            break;
-        default:
-            out_blob_str(w, b, (uint32_t)val);
-            break;
+        case OMPC_TRACE_ARG_F64: out_f64(w, val); break;
+        default: out_blob_str(w, b, (uint32_t)val); break;
         }
     }
     OUT_LIT(w, "}");
@@ -1268,8 +1259,7 @@ static void out_blob(trace_out_t *w, const trace_blob_t *b, int64_t base)
 {
     int r = b->rank;
     char label[64];
-    int n = snprintf(label, sizeof(label), "rank %d (%s)", r,
-                     r == 0 ? "head" : "worker");
+    int n = snprintf(label, sizeof(label), "rank %d (%s)", r, r == 0 ? "head" : "worker");
     out_open(w, "M", r, 0);
     OUT_LIT(w, ",\"name\":\"process_name\",\"args\":{\"name\":");
     out_str(w, (const uint8_t *)label, (size_t)n);
@@ -1371,15 +1361,15 @@ static ompc_status_t trace_write_file(const char *path, trace_blob_t *b, int n,
 }
 
 ompc_status_t ompc_trace_write(const char *path, const void *const *blobs,
-                               const size_t *sizes, const int64_t *offsets_ns,
-                               int nblobs)
+                               const size_t *sizes, const int64_t *offsets_ns, int nblobs)
 {
     if (!path || !path[0] || nblobs < 0 || (nblobs > 0 && (!blobs || !sizes)))
         return OMPC_ERR_INVALID;
     for (int i = 0; offsets_ns && i < nblobs; i++) {
         if (offsets_ns[i] > TRACE_TIME_MAX || offsets_ns[i] < -TRACE_TIME_MAX) {
             ompc_error("trace: clock offset %" PRId64 " ns of blob %d is out of "
-                       "range", offsets_ns[i], i);
+                       "range",
+                       offsets_ns[i], i);
             return OMPC_ERR_INVALID;
         }
     }
@@ -1400,8 +1390,8 @@ ompc_status_t ompc_trace_write(const char *path, const void *const *blobs,
         st = blob_parse(data, size, &b[parsed]);
         if (st != OMPC_OK) {
             if (st == OMPC_ERR_PROTOCOL)
-                ompc_error("trace: blob %d (%zu bytes) is malformed: %s",
-                           parsed - 1, size, b[parsed].why);
+                ompc_error("trace: blob %d (%zu bytes) is malformed: %s", parsed - 1,
+                           size, b[parsed].why);
             goto out;
         }
         b[parsed].offset = parsed && offsets_ns ? offsets_ns[parsed - 1] : 0;
@@ -1433,8 +1423,7 @@ ompc_status_t ompc_trace_write(const char *path, const void *const *blobs,
     }
     st = trace_write_file(path, b, n, base);
     if (st == OMPC_OK)
-        ompc_info("trace: wrote %s: %" PRIu64 " events from %d ranks", path,
-                  total, n);
+        ompc_info("trace: wrote %s: %" PRIu64 " events from %d ranks", path, total, n);
 out:
     for (int i = 0; b && i < parsed; i++)
         blob_free(&b[i]);

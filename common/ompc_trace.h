@@ -61,14 +61,11 @@ typedef struct ompc_trace_arg {
  *                                      OMPC_TRACE_STR("policy", name)};
  *     ompc_trace_span("sched", "schedule", t0, t1, args,
  *                     OMPC_TRACE_NARGS(args)); */
-#define OMPC_TRACE_U64(k, v)                                                  \
+#define OMPC_TRACE_U64(k, v)                                                             \
     {.key = (k), .type = OMPC_TRACE_ARG_U64, .u64 = (uint64_t)(v)}
-#define OMPC_TRACE_I64(k, v)                                                  \
-    {.key = (k), .type = OMPC_TRACE_ARG_I64, .i64 = (int64_t)(v)}
-#define OMPC_TRACE_F64(k, v)                                                  \
-    {.key = (k), .type = OMPC_TRACE_ARG_F64, .f64 = (double)(v)}
-#define OMPC_TRACE_STR(k, v)                                                  \
-    {.key = (k), .type = OMPC_TRACE_ARG_STR, .str = (v)}
+#define OMPC_TRACE_I64(k, v) {.key = (k), .type = OMPC_TRACE_ARG_I64, .i64 = (int64_t)(v)}
+#define OMPC_TRACE_F64(k, v) {.key = (k), .type = OMPC_TRACE_ARG_F64, .f64 = (double)(v)}
+#define OMPC_TRACE_STR(k, v) {.key = (k), .type = OMPC_TRACE_ARG_STR, .str = (v)}
 /* The element count of an argument array (an array, not a pointer). */
 #define OMPC_TRACE_NARGS(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -91,11 +88,11 @@ void ompc_trace_thread_name(const char *name);
  * "args" in the file).  cat, name and the arguments are copied.  An
  * argument of an unknown type drops the event (counted as dropped).  Any
  * thread; no lock. */
-void ompc_trace_span(const char *cat, const char *name, uint64_t t0_ns,
-                     uint64_t t1_ns, const ompc_trace_arg_t *args, size_t nargs);
+void ompc_trace_span(const char *cat, const char *name, uint64_t t0_ns, uint64_t t1_ns,
+                     const ompc_trace_arg_t *args, size_t nargs);
 /* An instant event ("ph":"i", thread scope) at the current time. */
-void ompc_trace_instant(const char *cat, const char *name,
-                        const ompc_trace_arg_t *args, size_t nargs);
+void ompc_trace_instant(const char *cat, const char *name, const ompc_trace_arg_t *args,
+                        size_t nargs);
 /* A counter sample ("ph":"C"): track `name`, series `series`, at the current
  * time.  Non-finite values are not recorded (JSON has no NaN). */
 void ompc_trace_counter(const char *name, const char *series, double value);

@@ -133,10 +133,7 @@ size_t ompc_u64map_remove_if(ompc_u64map_t *m,
     return removed;
 }
 
-size_t ompc_u64map_size(const ompc_u64map_t *m)
-{
-    return m->n;
-}
+size_t ompc_u64map_size(const ompc_u64map_t *m) { return m->n; }
 
 bool ompc_u64map_next(const ompc_u64map_t *m, size_t *pos_p, uint64_t *key_p,
                       uint64_t *val_p)

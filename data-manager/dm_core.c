@@ -109,7 +109,8 @@ static ompc_status_t dm_reserve(dm_ctx_t *dm)
     }
     free(props);
     ompc_fatal("no address range of %zu bytes is free on every rank for device "
-               "memory; lower OMPC_DEVICE_VA", size);
+               "memory; lower OMPC_DEVICE_VA",
+               size);
 }
 
 ompc_status_t dm_ctx_create(ev_ctx_t *ev, dm_ctx_t **dm_p)
@@ -243,7 +244,8 @@ ompc_status_t dm_alloc(dm_ctx_t *dm, size_t size, dm_buf_t **buf_p)
     } else {
         pthread_mutex_unlock(&dm->mtx);
         ompc_error("device memory address range exhausted (OMPC_DEVICE_VA=%zu) "
-                   "allocating %zu bytes", dm->va_size, size);
+                   "allocating %zu bytes",
+                   dm->va_size, size);
         dm_buf_destroy(b);
         return OMPC_ERR_NOMEM;
     }
@@ -253,8 +255,8 @@ ompc_status_t dm_alloc(dm_ctx_t *dm, size_t size, dm_buf_t **buf_p)
     return OMPC_OK;
 }
 
-ompc_status_t dm_register_fixed(dm_ctx_t *dm, const dm_addr_t *exec_addrs,
-                                size_t size, dm_buf_t **buf_p)
+ompc_status_t dm_register_fixed(dm_ctx_t *dm, const dm_addr_t *exec_addrs, size_t size,
+                                dm_buf_t **buf_p)
 {
     dm_buf_t *b = dm_buf_new(dm, size);
     if (!b)
@@ -386,8 +388,7 @@ static void dm_drop_snapshot(dm_buf_t *b)
         dm_snap_release(b);
 }
 
-ompc_status_t dm_write(dm_ctx_t *dm, dm_buf_t *b, size_t off, const void *src,
-                       size_t len)
+ompc_status_t dm_write(dm_ctx_t *dm, dm_buf_t *b, size_t off, const void *src, size_t len)
 {
     if (off + len > b->size || off + len < off)
         return OMPC_ERR_INVALID;
@@ -587,8 +588,8 @@ ompc_status_t dm_acquire(dm_ctx_t *dm, int exec, dm_buf_t *const *bufs, size_t n
             continue;
         uint64_t args[2] = {b->node.key, b->span};
         ev_handle_t *h;
-        ompc_status_t st = ev_execute(dm->ev, rank, dm->fn_commit, args,
-                                      sizeof(args), NULL, 0, &h);
+        ompc_status_t st = ev_execute(dm->ev, rank, dm->fn_commit, args, sizeof(args),
+                                      NULL, 0, &h);
         if (st == OMPC_OK) {
             b->committed[exec] = DM_COMMIT_SENT;
             ev_handle_retain(h); /* the buffer's reference */
@@ -651,13 +652,16 @@ ompc_status_t dm_acquire(dm_ctx_t *dm, int exec, dm_buf_t *const *bufs, size_t n
             dm->stats.bytes_dev_to_dev += b->size;
             dm->stats.transfers_dev_to_dev++;
             if (ompc_config_get()->info)
-                fprintf(stderr, "[ompc info] r0 move: device %#lx (%zu B) rank %d "
-                        "-> rank %d\n", (unsigned long)b->node.key, b->size,
-                        dm->exec_rank[src], rank);
+                fprintf(stderr,
+                        "[ompc info] r0 move: device %#lx (%zu B) rank %d "
+                        "-> rank %d\n",
+                        (unsigned long)b->node.key, b->size, dm->exec_rank[src], rank);
         } else if (b->snap_valid) {
             if (ompc_config_get()->info)
-                fprintf(stderr, "[ompc info] r0 move: device %#lx (%zu B) head "
-                        "-> rank %d\n", (unsigned long)b->node.key, b->size, rank);
+                fprintf(stderr,
+                        "[ompc info] r0 move: device %#lx (%zu B) head "
+                        "-> rank %d\n",
+                        (unsigned long)b->node.key, b->size, rank);
             b->busy++;
             st = ev_submit(dm->ev, rank, b->snap, addr_on(b, exec), b->size, &hs[nh]);
         } else {
@@ -735,8 +739,7 @@ void dm_written(dm_ctx_t *dm, int exec, dm_buf_t *const *bufs, size_t n)
     dm_written_by(dm, exec, bufs, n, 0);
 }
 
-void dm_written_by(dm_ctx_t *dm, int exec, dm_buf_t *const *bufs, size_t n,
-                   uint64_t tag)
+void dm_written_by(dm_ctx_t *dm, int exec, dm_buf_t *const *bufs, size_t n, uint64_t tag)
 {
     pthread_mutex_lock(&dm->mtx);
     for (size_t i = 0; i < n; i++) {
@@ -861,8 +864,7 @@ void dm_valid_if(dm_ctx_t *dm, int exec, dm_buf_t *b, uint64_t tag)
     pthread_mutex_unlock(&dm->mtx);
 }
 
-int dm_source_for(dm_ctx_t *dm, dm_buf_t *b, int exec, bool *head_only,
-                  uint64_t *tag_p)
+int dm_source_for(dm_ctx_t *dm, dm_buf_t *b, int exec, bool *head_only, uint64_t *tag_p)
 {
     pthread_mutex_lock(&dm->mtx);
     bool here = b->valid[exec] || !b->has_data;

@@ -46,8 +46,8 @@ int dm_executor_rank(const dm_ctx_t *dm, int executor);
 ompc_status_t dm_alloc(dm_ctx_t *dm, size_t size, dm_buf_t **buf_p);
 /* A buffer that already exists on every executor at per-executor addresses
  * (declare-target globals): valid everywhere, never freed. */
-ompc_status_t dm_register_fixed(dm_ctx_t *dm, const dm_addr_t *exec_addrs,
-                                size_t size, dm_buf_t **buf_p);
+ompc_status_t dm_register_fixed(dm_ctx_t *dm, const dm_addr_t *exec_addrs, size_t size,
+                                dm_buf_t **buf_p);
 /* Release the buffer on every executor and recycle its addresses. */
 ompc_status_t dm_free(dm_ctx_t *dm, dm_buf_t *buf);
 
@@ -77,8 +77,7 @@ ompc_status_t dm_write_borrow(dm_ctx_t *dm, dm_buf_t *buf, const void *src);
 ompc_status_t dm_unborrow(dm_ctx_t *dm, dm_buf_t *buf);
 /* Device -> host, from a valid copy.  Bytes never written are left as they
  * are in dst. */
-ompc_status_t dm_read(dm_ctx_t *dm, dm_buf_t *buf, size_t off, void *dst,
-                      size_t len);
+ompc_status_t dm_read(dm_ctx_t *dm, dm_buf_t *buf, size_t off, void *dst, size_t len);
 /* Device -> device (may be within one buffer if the ranges do not overlap). */
 ompc_status_t dm_copy(dm_ctx_t *dm, dm_buf_t *dst, size_t doff, dm_buf_t *src,
                       size_t soff, size_t len);
@@ -131,8 +130,7 @@ void dm_commit_claimed(dm_ctx_t *dm, int exec, dm_buf_t *const *bufs, size_t n,
  * sequence number, below 2^63), or a value of its own after any other
  * change. */
 uint64_t dm_buf_wtag(dm_ctx_t *dm, dm_buf_t *buf);
-void dm_written_by(dm_ctx_t *dm, int exec, dm_buf_t *const *bufs, size_t n,
-                   uint64_t tag);
+void dm_written_by(dm_ctx_t *dm, int exec, dm_buf_t *const *bufs, size_t n, uint64_t tag);
 /* A copy of the data of writer `tag` arrived on exec: valid there unless
  * the data changed since. */
 void dm_valid_if(dm_ctx_t *dm, int exec, dm_buf_t *buf, uint64_t tag);

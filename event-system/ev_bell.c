@@ -71,8 +71,8 @@ static void bell_local_addr(ev_bell_peer_t *p, uint64_t job, int rank)
     memset(a, 0, sizeof(*a));
     a->sun_family = AF_UNIX;
     /* Abstract name (leading NUL): no file to clean up after a crash. */
-    int n = snprintf(a->sun_path + 1, sizeof(a->sun_path) - 1,
-                     "ompc-bell-%016llx-%d", (unsigned long long)job, rank);
+    int n = snprintf(a->sun_path + 1, sizeof(a->sun_path) - 1, "ompc-bell-%016llx-%d",
+                     (unsigned long long)job, rank);
     p->len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n);
 }
 
@@ -123,8 +123,8 @@ ompc_status_t ev_bell_init(ev_ctx_t *ctx)
     bell_card_t me = {.spin_us = ctx->spin_us};
     if (gethostname(me.host, sizeof(me.host) - 1) != 0)
         snprintf(me.host, sizeof(me.host), "unknown-%d", ctx->rank);
-    EV_CHECK_MPI(MPI_Allgather(&me, (int)sizeof(me), MPI_BYTE, cards,
-                               (int)sizeof(me), MPI_BYTE, ctx->coll),
+    EV_CHECK_MPI(MPI_Allgather(&me, (int)sizeof(me), MPI_BYTE, cards, (int)sizeof(me),
+                               MPI_BYTE, ctx->coll),
                  "MPI_Allgather");
     bool remote = false; /* some two ranks on different hosts (same answer everywhere) */
     for (int r = 1; r < n && !remote; r++)
@@ -157,8 +157,8 @@ ompc_status_t ev_bell_init(ev_ctx_t *ctx)
         }
         if (b->fd_udp < 0)
             me.ip = 0;
-        EV_CHECK_MPI(MPI_Allgather(&me, (int)sizeof(me), MPI_BYTE, cards,
-                                   (int)sizeof(me), MPI_BYTE, ctx->coll),
+        EV_CHECK_MPI(MPI_Allgather(&me, (int)sizeof(me), MPI_BYTE, cards, (int)sizeof(me),
+                                   MPI_BYTE, ctx->coll),
                      "MPI_Allgather");
     }
     for (int r = 0; r < n && on; r++) {
@@ -246,8 +246,8 @@ bool ev_bell_ping(ev_ctx_t *ctx, int peer, bool pong)
     if (peer < 0 || peer >= ctx->size || !b->peers || b->peers[peer].fd < 0)
         return false;
     const ev_bell_peer_t *p = &b->peers[peer];
-    bell_live_t m = {.magic = BELL_LIVE_MAGIC, .pong = pong, .rank = ctx->rank,
-                     .job = b->job};
+    bell_live_t m = {
+        .magic = BELL_LIVE_MAGIC, .pong = pong, .rank = ctx->rank, .job = b->job};
     if (sendto(p->fd, &m, sizeof(m), MSG_DONTWAIT | MSG_NOSIGNAL,
                (const struct sockaddr *)&p->addr, p->len) < 0) {
         ompc_trace("liveness datagram to r%d: %s", peer, strerror(errno));

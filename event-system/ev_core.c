@@ -97,19 +97,20 @@ int32_t ev_debug_tag(ev_ctx_t *ctx)
 }
 
 /* ------------------------------------------------------------- requests */
-void ev_op_isend(ev_ctx_t *ctx, ev_op_t *op, const void *buf, size_t len,
-                 int peer, MPI_Comm comm, int mpitag, int cookie)
+void ev_op_isend(ev_ctx_t *ctx, ev_op_t *op, const void *buf, size_t len, int peer,
+                 MPI_Comm comm, int mpitag, int cookie)
 {
     OMPC_ASSERT(op->nnew < EV_OP_NEWREQ_MAX && len <= INT32_MAX);
-    EV_CHECK_MPI(MPI_Isend(buf, (int)len, MPI_BYTE, peer, mpitag, comm,
-                           &op->newreq[op->nnew]), "MPI_Isend");
+    EV_CHECK_MPI(
+        MPI_Isend(buf, (int)len, MPI_BYTE, peer, mpitag, comm, &op->newreq[op->nnew]),
+        "MPI_Isend");
     op->newcookie[op->nnew++] = cookie;
     op->npending++;
     op->ncook[cookie]++;
     atomic_fetch_add_explicit(&ctx->st_bytes_sent, len, memory_order_relaxed);
     ev_bell_ring(ctx, peer);
-    ompc_trace("--> %s tag %d to r%d mpitag %d (%zu B)", ev_kind_name(op->kind),
-               op->tag, peer, mpitag, len);
+    ompc_trace("--> %s tag %d to r%d mpitag %d (%zu B)", ev_kind_name(op->kind), op->tag,
+               peer, mpitag, len);
 }
 
 void ev_op_irecv(ev_ctx_t *ctx, ev_op_t *op, void *buf, size_t len, int peer,
@@ -117,8 +118,9 @@ void ev_op_irecv(ev_ctx_t *ctx, ev_op_t *op, void *buf, size_t len, int peer,
 {
     (void)ctx;
     OMPC_ASSERT(op->nnew < EV_OP_NEWREQ_MAX && len <= INT32_MAX);
-    EV_CHECK_MPI(MPI_Irecv(buf, (int)len, MPI_BYTE, peer, mpitag, comm,
-                           &op->newreq[op->nnew]), "MPI_Irecv");
+    EV_CHECK_MPI(
+        MPI_Irecv(buf, (int)len, MPI_BYTE, peer, mpitag, comm, &op->newreq[op->nnew]),
+        "MPI_Irecv");
     op->newcookie[op->nnew++] = cookie;
     op->npending++;
     op->ncook[cookie]++;
@@ -177,8 +179,7 @@ void ev_stream_pump(ev_ctx_t *ctx, ev_op_t *op)
             ev_op_isend(ctx, op, p, len, s->peer, comm, s->mpitag, EV_RQ_CHUNK);
         } else {
             ev_op_irecv(ctx, op, p, len, s->peer, comm, s->mpitag, EV_RQ_CHUNK);
-            atomic_fetch_add_explicit(&ctx->st_bytes_recv, len,
-                                      memory_order_relaxed);
+            atomic_fetch_add_explicit(&ctx->st_bytes_recv, len, memory_order_relaxed);
         }
         s->posted += len;
         s->inflight++;
@@ -271,7 +272,8 @@ bool ev_progress_hot(ev_ctx_t *ctx)
     if (spin_ns == 0 ||
         (atomic_load(&ctx->gate_sleeping) && !atomic_load(&ctx->spinners)))
         return false;
-    return ompc_now_ns() - atomic_load_explicit(&ctx->gate_busy_ns, memory_order_relaxed) <
+    return ompc_now_ns() -
+               atomic_load_explicit(&ctx->gate_busy_ns, memory_order_relaxed) <
            spin_ns / 4;
 }
 
@@ -314,10 +316,7 @@ static ev_handle_t *handle_new(ev_ctx_t *ctx, int kind)
     return h;
 }
 
-void ev_handle_retain(ev_handle_t *h)
-{
-    atomic_fetch_add(&h->refs, 1);
-}
+void ev_handle_retain(ev_handle_t *h) { atomic_fetch_add(&h->refs, 1); }
 
 void ev_handle_release(ev_handle_t *h)
 {
@@ -482,14 +481,15 @@ ompc_status_t ev_wait_all(ev_handle_t **hs, size_t n)
 
 ev_addr_t ev_handle_addr(const ev_handle_t *h)
 {
-    return atomic_load_explicit(&((ev_handle_t *)h)->done, memory_order_acquire)
-               ? h->addr : 0;
+    return atomic_load_explicit(&((ev_handle_t *)h)->done, memory_order_acquire) ? h->addr
+                                                                                 : 0;
 }
 
 size_t ev_handle_result_size(const ev_handle_t *h)
 {
     return atomic_load_explicit(&((ev_handle_t *)h)->done, memory_order_acquire)
-               ? h->result_size : 0;
+               ? h->result_size
+               : 0;
 }
 
 static void wake_waiters(ev_ctx_t *ctx)
@@ -515,10 +515,7 @@ static void arrival_remove(ev_ctx_t *ctx, ev_op_t *op)
     op->aprev = op->anext = NULL;
 }
 
-bool ev_arrivals_before_done(ev_ctx_t *ctx, ev_op_t *op)
-{
-    return ctx->arr_head == op;
-}
+bool ev_arrivals_before_done(ev_ctx_t *ctx, ev_op_t *op) { return ctx->arr_head == op; }
 
 static ev_op_t **dest_bucket(ev_ctx_t *ctx, int32_t tag)
 {
@@ -613,7 +610,8 @@ static int gate_progress_requests(ev_ctx_t *ctx)
         return 0;
     int outcount = 0;
     EV_CHECK_MPI(MPI_Testsome(ctx->nreqs, ctx->reqs, &outcount, ctx->tsome_idx,
-                              MPI_STATUSES_IGNORE), "MPI_Testsome");
+                              MPI_STATUSES_IGNORE),
+                 "MPI_Testsome");
     if (outcount == MPI_UNDEFINED || outcount == 0)
         return 0;
     uint64_t now = ompc_now_ns();
@@ -683,8 +681,8 @@ _Noreturn void ev_proto_fatal(ev_ctx_t *ctx, int src, const ev_wire_hdr_t *hdr,
                               const char *what)
 {
     ompc_fatal("rank %d: protocol error in message from rank %d (event kind %s"
-               " [%d], tag %d): %s", ctx->rank, src,
-               hdr ? ev_kind_name(hdr->kind) : "?", hdr ? hdr->kind : -1,
+               " [%d], tag %d): %s",
+               ctx->rank, src, hdr ? ev_kind_name(hdr->kind) : "?", hdr ? hdr->kind : -1,
                hdr ? hdr->tag : -1, what);
 }
 
@@ -721,8 +719,10 @@ static void gate_handle_notification(ev_ctx_t *ctx, void *buf, size_t len, int s
     ctx->last_heard[src] = ompc_now_ns();
     if (len < sizeof(hdr)) {
         char what[96];
-        snprintf(what, sizeof(what), "notification of %zu bytes, shorter than "
-                 "the %zu-byte header", len, sizeof(hdr));
+        snprintf(what, sizeof(what),
+                 "notification of %zu bytes, shorter than "
+                 "the %zu-byte header",
+                 len, sizeof(hdr));
         ev_proto_fatal(ctx, src, NULL, what);
     }
     memcpy(&hdr, buf, sizeof(hdr));
@@ -739,9 +739,10 @@ static void gate_handle_notification(ev_ctx_t *ctx, void *buf, size_t len, int s
         ev_bell_heard(ctx, src);
     if ((size_t)hdr.payload != len - sizeof(hdr)) {
         char what[128];
-        snprintf(what, sizeof(what), "wrong message size: header announces %u "
-                 "payload bytes, message carries %zu", hdr.payload,
-                 len - sizeof(hdr));
+        snprintf(what, sizeof(what),
+                 "wrong message size: header announces %u "
+                 "payload bytes, message carries %zu",
+                 hdr.payload, len - sizeof(hdr));
         ev_proto_fatal(ctx, src, &hdr, what);
     }
     if (hdr.kind == EV_K_PING) {
@@ -767,8 +768,8 @@ static void gate_handle_notification(ev_ctx_t *ctx, void *buf, size_t len, int s
         if (o->tag == hdr.tag) {
             ompc_fatal("rank %d: tag collision: event kind %s tag %d from rank "
                        "%d arrived while event kind %s with the same tag from "
-                       "the same origin is still in flight", ctx->rank,
-                       ev_kind_name(hdr.kind), hdr.tag, src,
+                       "the same origin is still in flight",
+                       ctx->rank, ev_kind_name(hdr.kind), hdr.tag, src,
                        ev_kind_name(o->kind));
         }
     }
@@ -792,8 +793,8 @@ static void gate_handle_notification(ev_ctx_t *ctx, void *buf, size_t len, int s
     else
         ctx->arr_head = op;
     ctx->arr_tail = op;
-    ompc_trace("<-- %s tag %d from r%d (%zu B)", ev_kind_name(hdr.kind), hdr.tag,
-               src, len);
+    ompc_trace("<-- %s tag %d from r%d (%zu B)", ev_kind_name(hdr.kind), hdr.tag, src,
+               len);
     live_add(ctx, op);
     ev_dest_start(ctx, op); /* validates the kind-specific fields */
     gate_step(ctx, op);
@@ -807,8 +808,9 @@ static int gate_recv_notifications(ev_ctx_t *ctx)
         int flag = 0;
         MPI_Message msg;
         MPI_Status st;
-        EV_CHECK_MPI(MPI_Improbe(MPI_ANY_SOURCE, EV_NOTIFY_TAG, ctx->ctrl, &flag,
-                                 &msg, &st), "MPI_Improbe");
+        EV_CHECK_MPI(
+            MPI_Improbe(MPI_ANY_SOURCE, EV_NOTIFY_TAG, ctx->ctrl, &flag, &msg, &st),
+            "MPI_Improbe");
         if (!flag)
             break;
         int count = 0;
@@ -834,9 +836,9 @@ static void peer_silent(ev_ctx_t *ctx, int p, uint64_t silent_ns, const char *wh
     ompc_fatal("rank %d: rank %d (%spid %lld on %s) stopped responding: no "
                "message for %.1f s while this rank waits for %s "
                "(OMPC_PEER_TIMEOUT=%.3g s; a stopped or hung process, or a "
-               "lost node)", ctx->rank, p, role, ev_peer_pid(ctx, p),
-               ev_peer_host(ctx, p), (double)silent_ns / 1e9, what,
-               (double)ctx->cfg->peer_timeout_ms / 1e3);
+               "lost node)",
+               ctx->rank, p, role, ev_peer_pid(ctx, p), ev_peer_host(ctx, p),
+               (double)silent_ns / 1e9, what, (double)ctx->cfg->peer_timeout_ms / 1e3);
 }
 
 /* One wait on peer p that began at `since`: ping p after half the timeout
@@ -888,8 +890,8 @@ static void gate_check_liveness(ev_ctx_t *ctx, uint64_t now)
     if (now < ctx->next_liveness_ns)
         return;
     uint64_t timeout = (uint64_t)ctx->cfg->peer_timeout_ms * 1000000ull;
-    ctx->next_liveness_ns = now + (timeout / 8 < 100000000ull ? timeout / 8
-                                                              : 100000000ull);
+    ctx->next_liveness_ns = now +
+                            (timeout / 8 < 100000000ull ? timeout / 8 : 100000000ull);
     ev_bell_poll(ctx); /* peers' pings, when the gate has not napped */
     uint64_t silent = 0;
     for (ev_op_t *op = ctx->live_head; op; op = op->lnext) {
@@ -923,7 +925,8 @@ static void gate_check_liveness(ev_ctx_t *ctx, uint64_t now)
         if (!what[0] && owed > 0)
             snprintf(what, sizeof(what), "%d thing(s) it owes", owed);
         else if (!what[0])
-            snprintf(what, sizeof(what), "its next request (this rank works for it only)");
+            snprintf(what, sizeof(what),
+                     "its next request (this rank works for it only)");
         peer_silent(ctx, p, silent, what);
     }
 }
@@ -1200,13 +1203,12 @@ ompc_status_t ev_origin_start(ev_ctx_t *ctx, ev_op_t *op, ev_handle_t **h_p)
     return OMPC_OK;
 }
 
-ompc_status_t ev_debug_send_raw(ev_ctx_t *ctx, int rank, const void *bytes,
-                                size_t len)
+ompc_status_t ev_debug_send_raw(ev_ctx_t *ctx, int rank, const void *bytes, size_t len)
 {
     if (rank < 0 || rank >= ctx->size || len > INT32_MAX)
         return OMPC_ERR_INVALID;
-    EV_CHECK_MPI(MPI_Send(bytes, (int)len, MPI_BYTE, rank, EV_NOTIFY_TAG,
-                          ctx->ctrl), "MPI_Send");
+    EV_CHECK_MPI(MPI_Send(bytes, (int)len, MPI_BYTE, rank, EV_NOTIFY_TAG, ctx->ctrl),
+                 "MPI_Send");
     return OMPC_OK;
 }
 
@@ -1226,13 +1228,13 @@ ompc_status_t ev_coll_max(ev_ctx_t *ctx, int64_t *value)
     return OMPC_OK;
 }
 
-ompc_status_t ev_coll_allgather(ev_ctx_t *ctx, const void *in, size_t len,
-                                void *out)
+ompc_status_t ev_coll_allgather(ev_ctx_t *ctx, const void *in, size_t len, void *out)
 {
     if (len > INT32_MAX)
         return OMPC_ERR_INVALID;
-    EV_CHECK_MPI(MPI_Allgather(in, (int)len, MPI_BYTE, out, (int)len, MPI_BYTE,
-                               ctx->coll), "MPI_Allgather");
+    EV_CHECK_MPI(
+        MPI_Allgather(in, (int)len, MPI_BYTE, out, (int)len, MPI_BYTE, ctx->coll),
+        "MPI_Allgather");
     return OMPC_OK;
 }
 
@@ -1261,7 +1263,8 @@ static void node_detect(ev_ctx_t *ctx)
         CPU_SET(0, &mine);
     MPI_Comm local;
     EV_CHECK_MPI(MPI_Comm_split_type(ctx->coll, MPI_COMM_TYPE_SHARED, ctx->rank,
-                                     MPI_INFO_NULL, &local), "MPI_Comm_split_type");
+                                     MPI_INFO_NULL, &local),
+                 "MPI_Comm_split_type");
     int n = 0;
     MPI_Comm_size(local, &n);
     cpu_set_t *sets = malloc((size_t)n * sizeof(cpu_set_t));
@@ -1270,7 +1273,8 @@ static void node_detect(ev_ctx_t *ctx)
     if (!sets || !ranks || !same)
         ompc_fatal("out of memory detecting the node's ranks");
     EV_CHECK_MPI(MPI_Allgather(&mine, (int)sizeof(mine), MPI_BYTE, sets,
-                               (int)sizeof(mine), MPI_BYTE, local), "MPI_Allgather");
+                               (int)sizeof(mine), MPI_BYTE, local),
+                 "MPI_Allgather");
     EV_CHECK_MPI(MPI_Allgather(&ctx->rank, 1, MPI_INT, ranks, 1, MPI_INT, local),
                  "MPI_Allgather");
     MPI_Comm_free(&local);
@@ -1319,9 +1323,10 @@ static void node_detect(ev_ctx_t *ctx)
     ompc_info("rank %d: %d rank%s on %d CPU%s%s: %s%s", ctx->rank, ctx->node.nsame,
               ctx->node.nsame == 1 ? "" : "s", ctx->node.ncpus,
               ctx->node.ncpus == 1 ? "" : "s",
-              beside ? " (crowded: it coordinates beside ranks that compute there)"
+              beside   ? " (crowded: it coordinates beside ranks that compute there)"
               : shared ? " (crowded: kernel teams may take every CPU it shares)"
-              : ctx->node.crowded ? " (crowded)" : "",
+              : ctx->node.crowded ? " (crowded)"
+                                  : "",
               how, spin >= 0 ? " (OMPC_SPIN_US)" : "");
 }
 
@@ -1340,10 +1345,7 @@ void ev_mpi_library(char *buf, size_t cap)
     snprintf(buf, cap, "%s", lib);
 }
 
-ompc_status_t ev_ctx_create(ev_ctx_t **ctx_p)
-{
-    return ev_ctx_create_opts(ctx_p, NULL);
-}
+ompc_status_t ev_ctx_create(ev_ctx_t **ctx_p) { return ev_ctx_create_opts(ctx_p, NULL); }
 
 ompc_status_t ev_ctx_create_opts(ev_ctx_t **ctx_p, const ev_ctx_opts_t *opts)
 {
@@ -1358,7 +1360,8 @@ ompc_status_t ev_ctx_create_opts(ev_ctx_t **ctx_p, const ev_ctx_opts_t *opts)
          * program. */
         const char *test_level = getenv("OMPC_TEST_THREAD_LEVEL");
         int required = test_level && strcmp(test_level, "single") == 0
-                           ? MPI_THREAD_SINGLE : MPI_THREAD_MULTIPLE;
+                           ? MPI_THREAD_SINGLE
+                           : MPI_THREAD_MULTIPLE;
         /* PMPI_: libomptarget defines MPI_Init_thread to refuse the
          * program's own call (ompc owns MPI), and would catch ours. */
         if (PMPI_Init_thread(NULL, NULL, required, &provided) != MPI_SUCCESS) {
@@ -1450,8 +1453,8 @@ ompc_status_t ev_ctx_create_opts(ev_ctx_t **ctx_p, const ev_ctx_opts_t *opts)
     for (int i = 0; i < ctx->nhandlers; i++)
         if (pthread_create(&ctx->handlers[i], NULL, handler_main, ctx) != 0)
             ompc_fatal("cannot start handler thread %d", i);
-    ompc_debug("event system up: %d ranks, %d comms, %d handlers", ctx->size,
-               ctx->ncomms, ctx->nhandlers);
+    ompc_debug("event system up: %d ranks, %d comms, %d handlers", ctx->size, ctx->ncomms,
+               ctx->nhandlers);
     *ctx_p = ctx;
     return OMPC_OK;
 }

@@ -307,8 +307,7 @@ struct ev_ctx {
 };
 
 /* ev_region.c */
-ompc_status_t ev_region_insert(ev_ctx_t *ctx, uintptr_t base, size_t size,
-                               bool owned);
+ompc_status_t ev_region_insert(ev_ctx_t *ctx, uintptr_t base, size_t size, bool owned);
 /* Remove the region starting exactly at base; owned_only refuses regions
  * exposed with ev_mem_register. */
 ompc_status_t ev_region_remove(ev_ctx_t *ctx, uintptr_t base, bool owned_only);
@@ -327,8 +326,8 @@ ev_op_t *ev_op_new(ev_ctx_t *ctx, int kind, ev_role_t role);
 void ev_op_free(ev_op_t *op);
 
 /* ev_core.c: services for the protocol code */
-void ev_op_isend(ev_ctx_t *ctx, ev_op_t *op, const void *buf, size_t len,
-                 int peer, MPI_Comm comm, int mpitag, int cookie);
+void ev_op_isend(ev_ctx_t *ctx, ev_op_t *op, const void *buf, size_t len, int peer,
+                 MPI_Comm comm, int mpitag, int cookie);
 void ev_op_irecv(ev_ctx_t *ctx, ev_op_t *op, void *buf, size_t len, int peer,
                  MPI_Comm comm, int mpitag, int cookie);
 void ev_stream_pump(ev_ctx_t *ctx, ev_op_t *op);
@@ -340,8 +339,7 @@ bool ev_progress_hot(ev_ctx_t *ctx);
 void ev_handler_push(ev_ctx_t *ctx, ev_op_t *op);
 void ev_op_complete(ev_ctx_t *ctx, ev_op_t *op);
 /* Start a sync or exit event (no parameters besides the rank). */
-ompc_status_t ev_start_control(ev_ctx_t *ctx, int kind, int rank,
-                               ev_handle_t **h_p);
+ompc_status_t ev_start_control(ev_ctx_t *ctx, int kind, int rank, ev_handle_t **h_p);
 ompc_status_t ev_origin_start(ev_ctx_t *ctx, ev_op_t *op, ev_handle_t **h_p);
 const ev_fn_entry_t *ev_fn_lookup(ev_ctx_t *ctx, int64_t id);
 void ev_signal_exit(ev_ctx_t *ctx);
@@ -351,8 +349,7 @@ bool ev_arrivals_before_done(ev_ctx_t *ctx, ev_op_t *op);
 
 /* Send raw bytes as a notification to rank: tests use it to inject
  * malformed messages.  Blocks until sent. */
-ompc_status_t ev_debug_send_raw(ev_ctx_t *ctx, int rank, const void *bytes,
-                                size_t len);
+ompc_status_t ev_debug_send_raw(ev_ctx_t *ctx, int rank, const void *bytes, size_t len);
 /* Allocate an event tag as a real event would (tests build headers). */
 int32_t ev_debug_tag(ev_ctx_t *ctx);
 /* Tests: from now on, the transfers this rank receives as a destination
@@ -365,15 +362,15 @@ int32_t ev_debug_tag(ev_ctx_t *ctx);
 void ev_debug_recv_budget(ev_ctx_t *ctx, int64_t n);
 void ev_debug_recv_allow(ev_ctx_t *ctx, int64_t n);
 
-#define EV_CHECK_MPI(call, what)                                              \
-    do {                                                                      \
-        int ev_rc_ = (call);                                                  \
-        if (ev_rc_ != MPI_SUCCESS) {                                          \
-            char ev_msg_[MPI_MAX_ERROR_STRING];                               \
-            int ev_len_ = 0;                                                  \
-            MPI_Error_string(ev_rc_, ev_msg_, &ev_len_);                      \
-            ompc_fatal("MPI call failed: %s: %s", what, ev_msg_);            \
-        }                                                                     \
+#define EV_CHECK_MPI(call, what)                                                         \
+    do {                                                                                 \
+        int ev_rc_ = (call);                                                             \
+        if (ev_rc_ != MPI_SUCCESS) {                                                     \
+            char ev_msg_[MPI_MAX_ERROR_STRING];                                          \
+            int ev_len_ = 0;                                                             \
+            MPI_Error_string(ev_rc_, ev_msg_, &ev_len_);                                 \
+            ompc_fatal("MPI call failed: %s: %s", what, ev_msg_);                        \
+        }                                                                                \
     } while (0)
 
 /* Doorbells (ev_bell.c).  init is collective over ctx->coll (before the

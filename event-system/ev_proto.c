@@ -48,8 +48,8 @@ static void notify(ev_ctx_t *ctx, ev_op_t *op, void **slot, int kind, int to,
 {
     char *buf = malloc(sizeof(ev_wire_hdr_t) + plen);
     if (!buf)
-        ompc_fatal("rank %d: out of memory building a %s notification",
-                   ctx->rank, ev_kind_name(kind));
+        ompc_fatal("rank %d: out of memory building a %s notification", ctx->rank,
+                   ev_kind_name(kind));
     ev_wire_hdr_t h = *fields;
     if (ev_progress_hot(ctx))
         h.flags |= EV_F_HOT;
@@ -62,14 +62,13 @@ static void notify(ev_ctx_t *ctx, ev_op_t *op, void **slot, int kind, int to,
     if (plen)
         memcpy(buf + sizeof(h), payload, plen);
     *slot = buf;
-    ev_op_isend(ctx, op, buf, sizeof(h) + plen, to, ctx->ctrl, EV_NOTIFY_TAG,
-                EV_RQ_MISC);
+    ev_op_isend(ctx, op, buf, sizeof(h) + plen, to, ctx->ctrl, EV_NOTIFY_TAG, EV_RQ_MISC);
 }
 
 /* Post the receive of a reply (or of an exchange data header) carrying up
  * to cap inline bytes. */
-static void reply_expect(ev_ctx_t *ctx, ev_op_t *op, void **slot, int from,
-                         size_t cap, int mpitag)
+static void reply_expect(ev_ctx_t *ctx, ev_op_t *op, void **slot, int from, size_t cap,
+                         int mpitag)
 {
     size_t len = sizeof(ev_wire_reply_t) + cap;
     *slot = malloc(len);
@@ -79,9 +78,8 @@ static void reply_expect(ev_ctx_t *ctx, ev_op_t *op, void **slot, int from,
 }
 
 /* Send a reply (or exchange data header) from op->sbuf. */
-static void reply_send(ev_ctx_t *ctx, ev_op_t *op, int to, int mpitag,
-                       ompc_status_t st, uint64_t value, const void *payload,
-                       size_t plen)
+static void reply_send(ev_ctx_t *ctx, ev_op_t *op, int to, int mpitag, ompc_status_t st,
+                       uint64_t value, const void *payload, size_t plen)
 {
     free(op->sbuf);
     op->sbuf = malloc(sizeof(ev_wire_reply_t) + plen);
@@ -95,11 +93,10 @@ static void reply_send(ev_ctx_t *ctx, ev_op_t *op, int to, int mpitag,
                 EV_RQ_REPLY);
 }
 
-static void reply_to_origin(ev_ctx_t *ctx, ev_op_t *op, ompc_status_t st,
-                            uint64_t value, const void *payload, size_t plen)
+static void reply_to_origin(ev_ctx_t *ctx, ev_op_t *op, ompc_status_t st, uint64_t value,
+                            const void *payload, size_t plen)
 {
-    reply_send(ctx, op, op->origin, EV_MPITAG_REPLY(op->tag), st, value, payload,
-               plen);
+    reply_send(ctx, op, op->origin, EV_MPITAG_REPLY(op->tag), st, value, payload, plen);
 }
 
 static ev_wire_reply_t reply_read(const void *buf)
@@ -109,11 +106,14 @@ static ev_wire_reply_t reply_read(const void *buf)
     return r;
 }
 
-static void stream_start(ev_ctx_t *ctx, ev_op_t *op, char *buf, size_t size,
-                         bool send, int peer, bool discard)
+static void stream_start(ev_ctx_t *ctx, ev_op_t *op, char *buf, size_t size, bool send,
+                         int peer, bool discard)
 {
-    op->stream = (ev_stream_t){.buf = buf, .size = size, .send = send,
-                               .peer = peer, .mpitag = EV_MPITAG_DATA(op->tag),
+    op->stream = (ev_stream_t){.buf = buf,
+                               .size = size,
+                               .send = send,
+                               .peer = peer,
+                               .mpitag = EV_MPITAG_DATA(op->tag),
                                .discard = discard};
     if (discard && !op->scratch) {
         op->scratch = malloc(ctx->chunk);
@@ -171,7 +171,8 @@ static int origin_simple_step(ev_ctx_t *ctx, ev_op_t *op)
             op->h->addr = r.value;
         if (op->kind == EV_K_EXECUTE) {
             if (r.payload > op->size)
-                ev_proto_fatal(ctx, op->peer, NULL, "execute result larger than "
+                ev_proto_fatal(ctx, op->peer, NULL,
+                               "execute result larger than "
                                "the result buffer");
             if (r.payload)
                 memcpy(op->dst, (char *)op->rbuf + sizeof(r), r.payload);
@@ -189,8 +190,8 @@ static int origin_submit_step(ev_ctx_t *ctx, ev_op_t *op)
     if (op->state == 0) {
         bool inl = op->size <= ctx->inline_max;
         reply_expect(ctx, op, &op->rbuf, op->peer, 0, EV_MPITAG_REPLY(op->tag));
-        ev_wire_hdr_t f = {.addr = op->hdr.addr, .size = op->size,
-                           .flags = inl ? EV_F_INLINE : 0};
+        ev_wire_hdr_t f = {
+            .addr = op->hdr.addr, .size = op->size, .flags = inl ? EV_F_INLINE : 0};
         notify(ctx, op, &op->msg, EV_K_SUBMIT, op->peer, &f, inl ? op->src : NULL,
                inl ? op->size : 0);
         if (!inl)
@@ -212,8 +213,8 @@ static int origin_retrieve_step(ev_ctx_t *ctx, ev_op_t *op)
         bool inl = op->size <= ctx->inline_max;
         reply_expect(ctx, op, &op->rbuf, op->peer, inl ? op->size : 0,
                      EV_MPITAG_REPLY(op->tag));
-        ev_wire_hdr_t f = {.addr = op->hdr.addr, .size = op->size,
-                           .flags = inl ? EV_F_INLINE : 0};
+        ev_wire_hdr_t f = {
+            .addr = op->hdr.addr, .size = op->size, .flags = inl ? EV_F_INLINE : 0};
         notify(ctx, op, &op->msg, EV_K_RETRIEVE, op->peer, &f, NULL, 0);
         op->state = 1;
         return EV_STEP_WAIT;
@@ -228,23 +229,22 @@ static int origin_retrieve_step(ev_ctx_t *ctx, ev_op_t *op)
             return finish_when_sent(op);
         if (op->size <= ctx->inline_max) {
             if (r.payload != op->size)
-                ev_proto_fatal(ctx, op->peer, NULL, "retrieve reply size differs "
+                ev_proto_fatal(ctx, op->peer, NULL,
+                               "retrieve reply size differs "
                                "from the requested size");
             memcpy(op->dst, (char *)op->rbuf + sizeof(r), op->size);
             return finish_when_sent(op);
         }
         if (r.value != op->size)
-            ev_proto_fatal(ctx, op->peer, NULL, "retrieve announces a size "
+            ev_proto_fatal(ctx, op->peer, NULL,
+                           "retrieve announces a size "
                            "different from the requested size");
         stream_start(ctx, op, op->dst, op->size, false, op->peer, false);
         op->state = 2;
         return EV_STEP_WAIT;
     }
-    case 2:
-        ev_stream_pump(ctx, op);
-        return finish_when_sent(op);
-    default:
-        return finish_when_sent(op);
+    case 2: ev_stream_pump(ctx, op); return finish_when_sent(op);
+    default: return finish_when_sent(op);
     }
 }
 
@@ -256,10 +256,10 @@ static int origin_exchange_step(ev_ctx_t *ctx, ev_op_t *op)
         int a = op->peer, b = op->peer2;
         reply_expect(ctx, op, &op->rbuf, a, 0, EV_MPITAG_REPLY(op->tag));
         reply_expect(ctx, op, &op->rbuf2, b, 0, EV_MPITAG_REPLY(op->tag));
-        ev_wire_hdr_t fa = {.addr = op->hdr.addr, .size = op->size, .peer = b,
-                            .flags = fl};
-        ev_wire_hdr_t fb = {.addr = op->hdr.addr2, .size = op->size, .peer = a,
-                            .flags = fl};
+        ev_wire_hdr_t fa = {
+            .addr = op->hdr.addr, .size = op->size, .peer = b, .flags = fl};
+        ev_wire_hdr_t fb = {
+            .addr = op->hdr.addr2, .size = op->size, .peer = a, .flags = fl};
         notify(ctx, op, &op->msg, EV_K_EXCH_SEND, a, &fa, NULL, 0);
         notify(ctx, op, &op->msg2, EV_K_EXCH_RECV, b, &fb, NULL, 0);
         op->state = 1;
@@ -310,8 +310,8 @@ static int dest_free_step(ev_ctx_t *ctx, ev_op_t *op)
             free((void *)(uintptr_t)op->hdr.addr);
         else
             ompc_warn("free from rank %d (tag %d): %#llx is not an ev_alloc "
-                      "region", op->origin, op->tag,
-                      (unsigned long long)op->hdr.addr);
+                      "region",
+                      op->origin, op->tag, (unsigned long long)op->hdr.addr);
         reply_to_origin(ctx, op, st, 0, NULL, 0);
         op->state = ST_FINISH;
     }
@@ -322,8 +322,9 @@ static void warn_bad_range(ev_ctx_t *ctx, ev_op_t *op, uint64_t addr, uint64_t s
 {
     (void)ctx;
     ompc_warn("%s from rank %d (tag %d): [%#llx, +%llu) is not inside a "
-              "registered region", ev_kind_name(op->kind), op->origin, op->tag,
-              (unsigned long long)addr, (unsigned long long)size);
+              "registered region",
+              ev_kind_name(op->kind), op->origin, op->tag, (unsigned long long)addr,
+              (unsigned long long)size);
 }
 
 /* Receive hdr.size bytes into the local range at hdr.addr, for a submit or
@@ -331,8 +332,8 @@ static void warn_bad_range(ev_ctx_t *ctx, ev_op_t *op, uint64_t addr, uint64_t s
  * message, else a stream from rank `from` (drained into scratch if the range
  * is bad: the sender's requests must complete for the error to travel
  * back).  Streams continue in state `stream_state` with recv_stream_step. */
-static int recv_into_range(ev_ctx_t *ctx, ev_op_t *op, const void *inline_data,
-                           int from, int stream_state)
+static int recv_into_range(ev_ctx_t *ctx, ev_op_t *op, const void *inline_data, int from,
+                           int stream_state)
 {
     bool ok = dest_range_ok(ctx, op->hdr.addr, op->hdr.size);
     if (!ok)
@@ -345,8 +346,8 @@ static int recv_into_range(ev_ctx_t *ctx, ev_op_t *op, const void *inline_data,
         op->state = ST_FINISH;
         return EV_STEP_WAIT;
     }
-    stream_start(ctx, op, (char *)(uintptr_t)op->hdr.addr, op->hdr.size, false,
-                 from, !ok);
+    stream_start(ctx, op, (char *)(uintptr_t)op->hdr.addr, op->hdr.size, false, from,
+                 !ok);
     op->state = stream_state;
     return EV_STEP_WAIT;
 }
@@ -371,10 +372,8 @@ static int dest_submit_step(ev_ctx_t *ctx, ev_op_t *op)
                                    ? (char *)op->msg + sizeof(ev_wire_hdr_t)
                                    : NULL,
                                op->origin, 1);
-    case 1:
-        return recv_stream_step(ctx, op);
-    default:
-        return finish_when_sent(op);
+    case 1: return recv_stream_step(ctx, op);
+    default: return finish_when_sent(op);
     }
 }
 
@@ -397,11 +396,8 @@ static int dest_retrieve_step(ev_ctx_t *ctx, ev_op_t *op)
         }
         return EV_STEP_WAIT;
     }
-    case 1:
-        ev_stream_pump(ctx, op);
-        return finish_when_sent(op);
-    default:
-        return finish_when_sent(op);
+    case 1: ev_stream_pump(ctx, op); return finish_when_sent(op);
+    default: return finish_when_sent(op);
     }
 }
 
@@ -416,8 +412,8 @@ static int dest_exch_send_step(ev_ctx_t *ctx, ev_op_t *op)
         op->status = ok ? OMPC_OK : OMPC_ERR_BAD_ADDR;
         if (!ok)
             warn_bad_range(ctx, op, op->hdr.addr, op->hdr.size);
-        reply_send(ctx, op, op->peer, EV_MPITAG_DATA(op->tag), op->status,
-                   op->hdr.size, ok && inl ? src : NULL, ok && inl ? op->hdr.size : 0);
+        reply_send(ctx, op, op->peer, EV_MPITAG_DATA(op->tag), op->status, op->hdr.size,
+                   ok && inl ? src : NULL, ok && inl ? op->hdr.size : 0);
         if (ok && !inl)
             stream_start(ctx, op, src, op->hdr.size, true, op->peer, false);
         op->state = 1;
@@ -430,8 +426,7 @@ static int dest_exch_send_step(ev_ctx_t *ctx, ev_op_t *op)
         reply_to_origin(ctx, op, op->status, 0, NULL, 0);
         op->state = ST_FINISH;
         return EV_STEP_WAIT;
-    default:
-        return finish_when_sent(op);
+    default: return finish_when_sent(op);
     }
 }
 
@@ -455,15 +450,14 @@ static int dest_exch_recv_step(ev_ctx_t *ctx, ev_op_t *op)
             return EV_STEP_WAIT;
         }
         if (r.value != op->hdr.size || (inl && r.payload != op->hdr.size))
-            ev_proto_fatal(ctx, op->peer, &op->hdr, "exchange data header size "
+            ev_proto_fatal(ctx, op->peer, &op->hdr,
+                           "exchange data header size "
                            "differs from the commanded size");
         return recv_into_range(ctx, op, inl ? (char *)op->rbuf + sizeof(r) : NULL,
                                op->peer, 2);
     }
-    case 2:
-        return recv_stream_step(ctx, op);
-    default:
-        return finish_when_sent(op);
+    case 2: return recv_stream_step(ctx, op);
+    default: return finish_when_sent(op);
     }
 }
 
@@ -473,8 +467,8 @@ static int dest_exch_local_step(ev_ctx_t *ctx, ev_op_t *op)
         bool ok = dest_range_ok(ctx, op->hdr.addr, op->hdr.size) &&
                   dest_range_ok(ctx, op->hdr.addr2, op->hdr.size);
         if (ok && op->hdr.size)
-            memmove((void *)(uintptr_t)op->hdr.addr2,
-                    (void *)(uintptr_t)op->hdr.addr, op->hdr.size);
+            memmove((void *)(uintptr_t)op->hdr.addr2, (void *)(uintptr_t)op->hdr.addr,
+                    op->hdr.size);
         else if (!ok)
             warn_bad_range(ctx, op, op->hdr.addr, op->hdr.size);
         reply_to_origin(ctx, op, ok ? OMPC_OK : OMPC_ERR_BAD_ADDR, 0, NULL, 0);
@@ -490,8 +484,8 @@ static int dest_execute_step(ev_ctx_t *ctx, ev_op_t *op)
         const ev_fn_entry_t *e = ev_fn_lookup(ctx, (int64_t)op->hdr.arg);
         if (!e) {
             ompc_warn("execute from rank %d (tag %d): no function with id %lld is "
-                      "registered here", op->origin, op->tag,
-                      (long long)op->hdr.arg);
+                      "registered here",
+                      op->origin, op->tag, (long long)op->hdr.arg);
             reply_to_origin(ctx, op, OMPC_ERR_NO_FUNCTION, 0, NULL, 0);
             op->state = ST_FINISH;
             return EV_STEP_WAIT;
@@ -516,7 +510,7 @@ static int dest_execute_step(ev_ctx_t *ctx, ev_op_t *op)
         };
         op->status = e->fn(&info);
         op->size = info.result_size <= info.result_cap ? info.result_size
-                                                        : info.result_cap;
+                                                       : info.result_cap;
         op->state = 2;
         /* On a handler too: send the reply from here rather than after a
          * hand-off back to the gate; the gate only tracks its completion. */
@@ -527,13 +521,12 @@ static int dest_execute_step(ev_ctx_t *ctx, ev_op_t *op)
          * write the reply header in front of it instead. */
         ev_wire_reply_t r = {.status = op->status, .payload = (uint32_t)op->size};
         memcpy(op->sbuf, &r, sizeof(r));
-        ev_op_isend(ctx, op, op->sbuf, sizeof(r) + op->size, op->origin,
-                    op_comm(ctx, op), EV_MPITAG_REPLY(op->tag), EV_RQ_REPLY);
+        ev_op_isend(ctx, op, op->sbuf, sizeof(r) + op->size, op->origin, op_comm(ctx, op),
+                    EV_MPITAG_REPLY(op->tag), EV_RQ_REPLY);
         op->state = ST_FINISH;
         return EV_STEP_WAIT;
     }
-    default:
-        return finish_when_sent(op);
+    default: return finish_when_sent(op);
     }
 }
 
@@ -570,7 +563,8 @@ void ev_dest_start(ev_ctx_t *ctx, ev_op_t *op)
         break;
     case EV_K_SUBMIT:
         if (h->payload != (inl ? h->size : 0))
-            ev_proto_fatal(ctx, op->origin, h, "wrong message size: payload "
+            ev_proto_fatal(ctx, op->origin, h,
+                           "wrong message size: payload "
                            "does not match the submit size");
         break;
     case EV_K_EXCH_SEND:
@@ -582,11 +576,11 @@ void ev_dest_start(ev_ctx_t *ctx, ev_op_t *op)
         break;
     case EV_K_EXECUTE:
         if (h->payload > EV_EXEC_MAX_ARGS || h->size > EV_EXEC_MAX_RESULT)
-            ev_proto_fatal(ctx, op->origin, h, "execute arguments or result "
+            ev_proto_fatal(ctx, op->origin, h,
+                           "execute arguments or result "
                            "larger than the limit");
         break;
-    default:
-        ev_proto_fatal(ctx, op->origin, h, "unknown event kind");
+    default: ev_proto_fatal(ctx, op->origin, h, "unknown event kind");
     }
     if ((inl && h->size > (1u << 30)) || h->size > ((uint64_t)1 << 62))
         ev_proto_fatal(ctx, op->origin, h, "size field out of range");
@@ -617,15 +611,15 @@ void ev_dest_start(ev_ctx_t *ctx, ev_op_t *op)
 static ompc_status_t check_rank(const ev_ctx_t *ctx, int rank)
 {
     if (rank < 0 || rank >= ctx->size) {
-        ompc_error("rank %d: event to rank %d, but ranks are 0..%d", ctx->rank,
-                   rank, ctx->size - 1);
+        ompc_error("rank %d: event to rank %d, but ranks are 0..%d", ctx->rank, rank,
+                   ctx->size - 1);
         return OMPC_ERR_INVALID;
     }
     return OMPC_OK;
 }
 
-static ompc_status_t start_new(ev_ctx_t *ctx, int kind, int peer,
-                               ev_step_fn_t step, ev_op_t **op_p)
+static ompc_status_t start_new(ev_ctx_t *ctx, int kind, int peer, ev_step_fn_t step,
+                               ev_op_t **op_p)
 {
     ompc_status_t st = check_rank(ctx, peer);
     if (st != OMPC_OK)
@@ -639,7 +633,11 @@ static ompc_status_t start_new(ev_ctx_t *ctx, int kind, int peer,
     return OMPC_OK;
 }
 
-#define CHECK_HP(h_p) do { if (!(h_p)) return OMPC_ERR_INVALID; } while (0)
+#define CHECK_HP(h_p)                                                                    \
+    do {                                                                                 \
+        if (!(h_p))                                                                      \
+            return OMPC_ERR_INVALID;                                                     \
+    } while (0)
 
 ompc_status_t ev_alloc(ev_ctx_t *ctx, int rank, size_t size, ev_handle_t **h_p)
 {
@@ -679,15 +677,14 @@ ompc_status_t ev_submit(ev_ctx_t *ctx, int rank, const void *src, ev_addr_t dst,
     return ev_origin_start(ctx, op, h_p);
 }
 
-ompc_status_t ev_retrieve(ev_ctx_t *ctx, int rank, ev_addr_t src, void *dst,
-                          size_t size, ev_handle_t **h_p)
+ompc_status_t ev_retrieve(ev_ctx_t *ctx, int rank, ev_addr_t src, void *dst, size_t size,
+                          ev_handle_t **h_p)
 {
     CHECK_HP(h_p);
     if (!dst && size)
         return OMPC_ERR_INVALID;
     ev_op_t *op;
-    ompc_status_t st = start_new(ctx, EV_K_RETRIEVE, rank, origin_retrieve_step,
-                                 &op);
+    ompc_status_t st = start_new(ctx, EV_K_RETRIEVE, rank, origin_retrieve_step, &op);
     if (st != OMPC_OK)
         return st;
     op->dst = dst;
@@ -696,9 +693,8 @@ ompc_status_t ev_retrieve(ev_ctx_t *ctx, int rank, ev_addr_t src, void *dst,
     return ev_origin_start(ctx, op, h_p);
 }
 
-ompc_status_t ev_exchange(ev_ctx_t *ctx, int src_rank, ev_addr_t src,
-                          int dst_rank, ev_addr_t dst, size_t size,
-                          ev_handle_t **h_p)
+ompc_status_t ev_exchange(ev_ctx_t *ctx, int src_rank, ev_addr_t src, int dst_rank,
+                          ev_addr_t dst, size_t size, ev_handle_t **h_p)
 {
     CHECK_HP(h_p);
     ompc_status_t st = check_rank(ctx, dst_rank);
@@ -717,9 +713,9 @@ ompc_status_t ev_exchange(ev_ctx_t *ctx, int src_rank, ev_addr_t src,
     return ev_origin_start(ctx, op, h_p);
 }
 
-ompc_status_t ev_execute(ev_ctx_t *ctx, int rank, ev_fn_id_t fn,
-                         const void *args, size_t args_size, void *result,
-                         size_t result_cap, ev_handle_t **h_p)
+ompc_status_t ev_execute(ev_ctx_t *ctx, int rank, ev_fn_id_t fn, const void *args,
+                         size_t args_size, void *result, size_t result_cap,
+                         ev_handle_t **h_p)
 {
     CHECK_HP(h_p);
     if (fn < 0 || args_size > EV_EXEC_MAX_ARGS || result_cap > EV_EXEC_MAX_RESULT ||
@@ -778,19 +774,19 @@ void ev_dest_posted(ev_ctx_t *ctx, const ev_wire_hdr_t *h, const void *args, int
         ev_proto_fatal(ctx, src, h, "execute arguments larger than the limit");
     const ev_fn_entry_t *e = ev_fn_lookup(ctx, (int64_t)h->arg);
     if (!e || !(e->flags & EV_FN_INLINE))
-        ev_proto_fatal(ctx, src, h, "one-way execute of a function that is not "
+        ev_proto_fatal(ctx, src, h,
+                       "one-way execute of a function that is not "
                        "registered here as inline");
-    ev_exec_info_t info = {.ctx = ctx, .origin = src, .args = args,
-                           .args_size = h->payload};
+    ev_exec_info_t info = {
+        .ctx = ctx, .origin = src, .args = args, .args_size = h->payload};
     ompc_status_t st = e->fn(&info);
     atomic_fetch_add_explicit(&ctx->st_served, 1, memory_order_relaxed);
     if (st != OMPC_OK)
-        ompc_fatal("rank %d: %s, posted by rank %d, failed: %s", ctx->rank,
-                   e->name, src, ompc_status_str(st));
+        ompc_fatal("rank %d: %s, posted by rank %d, failed: %s", ctx->rank, e->name, src,
+                   ompc_status_str(st));
 }
 
-ompc_status_t ev_start_control(ev_ctx_t *ctx, int kind, int rank,
-                               ev_handle_t **h_p)
+ompc_status_t ev_start_control(ev_ctx_t *ctx, int kind, int rank, ev_handle_t **h_p)
 {
     CHECK_HP(h_p);
     ev_op_t *op;
@@ -827,14 +823,15 @@ ompc_status_t ev_sync_all(ev_ctx_t *ctx)
 }
 
 /* ------------------------------------------------------------ functions */
-ompc_status_t ev_fn_register(ev_ctx_t *ctx, const char *name, ev_fn_t fn,
-                             unsigned flags, ev_fn_id_t *id_p)
+ompc_status_t ev_fn_register(ev_ctx_t *ctx, const char *name, ev_fn_t fn, unsigned flags,
+                             ev_fn_id_t *id_p)
 {
     if (!fn || !name || !id_p)
         return OMPC_ERR_INVALID;
     if (atomic_load(&ctx->started)) {
         ompc_error("rank %d: function %s registered after ev_ctx_start; "
-                   "register every function before starting", ctx->rank, name);
+                   "register every function before starting",
+                   ctx->rank, name);
         return OMPC_ERR_INVALID;
     }
     pthread_mutex_lock(&ctx->fn_mtx);

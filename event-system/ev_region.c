@@ -10,8 +10,7 @@ static ev_region_t *region_of(ompc_tmap_node_t *n)
     return n ? OMPC_TMAP_ENTRY(n, ev_region_t, node) : NULL;
 }
 
-ompc_status_t ev_region_insert(ev_ctx_t *ctx, uintptr_t base, size_t size,
-                               bool owned)
+ompc_status_t ev_region_insert(ev_ctx_t *ctx, uintptr_t base, size_t size, bool owned)
 {
     if (size == 0 || base + size < base)
         return OMPC_ERR_INVALID;

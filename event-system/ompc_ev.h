@@ -125,8 +125,8 @@ typedef ompc_status_t (*ev_fn_t)(ev_exec_info_t *info);
  * stopped after OMPC_PEER_TIMEOUT; docs/reliability.md). */
 #define EV_FN_INLINE 0x1u
 
-ompc_status_t ev_fn_register(ev_ctx_t *ctx, const char *name, ev_fn_t fn,
-                             unsigned flags, ev_fn_id_t *id_p);
+ompc_status_t ev_fn_register(ev_ctx_t *ctx, const char *name, ev_fn_t fn, unsigned flags,
+                             ev_fn_id_t *id_p);
 
 /* ------------------------------------------------------------------ memory */
 /* Expose local memory so that remote submit/retrieve/exchange may target it.
@@ -150,18 +150,17 @@ ompc_status_t ev_free(ev_ctx_t *ctx, int rank, ev_addr_t addr, ev_handle_t **h_p
 ompc_status_t ev_submit(ev_ctx_t *ctx, int rank, const void *src, ev_addr_t dst,
                         size_t size, ev_handle_t **h_p);
 /* Copy size bytes from src on rank to local dst. */
-ompc_status_t ev_retrieve(ev_ctx_t *ctx, int rank, ev_addr_t src, void *dst,
-                          size_t size, ev_handle_t **h_p);
+ompc_status_t ev_retrieve(ev_ctx_t *ctx, int rank, ev_addr_t src, void *dst, size_t size,
+                          ev_handle_t **h_p);
 /* Copy size bytes from src on src_rank to dst on dst_rank.  The data moves
  * directly between the two ranks; the calling rank only sends commands. */
-ompc_status_t ev_exchange(ev_ctx_t *ctx, int src_rank, ev_addr_t src,
-                          int dst_rank, ev_addr_t dst, size_t size,
-                          ev_handle_t **h_p);
+ompc_status_t ev_exchange(ev_ctx_t *ctx, int src_rank, ev_addr_t src, int dst_rank,
+                          ev_addr_t dst, size_t size, ev_handle_t **h_p);
 /* Run function fn on rank with a copy of args; up to result_cap bytes of its
  * result land in result (local), ev_handle_result_size says how many. */
-ompc_status_t ev_execute(ev_ctx_t *ctx, int rank, ev_fn_id_t fn,
-                         const void *args, size_t args_size, void *result,
-                         size_t result_cap, ev_handle_t **h_p);
+ompc_status_t ev_execute(ev_ctx_t *ctx, int rank, ev_fn_id_t fn, const void *args,
+                         size_t args_size, void *result, size_t result_cap,
+                         ev_handle_t **h_p);
 /* One-way execute: run the EV_FN_INLINE function fn on rank with a copy of
  * args (copied before return), with no reply and no handle.  The message
  * leaves from the calling thread; the gate only finishes the send when
@@ -247,8 +246,7 @@ ompc_status_t ev_coll_bcast(ev_ctx_t *ctx, void *buf, size_t len, int root);
 ompc_status_t ev_coll_max(ev_ctx_t *ctx, int64_t *value);
 /* Every rank contributes len bytes; out (size * len bytes, rank order) is
  * filled on every rank. */
-ompc_status_t ev_coll_allgather(ev_ctx_t *ctx, const void *in, size_t len,
-                                void *out);
+ompc_status_t ev_coll_allgather(ev_ctx_t *ctx, const void *in, size_t len, void *out);
 
 /* ----------------------------------------------------------- statistics */
 typedef struct ev_stats {

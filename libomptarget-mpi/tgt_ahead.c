@@ -117,8 +117,8 @@ struct ahd_exec {
 
 /* The event system's handlers take no argument of ours: they and the
  * start and stop calls find the state here and pass it down. */
-static ahd_exec_t ahd_exec = {.mtx = PTHREAD_MUTEX_INITIALIZER,
-                              .cv = PTHREAD_COND_INITIALIZER, .prompt = true};
+static ahd_exec_t ahd_exec = {
+    .mtx = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER, .prompt = true};
 
 /* ----------------------------------------------------------- done set */
 static bool done_has(const ahd_exec_t *x, uint64_t seq)
@@ -162,8 +162,11 @@ static void send_post(int rank, ev_fn_id_t fn, const void *args, size_t len,
 static void send_arrive(int crank, uint64_t cseq, uint64_t addr, uint64_t daddr,
                         uint64_t size, bool bytes, uint64_t served_ns)
 {
-    tgt_wire_arrive_t h = {.cseq = cseq, .daddr = daddr, .size = size,
-                           .has_bytes = bytes, .served_ns = served_ns,
+    tgt_wire_arrive_t h = {.cseq = cseq,
+                           .daddr = daddr,
+                           .size = size,
+                           .has_bytes = bytes,
+                           .served_ns = served_ns,
                            .rank = (uint64_t)tgt_rt->rank};
     size_t len = tgt_wire_arrive_size(&h);
     void *m = malloc(len);
@@ -190,10 +193,12 @@ static void serve(ahd_wait_t *w)
 {
     /* The pages exist once the task that wrote them is done (a watch may
      * arrive before that task's launch, so this is checked only now). */
-    if (w->size && !ev_mem_contains(tgt_rt->ev, (const void *)(uintptr_t)w->addr, w->size))
+    if (w->size &&
+        !ev_mem_contains(tgt_rt->ev, (const void *)(uintptr_t)w->addr, w->size))
         ompc_fatal("rank %d: asked to forward %llu bytes at %#llx to rank %d, "
-                   "which this rank does not hold", tgt_rt->rank,
-                   (unsigned long long)w->size, (unsigned long long)w->addr, w->crank);
+                   "which this rank does not hold",
+                   tgt_rt->rank, (unsigned long long)w->size, (unsigned long long)w->addr,
+                   w->crank);
     if (w->size == 0 || w->size <= FWD_INLINE_MAX) {
         /* Timed from here: the data exists and the consumer asked for it,
          * so what follows is the hop alone (the head learns it, for HEFT). */
@@ -208,8 +213,8 @@ static void serve(ahd_wait_t *w)
     ompc_status_t st = ev_submit(tgt_rt->ev, w->crank, (const void *)(uintptr_t)w->addr,
                                  w->daddr, w->size, &h);
     if (st != OMPC_OK)
-        ompc_fatal("rank %d: cannot forward data to rank %d: %s", tgt_rt->rank,
-                   w->crank, ompc_status_str(st));
+        ompc_fatal("rank %d: cannot forward data to rank %d: %s", tgt_rt->rank, w->crank,
+                   ompc_status_str(st));
     ev_handle_on_done(h, on_pushed, w);
     ev_handle_release(h);
 }
@@ -341,8 +346,8 @@ static void watch_send(ahd_exec_t *x, watch_batch_t *b)
  * its task's failure, so that the head names the kernel.  Its data
  * requests go to `wb`, sent once the whole batch is in the tables (an
  * answer may come back at once and must find its task). */
-static void launch_one(ahd_exec_t *x, ev_exec_info_t *info, const tgt_wire_launch_view_t *l,
-                       watch_batch_t *wb)
+static void launch_one(ahd_exec_t *x, ev_exec_info_t *info,
+                       const tgt_wire_launch_view_t *l, watch_batch_t *wb)
 {
     const tgt_wire_launch_t *h = &l->h;
     ahd_task_t *t = calloc(1, sizeof(*t));
@@ -391,8 +396,11 @@ static void launch_one(ahd_exec_t *x, ev_exec_info_t *info, const tgt_wire_launc
     /* Ask the peers: a pull, and who asks. */
     for (uint64_t i = 0; i < h->npull; i++) {
         tgt_wire_pull_t q = tgt_wire_pull_get(l, i);
-        tgt_wire_watch_t wm = {.after = q.after, .addr = q.src, .daddr = q.dst,
-                               .size = q.size, .cseq = h->seq,
+        tgt_wire_watch_t wm = {.after = q.after,
+                               .addr = q.src,
+                               .daddr = q.dst,
+                               .size = q.size,
+                               .cseq = h->seq,
                                .crank = (uint64_t)tgt_rt->rank};
         watch_add(wb, (int)q.rank, &wm);
         /* Owed until it arrives (fn_arrive): the liveness check watches
@@ -423,8 +431,10 @@ static void set_prompt(ahd_exec_t *x, uint64_t gen, bool prompt, const char *how
     if (gen >= x->gen) {
         x->gen = gen;
         if (prompt && !x->prompt && tgt_rt->info)
-            fprintf(stderr, "[ompc info] r%d: the head may wait for a task "
-                    "(%s): completions go promptly\n", tgt_rt->rank, how);
+            fprintf(stderr,
+                    "[ompc info] r%d: the head may wait for a task "
+                    "(%s): completions go promptly\n",
+                    tgt_rt->rank, how);
         x->prompt = prompt;
         if (prompt && x->dn)
             nout = dq_take(x, out);
@@ -500,8 +510,12 @@ static ompc_status_t fn_watch(ev_exec_info_t *info)
             st = OMPC_ERR_NOMEM;
             break;
         }
-        *w = (ahd_wait_t){.seq = m.after, .addr = m.addr, .daddr = m.daddr,
-                          .size = m.size, .cseq = m.cseq, .crank = (int)m.crank};
+        *w = (ahd_wait_t){.seq = m.after,
+                          .addr = m.addr,
+                          .daddr = m.daddr,
+                          .size = m.size,
+                          .cseq = m.cseq,
+                          .crank = (int)m.crank};
         if (done_has(x, w->seq)) {
             *tail = w;
             tail = &w->next;
@@ -558,9 +572,10 @@ static ompc_status_t fn_arrive(ev_exec_info_t *info)
     pthread_mutex_unlock(&x->mtx);
     if (inline_run) {
         if (tgt_rt->info)
-            fprintf(stderr, "[ompc info] r%d runs task %llu on its gate: its last input "
-                    "arrived, it is short and nothing else runs here\n", tgt_rt->rank,
-                    (unsigned long long)t->seq);
+            fprintf(stderr,
+                    "[ompc info] r%d runs task %llu on its gate: its last input "
+                    "arrived, it is short and nothing else runs here\n",
+                    tgt_rt->rank, (unsigned long long)t->seq);
         run_task(x, t, true);
         return OMPC_OK;
     }
@@ -585,8 +600,10 @@ static int describe_owed(void *arg, int rank, int owed, char *buf, size_t cap)
     if (tgt_rt->rank == 0)
         return tgt_graph_describe_owed(rank, owed, buf, cap);
     if (owed > 0)
-        return snprintf(buf, cap, "%d input(s) it forwards to kernels waiting "
-                        "here%s", owed, rank == 0 ? ", and its next launch" : "");
+        return snprintf(buf, cap,
+                        "%d input(s) it forwards to kernels waiting "
+                        "here%s",
+                        owed, rank == 0 ? ", and its next launch" : "");
     return snprintf(buf, cap, "its next launch (a worker works for the head only)");
 }
 
@@ -709,8 +726,11 @@ static void task_done(ahd_exec_t *x, ahd_task_t *t, ompc_status_t st, uint64_t n
         nout = dq_take(x, out);
     if (!x->dn)
         x->dt0 = now;
-    x->dq[x->dn++] = (tgt_wire_done_t){.seq = t->seq, .kernel_ns = ns, .status = st,
-                                       .hop_raw = t->hop_raw, .hop_rank = t->hop_rank};
+    x->dq[x->dn++] = (tgt_wire_done_t){.seq = t->seq,
+                                       .kernel_ns = ns,
+                                       .status = st,
+                                       .hop_raw = t->hop_raw,
+                                       .hop_rank = t->hop_rank};
     /* A kernel's first run (HEFT waits for its cost) and a failure (the
      * head ends the job naming it) go at once. */
     if (!nout && (on_gate || runs == 1 || st != OMPC_OK || dq_due(x, now)))
@@ -718,8 +738,8 @@ static void task_done(ahd_exec_t *x, ahd_task_t *t, ompc_status_t st, uint64_t n
     pthread_mutex_unlock(&x->mtx);
     if (banned_now)
         ompc_info("rank %d: a kernel short in %llu runs took %.3f ms on the gate "
-                  "thread; it runs on kernel threads from now on", tgt_rt->rank,
-                  (unsigned long long)runs - 1, (double)ns * 1e-6);
+                  "thread; it runs on kernel threads from now on",
+                  tgt_rt->rank, (unsigned long long)runs - 1, (double)ns * 1e-6);
     while (served) {
         ahd_wait_t *w = served;
         served = w->next;
@@ -839,9 +859,10 @@ void tgt_ahead_stop(void)
     x->nthr = 0;
     uint64_t nw = atomic_load(&x->watches), nm = atomic_load(&x->watch_msgs);
     if (ompc_config_get()->stats && nw)
-        fprintf(stderr, "[ompc stats] rank %d: %llu data requests to other workers "
-                "in %llu messages\n", tgt_rt->rank, (unsigned long long)nw,
-                (unsigned long long)nm);
+        fprintf(stderr,
+                "[ompc stats] rank %d: %llu data requests to other workers "
+                "in %llu messages\n",
+                tgt_rt->rank, (unsigned long long)nw, (unsigned long long)nm);
     size_t pos = 0;
     uint64_t v;
     while (ompc_u64map_next(&x->waits, &pos, NULL, &v)) {

@@ -305,7 +305,8 @@ void graph_ahead_launch(tgt_node_t *n, int e, uint64_t t0)
     size_t nclaimed;
     h.ncommit = dm_commit_claim(dm, e, all, nb, claimed, &nclaimed);
     for (size_t i = 0; i < h.ncommit; i++)
-        commits[i] = (tgt_wire_commit_t){dm_buf_addr(claimed[i]), dm_buf_span(claimed[i])};
+        commits[i] = (tgt_wire_commit_t){dm_buf_addr(claimed[i]),
+                                         dm_buf_span(claimed[i])};
     for (size_t i = 0; i < n->nbufs; i++) {
         dm_buf_t *b = n->bufs[i];
         ahead_buf_t *a = abuf_get(b, false);
@@ -333,9 +334,10 @@ void graph_ahead_launch(tgt_node_t *n, int e, uint64_t t0)
             n->ahead.pulled_tag[n->ahead.npulled++] = tag;
             dm_count_forward(dm, dm_buf_size(b));
             if (tgt_rt->info)
-                fprintf(stderr, "[ompc info] r0 move: device %#lx (%zu B) rank %d "
-                        "-> rank %d\n", (unsigned long)dm_buf_addr(b), dm_buf_size(b),
-                        srank, rank);
+                fprintf(stderr,
+                        "[ompc info] r0 move: device %#lx (%zu B) rank %d "
+                        "-> rank %d\n",
+                        (unsigned long)dm_buf_addr(b), dm_buf_size(b), srank, rank);
         }
         if (in_list(n->wr, n->nwr, b)) {
             a = abuf_get(b, true);
@@ -366,7 +368,8 @@ void graph_ahead_launch(tgt_node_t *n, int e, uint64_t t0)
         if (p->exec == e)
             after[h.nafter++] = p->seq;
         else
-            pulls[h.npull++] = (tgt_wire_pull_t){.after = p->seq, .rank = (uint64_t)prank};
+            pulls[h.npull++] = (tgt_wire_pull_t){.after = p->seq,
+                                                 .rank = (uint64_t)prank};
     }
     size_t len = tgt_wire_launch_size(&h);
     void *m = malloc(len);
@@ -415,8 +418,8 @@ void graph_ahead_finish(tgt_node_t *n)
 {
     dm_ctx_t *dm = tgt_rt->dm;
     if (n->kst != OMPC_OK)
-        TGT_USER_ERROR(n->loc, "kernel %s failed on executor %d: %s", n->k->name,
-                       n->exec, ompc_status_str(n->kst));
+        TGT_USER_ERROR(n->loc, "kernel %s failed on executor %d: %s", n->k->name, n->exec,
+                       ompc_status_str(n->kst));
     atomic_fetch_add(&tgt_rt->kernels_run, 1);
     tgt_model_learn(n->k, n->exec, (double)n->kernel_ns * 1e-9);
     dm_written_by(dm, n->exec, n->wr, n->nwr, n->seq);
@@ -466,8 +469,8 @@ int tgt_graph_describe_owed(int rank, int owed, char *buf, size_t cap)
         tgt_loc(oldest->loc, where, sizeof(where));
     else if (oldest)
         snprintf(where, sizeof(where), "%s", oldest->k->name);
-    int len = snprintf(buf, cap, "%d kernel(s) launched there to finish%s%s%s",
-                       owed, oldest ? " (the oldest: " : "", where, oldest ? ")" : "");
+    int len = snprintf(buf, cap, "%d kernel(s) launched there to finish%s%s%s", owed,
+                       oldest ? " (the oldest: " : "", where, oldest ? ")" : "");
     pthread_mutex_unlock(&tgt_g.mtx);
     return len;
 }

@@ -27,7 +27,8 @@ static bool is_cluster(int dev, const char *fn)
     if (is_host(dev))
         return false;
     ompc_fatal("%s: device number %d does not exist (ompc exposes the cluster as "
-               "device 0, the host is device %d)", fn, dev, omp_get_initial_device());
+               "device 0, the host is device %d)",
+               fn, dev, omp_get_initial_device());
 }
 
 void *omp_target_alloc(size_t size, int dev)
@@ -53,7 +54,8 @@ void omp_target_free(void *ptr, int dev)
     dm_buf_t *b = dm_buf_find(tgt_rt->dm, (uintptr_t)ptr, 0, &off);
     if (!b || off != 0)
         ompc_fatal("omp_target_free(%p): not a pointer returned by "
-                   "omp_target_alloc on device 0", ptr);
+                   "omp_target_alloc on device 0",
+                   ptr);
     dm_free(tgt_rt->dm, b);
 }
 
@@ -88,8 +90,8 @@ static int copy_any(char *dst, int ddev, const char *src, int sdev, size_t len,
     dm_buf_t *db = dd ? dm_buf_find(tgt_rt->dm, (uintptr_t)dst, len, &doff) : NULL;
     dm_buf_t *sb = sd ? dm_buf_find(tgt_rt->dm, (uintptr_t)src, len, &soff) : NULL;
     if ((dd && !db) || (sd && !sb)) {
-        ompc_error("%s: device range %p (%zu bytes) is not inside device memory",
-                   fn, dd && !db ? (void *)dst : (void *)src, len);
+        ompc_error("%s: device range %p (%zu bytes) is not inside device memory", fn,
+                   dd && !db ? (void *)dst : (void *)src, len);
         return -1;
     }
     ompc_status_t st;
@@ -105,15 +107,14 @@ static int copy_any(char *dst, int ddev, const char *src, int sdev, size_t len,
 int omp_target_memcpy(void *dst, const void *src, size_t length, size_t dst_offset,
                       size_t src_offset, int dst_device, int src_device)
 {
-    return copy_any((char *)dst + dst_offset, dst_device,
-                    (const char *)src + src_offset, src_device, length,
-                    "omp_target_memcpy");
+    return copy_any((char *)dst + dst_offset, dst_device, (const char *)src + src_offset,
+                    src_device, length, "omp_target_memcpy");
 }
 
 /* One dimension at a time; the innermost dimension is contiguous. */
-static int copy_rect(char *dst, const char *src, size_t elem, int nd,
-                     const size_t *vol, const size_t *doffs, const size_t *soffs,
-                     const size_t *ddims, const size_t *sdims, int ddev, int sdev)
+static int copy_rect(char *dst, const char *src, size_t elem, int nd, const size_t *vol,
+                     const size_t *doffs, const size_t *soffs, const size_t *ddims,
+                     const size_t *sdims, int ddev, int sdev)
 {
     if (nd == 1)
         return copy_any(dst + doffs[0] * elem, ddev, src + soffs[0] * elem, sdev,
@@ -133,12 +134,10 @@ static int copy_rect(char *dst, const char *src, size_t elem, int nd,
     return 0;
 }
 
-int omp_target_memcpy_rect(void *dst, const void *src, size_t element_size,
-                           int num_dims, const size_t *volume,
-                           const size_t *dst_offsets, const size_t *src_offsets,
-                           const size_t *dst_dimensions,
-                           const size_t *src_dimensions, int dst_device,
-                           int src_device)
+int omp_target_memcpy_rect(void *dst, const void *src, size_t element_size, int num_dims,
+                           const size_t *volume, const size_t *dst_offsets,
+                           const size_t *src_offsets, const size_t *dst_dimensions,
+                           const size_t *src_dimensions, int dst_device, int src_device)
 {
     /* Both null: the query for the largest supported number of dimensions. */
     if (!dst && !src)
@@ -146,9 +145,8 @@ int omp_target_memcpy_rect(void *dst, const void *src, size_t element_size,
     if (num_dims < 1 || num_dims > 64 || !volume || !dst_offsets || !src_offsets ||
         !dst_dimensions || !src_dimensions)
         return -1;
-    return copy_rect(dst, src, element_size, num_dims, volume, dst_offsets,
-                     src_offsets, dst_dimensions, src_dimensions, dst_device,
-                     src_device);
+    return copy_rect(dst, src, element_size, num_dims, volume, dst_offsets, src_offsets,
+                     dst_dimensions, src_dimensions, dst_device, src_device);
 }
 
 int omp_target_memset(void *ptr, int value, size_t count, int dev)
@@ -161,14 +159,13 @@ int omp_target_memset(void *ptr, int value, size_t count, int dev)
     if (!tmp)
         return -1;
     memset(tmp, value, count);
-    int r = copy_any(ptr, dev, tmp, omp_get_initial_device(), count,
-                     "omp_target_memset");
+    int r = copy_any(ptr, dev, tmp, omp_get_initial_device(), count, "omp_target_memset");
     free(tmp);
     return r;
 }
 
-int omp_target_associate_ptr(const void *host_ptr, const void *device_ptr,
-                             size_t size, size_t device_offset, int dev)
+int omp_target_associate_ptr(const void *host_ptr, const void *device_ptr, size_t size,
+                             size_t device_offset, int dev)
 {
     if (!is_cluster(dev, "omp_target_associate_ptr"))
         return -1;
@@ -193,8 +190,7 @@ int omp_target_disassociate_ptr(const void *host_ptr, int dev)
  * dependences (as `taskwait depend`) gives that order. */
 typedef struct kmp_depend_info kmp_depend_info_t;
 void __kmpc_omp_wait_deps(void *loc, int gtid, int ndeps, kmp_depend_info_t *deps,
-                          int nnoalias, kmp_depend_info_t *noalias)
-    __attribute__((weak));
+                          int nnoalias, kmp_depend_info_t *noalias) __attribute__((weak));
 
 /* omp_depend_t is a pointer to libomp's dependence record. */
 static void wait_depobjs(int n, void **depobjs)
@@ -206,9 +202,9 @@ static void wait_depobjs(int n, void **depobjs)
         __kmpc_omp_wait_deps(NULL, gtid, 1, (kmp_depend_info_t *)depobjs[i], 0, NULL);
 }
 
-int omp_target_memcpy_async(void *dst, const void *src, size_t length,
-                            size_t dst_offset, size_t src_offset, int dst_device,
-                            int src_device, int depobj_count, void **depobj_list)
+int omp_target_memcpy_async(void *dst, const void *src, size_t length, size_t dst_offset,
+                            size_t src_offset, int dst_device, int src_device,
+                            int depobj_count, void **depobj_list)
 {
     wait_depobjs(depobj_count, depobj_list);
     return omp_target_memcpy(dst, src, length, dst_offset, src_offset, dst_device,
@@ -223,9 +219,9 @@ int omp_target_memcpy_rect_async(void *dst, const void *src, size_t element_size
                                  int src_device, int depobj_count, void **depobj_list)
 {
     wait_depobjs(depobj_count, depobj_list);
-    return omp_target_memcpy_rect(dst, src, element_size, num_dims, volume,
-                                  dst_offsets, src_offsets, dst_dimensions,
-                                  src_dimensions, dst_device, src_device);
+    return omp_target_memcpy_rect(dst, src, element_size, num_dims, volume, dst_offsets,
+                                  src_offsets, dst_dimensions, src_dimensions, dst_device,
+                                  src_device);
 }
 
 void *omp_target_memset_async(void *ptr, int value, size_t count, int dev,
@@ -237,12 +233,31 @@ void *omp_target_memset_async(void *ptr, int value, size_t count, int dev,
 }
 
 /* libomp's allocators look these up for target memory spaces. */
-void *llvm_omp_target_alloc_device(size_t size, int dev) { return omp_target_alloc(size, dev); }
-void *llvm_omp_target_alloc_host(size_t size, int dev) { (void)dev; return malloc(size); }
-void *llvm_omp_target_alloc_shared(size_t size, int dev) { (void)dev; return malloc(size); }
+void *llvm_omp_target_alloc_device(size_t size, int dev)
+{
+    return omp_target_alloc(size, dev);
+}
+void *llvm_omp_target_alloc_host(size_t size, int dev)
+{
+    (void)dev;
+    return malloc(size);
+}
+void *llvm_omp_target_alloc_shared(size_t size, int dev)
+{
+    (void)dev;
+    return malloc(size);
+}
 void llvm_omp_target_free_device(void *ptr, int dev) { omp_target_free(ptr, dev); }
-void llvm_omp_target_free_host(void *ptr, int dev) { (void)dev; free(ptr); }
-void llvm_omp_target_free_shared(void *ptr, int dev) { (void)dev; free(ptr); }
+void llvm_omp_target_free_host(void *ptr, int dev)
+{
+    (void)dev;
+    free(ptr);
+}
+void llvm_omp_target_free_shared(void *ptr, int dev)
+{
+    (void)dev;
+    free(ptr);
+}
 
 /* ---------------------------------------------------------- diagnostics */
 void ompx_dump_mapping_tables(void)
@@ -256,19 +271,25 @@ int __tgt_print_device_info(int64_t dev)
     if (dev != 0 || !tgt_ready())
         return 0;
     printf("ompc device 0: a cluster of %d executor rank(s) (MPI ranks %s), "
-           "%d kernel(s) registered\n", dm_num_executors(tgt_rt->dm),
-           tgt_rt->size > 1 ? "1.." : "0", tgt_rt->nkernels);
+           "%d kernel(s) registered\n",
+           dm_num_executors(tgt_rt->dm), tgt_rt->size > 1 ? "1.." : "0",
+           tgt_rt->nkernels);
     return 1;
 }
 
 /* The interop construct has no meaning for a cluster of CPUs. */
-#define TGT_NO_INTEROP(name)                                                  \
-    void name(tgt_ident_t *loc, int32_t gtid, void **interop, int32_t a,     \
-              int32_t b, int32_t c, void *d, int32_t e)                      \
-    {                                                                         \
-        (void)gtid; (void)interop; (void)a; (void)b; (void)c; (void)d;       \
-        (void)e;                                                              \
-        TGT_USER_ERROR(loc, "the interop construct is not supported by ompc");\
+#define TGT_NO_INTEROP(name)                                                             \
+    void name(tgt_ident_t *loc, int32_t gtid, void **interop, int32_t a, int32_t b,      \
+              int32_t c, void *d, int32_t e)                                             \
+    {                                                                                    \
+        (void)gtid;                                                                      \
+        (void)interop;                                                                   \
+        (void)a;                                                                         \
+        (void)b;                                                                         \
+        (void)c;                                                                         \
+        (void)d;                                                                         \
+        (void)e;                                                                         \
+        TGT_USER_ERROR(loc, "the interop construct is not supported by ompc");           \
     }
 TGT_NO_INTEROP(__tgt_interop_init)
 TGT_NO_INTEROP(__tgt_interop_use)

@@ -59,19 +59,13 @@ static void run_ops(tgt_node_t *n, size_t from, size_t to)
             else
                 st = dm_read(tgt_rt->dm, op->buf, op->off, op->host, op->len);
             break;
-        case OP_HOST_STORE:
-            *(void **)op->host = op->data;
-            break;
-        case OP_FREE:
-            st = dm_free(tgt_rt->dm, op->buf);
-            break;
-        case OP_DONE: /* travelled inside the kernel's launch */
-            break;
+        case OP_HOST_STORE: *(void **)op->host = op->data; break;
+        case OP_FREE: st = dm_free(tgt_rt->dm, op->buf); break;
+        case OP_DONE: /* travelled inside the kernel's launch */ break;
         }
         if (st != OMPC_OK)
             TGT_USER_ERROR(n->loc, "moving data %s the device failed: %s",
-                           op->kind == OP_WRITE ? "to" : "from",
-                           ompc_status_str(st));
+                           op->kind == OP_WRITE ? "to" : "from", ompc_status_str(st));
     }
 }
 
@@ -525,8 +519,8 @@ static void node_start(tgt_node_t *n)
     run_ops(n, 0, n->npre);
     ompc_status_t st = dm_acquire(tgt_rt->dm, e, n->bufs, n->nbufs);
     if (st != OMPC_OK)
-        TGT_USER_ERROR(n->loc, "moving the region's data to executor %d failed: %s",
-                       e, ompc_status_str(st));
+        TGT_USER_ERROR(n->loc, "moving the region's data to executor %d failed: %s", e,
+                       ompc_status_str(st));
     graph_span("transfer", n, "in", t0, ops_bytes(n, 0, n->npre));
     if (tgt_rt->info)
         fprintf(stderr, "[ompc info] r0 task %llu (%s) -> executor %d (rank %d)\n",
@@ -602,8 +596,8 @@ static void node_finish(tgt_node_t *n)
         dm_count_read(tgt_rt->dm, bytes);
     }
     if (n->kst != OMPC_OK)
-        TGT_USER_ERROR(n->loc, "kernel %s failed on executor %d: %s", n->k->name,
-                       n->exec, ompc_status_str(n->kst));
+        TGT_USER_ERROR(n->loc, "kernel %s failed on executor %d: %s", n->k->name, n->exec,
+                       ompc_status_str(n->kst));
     atomic_fetch_add(&tgt_rt->kernels_run, 1);
     if (measured)
         tgt_model_learn(n->k, n->exec, (double)n->kernel_ns * 1e-9);

@@ -66,8 +66,9 @@ bool tgt_elf_symbol_file(const void *addr, char *buf, size_t cap)
     const ElfW(Ehdr) *eh = map;
     bool found = false;
     uintptr_t want = q.addr - q.bias;
-    if (memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 || eh->e_shentsize != sizeof(ElfW(Shdr)) ||
-        eh->e_shoff > len || (size_t)eh->e_shnum * sizeof(ElfW(Shdr)) > len - eh->e_shoff)
+    if (memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 ||
+        eh->e_shentsize != sizeof(ElfW(Shdr)) || eh->e_shoff > len ||
+        (size_t)eh->e_shnum * sizeof(ElfW(Shdr)) > len - eh->e_shoff)
         goto out;
     const ElfW(Shdr) *sh = (const ElfW(Shdr) *)(img + eh->e_shoff);
     for (int s = 0; s < eh->e_shnum && !found; s++) {
@@ -88,8 +89,8 @@ bool tgt_elf_symbol_file(const void *addr, char *buf, size_t cap)
             const char *name = names + sym[i].st_name;
             if (type == STT_FILE) {
                 file = memchr(name, '\0', strs->sh_size - sym[i].st_name) ? name : NULL;
-            } else if (ELF64_ST_BIND(sym[i].st_info) == STB_LOCAL &&
-                       type == STT_OBJECT && sym[i].st_value == want) {
+            } else if (ELF64_ST_BIND(sym[i].st_info) == STB_LOCAL && type == STT_OBJECT &&
+                       sym[i].st_value == want) {
                 if (file && *file) {
                     snprintf(buf, cap, "%s", file);
                     found = true;

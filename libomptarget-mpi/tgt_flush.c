@@ -32,13 +32,16 @@ void graph_policy_choose(void)
         if (!chosen && strcasecmp(name, p->name) == 0)
             chosen = p;
         int w = snprintf(expected + len, sizeof(expected) - len, "%s%s",
-                         i == 0 ? "" : i + 1 == n ? " or " : ", ", p->name);
+                         i == 0       ? ""
+                         : i + 1 == n ? " or "
+                                      : ", ",
+                         p->name);
         if (w > 0 && (size_t)w < sizeof(expected) - len)
             len += (size_t)w;
     }
     if (!chosen)
-        ompc_fatal_user("environment variable OMPC_SCHEDULER=\"%s\": expected %s",
-                        name, expected);
+        ompc_fatal_user("environment variable OMPC_SCHEDULER=\"%s\": expected %s", name,
+                        expected);
     tgt_g.policy = chosen;
     tgt_g.stats.policy = chosen->name;
 }
@@ -201,9 +204,17 @@ static void schedule_batch(tgt_node_t **v, size_t n, uint64_t batch,
     for (size_t i = 0; prefer && i < n; i++)
         prefer[i] = v[i]->sched.pref;
     sched_graph_t g = {
-        .nworkers = P, .ntasks = (int64_t)n, .cost = cost, .pinned = NULL,
-        .ready = ready, .avail = avail, .nedges = (int64_t)nedges,
-        .edges = edges, .comm_lat = lat, .comm_inv_bw = ibw, .prefer = prefer,
+        .nworkers = P,
+        .ntasks = (int64_t)n,
+        .cost = cost,
+        .pinned = NULL,
+        .ready = ready,
+        .avail = avail,
+        .nedges = (int64_t)nedges,
+        .edges = edges,
+        .comm_lat = lat,
+        .comm_inv_bw = ibw,
+        .prefer = prefer,
         .dataonly = dataonly,
     };
     sched_result_t r = {worker, start, finish, 0};
@@ -333,8 +344,11 @@ static void shape_prefs(tgt_node_t **v, size_t n, uint64_t batch)
                 edge_push(&edges, &nedges, &capedges,
                           (sched_edge_t){p->sched.idx, (int64_t)i, 0, 0});
         }
-    sched_graph_t g = {.nworkers = P, .ntasks = (int64_t)n, .cost = cost,
-                       .nedges = (int64_t)nedges, .edges = edges};
+    sched_graph_t g = {.nworkers = P,
+                       .ntasks = (int64_t)n,
+                       .cost = cost,
+                       .nedges = (int64_t)nedges,
+                       .edges = edges};
     if (sched_entry_prefs(&g, pref) == OMPC_OK)
         for (size_t i = 0; i < n; i++)
             v[i]->sched.pref = pref[i];
@@ -392,9 +406,9 @@ void graph_flush_keep(tgt_node_t *mine)
     tgt_g.stats.sched_ns += t1 - t0;
     tgt_g.stats.flushes++;
     if (ompc_trace_on()) {
-        const ompc_trace_arg_t args[] = {
-            OMPC_TRACE_U64("tasks", n - nheld), OMPC_TRACE_U64("held", nheld),
-            OMPC_TRACE_STR("policy", tgt_g.policy->name)};
+        const ompc_trace_arg_t args[] = {OMPC_TRACE_U64("tasks", n - nheld),
+                                         OMPC_TRACE_U64("held", nheld),
+                                         OMPC_TRACE_STR("policy", tgt_g.policy->name)};
         ompc_trace_span("sched", "schedule", t0, t1, args, OMPC_TRACE_NARGS(args));
     }
     free(v);

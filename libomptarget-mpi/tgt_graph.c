@@ -127,10 +127,7 @@ tgt_node_t *graph_q_pop(queue_t *q)
     return n;
 }
 
-double graph_now(void)
-{
-    return (double)(ompc_now_ns() - tgt_g.t0_ns) * 1e-9;
-}
+double graph_now(void) { return (double)(ompc_now_ns() - tgt_g.t0_ns) * 1e-9; }
 
 bool tgt_graph_active(void) { return tgt_g.active; }
 

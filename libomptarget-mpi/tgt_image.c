@@ -25,8 +25,8 @@ static int kernel_cmp(const void *a, const void *b)
 const tgt_kernel_t *tgt_kernel_find(const void *host_id)
 {
     tgt_kernel_t key = {.host_id = host_id};
-    return bsearch(&key, tgt_rt->kernels, (size_t)tgt_rt->nkernels,
-                   sizeof(tgt_kernel_t), kernel_cmp);
+    return bsearch(&key, tgt_rt->kernels, (size_t)tgt_rt->nkernels, sizeof(tgt_kernel_t),
+                   kernel_cmp);
 }
 
 /* ------------------------------------------------------ offload entries */
@@ -81,13 +81,15 @@ void tgt_image_requires_note(int64_t flags, const char *where)
                      "usually on separate nodes, and a kernel on a worker cannot "
                      "reach the host's memory through a host pointer that no map "
                      "clause names. Remove the directive and map the data the "
-                     "target regions use (map clauses, target data)", where);
+                     "target regions use (map clauses, target data)",
+                     where);
     else if (flags & TGT_REQ_REVERSE_OFFLOAD)
         refuse_later("`#pragma omp requires reverse_offload` (%s) cannot be "
                      "honoured: ompc does not run `target device(ancestor: 1)` "
                      "regions (a worker cannot hand a region back to the head "
                      "while its kernel runs). Remove the directive and the "
-                     "ancestor regions", where);
+                     "ancestor regions",
+                     where);
     else if (flags & ~known)
         refuse_later("requirement flags %#llx (%s) include ones this runtime "
                      "does not know (LLVM 19 defines up to %#llx): the program "
@@ -101,7 +103,8 @@ static void read_entry_requires(const tgt_offload_entry_t *e)
     if (tgt_elf_symbol_file(e->name, file, sizeof(file)))
         snprintf(where, sizeof(where), "in %s", file);
     else
-        snprintf(where, sizeof(where), "source file unknown: no symbol table of "
+        snprintf(where, sizeof(where),
+                 "source file unknown: no symbol table of "
                  "the executable names it");
     tgt_image_requires_note(e->data, where);
 }
@@ -117,8 +120,8 @@ static void refuse_entry(const tgt_offload_entry_t *e, const char *why)
                  "runtime does not handle. It handles target regions, declare "
                  "target variables (to, enter, link), indirect functions and "
                  "requires entries as clang 19 emits them; build every file "
-                 "of the program with ompcc", entry_name(e), e->size,
-                 (unsigned)e->flags, why);
+                 "of the program with ompcc",
+                 entry_name(e), e->size, (unsigned)e->flags, why);
 }
 
 /* Entries by their flags (TGT_ENTRY_*). */
@@ -130,7 +133,8 @@ void tgt_image_read_entries(const tgt_bin_desc_t *desc)
     tgt_rt->indirect = calloc(n ? n : 1, sizeof(tgt_indirect_t));
     if (!tgt_rt->kernels || !tgt_rt->globals || !tgt_rt->indirect)
         ompc_fatal("out of memory reading offload entries");
-    for (tgt_offload_entry_t *e = desc->host_entries_begin; e < desc->host_entries_end; e++) {
+    for (tgt_offload_entry_t *e = desc->host_entries_begin; e < desc->host_entries_end;
+         e++) {
         int32_t f = e->flags;
         if (f == TGT_ENTRY_REGISTER_REQUIRES) {
             read_entry_requires(e);
@@ -165,11 +169,11 @@ void tgt_image_read_entries(const tgt_bin_desc_t *desc)
             k->name = e->name;
         } else if (f == TGT_ENTRY_CTOR || f == TGT_ENTRY_DTOR) {
             refuse_entry(e, "a device constructor or destructor kernel (emitted "
-                         "by compilers older than LLVM 19, which run device "
-                         "constructors from the image itself)");
+                            "by compilers older than LLVM 19, which run device "
+                            "constructors from the image itself)");
         } else if (f & TGT_ENTRY_INDIRECT_VTABLE) {
             refuse_entry(e, "an indirect virtual table (emitted by compilers "
-                         "newer than LLVM 19)");
+                            "newer than LLVM 19)");
         } else {
             refuse_entry(e, "of a kind LLVM 19 does not emit");
         }
@@ -202,24 +206,24 @@ void tgt_image_load(const tgt_bin_desc_t *desc)
     tgt_rt->image = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     close(fd);
     if (!tgt_rt->image)
-        ompc_fatal("rank %d: cannot load the device image: %s", tgt_rt->rank,
-                   dlerror());
+        ompc_fatal("rank %d: cannot load the device image: %s", tgt_rt->rank, dlerror());
     for (int i = 0; i < tgt_rt->nkernels; i++) {
         tgt_kernel_t *k = &tgt_rt->kernels[i];
         k->fn = dlsym(tgt_rt->image, k->name);
         if (!k->fn)
-            ompc_fatal("rank %d: kernel %s missing from the device image",
-                       tgt_rt->rank, k->name);
+            ompc_fatal("rank %d: kernel %s missing from the device image", tgt_rt->rank,
+                       k->name);
     }
     for (int i = 0; i < tgt_rt->nglobals; i++) {
         tgt_global_t *g = &tgt_rt->globals[i];
         g->dev_addr = dlsym(tgt_rt->image, g->name);
         if (!g->dev_addr)
             ompc_fatal("rank %d: declare target variable %s missing from the "
-                       "device image", tgt_rt->rank, g->name);
-        if (ev_mem_register(tgt_rt->ev, g->dev_addr, g->size) != OMPC_OK)
-            ompc_fatal("rank %d: cannot expose declare target variable %s",
+                       "device image",
                        tgt_rt->rank, g->name);
+        if (ev_mem_register(tgt_rt->ev, g->dev_addr, g->size) != OMPC_OK)
+            ompc_fatal("rank %d: cannot expose declare target variable %s", tgt_rt->rank,
+                       g->name);
     }
     /* An indirect function's device symbol is a pointer to the device
      * function (its address in this process once the image is loaded). */
@@ -228,7 +232,8 @@ void tgt_image_load(const tgt_bin_desc_t *desc)
         void **slot = dlsym(tgt_rt->image, f->name);
         if (!slot || !*slot)
             ompc_fatal("rank %d: indirect function entry %s missing from the "
-                       "device image", tgt_rt->rank, f->name);
+                       "device image",
+                       tgt_rt->rank, f->name);
         f->dev_fn = *slot;
     }
 }
@@ -251,7 +256,8 @@ void tgt_image_share_globals(void)
         dm_addr_t *addrs = calloc((size_t)ne, sizeof(dm_addr_t));
         for (int i = 0; i < n; i++) {
             for (int e = 0; e < ne; e++)
-                addrs[e] = all[(size_t)dm_executor_rank(tgt_rt->dm, e) * (size_t)n + (size_t)i];
+                addrs[e] =
+                    all[(size_t)dm_executor_rank(tgt_rt->dm, e) * (size_t)n + (size_t)i];
             tgt_global_t *g = &tgt_rt->globals[i];
             if (dm_register_fixed(tgt_rt->dm, addrs, g->size, &g->buf) != OMPC_OK)
                 ompc_fatal("cannot register declare target variable %s", g->name);

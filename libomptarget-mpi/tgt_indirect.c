@@ -86,7 +86,8 @@ static void place_jumps(void)
         uintptr_t at = (uintptr_t)v[i].head_addr;
         if (in_place != (at == (uintptr_t)v[i].host_addr))
             ompc_fatal("indirect function %s: the head's address moved by a "
-                       "different amount than the others", v[i].name);
+                       "different amount than the others",
+                       v[i].name);
         for (uintptr_t p = at & ~(pg - 1); p < at + TGT_JUMP_LEN; p += pg) {
             if (npages > 0 && pages[npages - 1] == p)
                 continue;
@@ -94,8 +95,8 @@ static void place_jumps(void)
                 if (mprotect((void *)p, pg, PROT_READ | PROT_WRITE | PROT_EXEC) != 0)
                     ompc_fatal("rank %d: cannot make the code page of indirect "
                                "function %s writable (%s): the worker must redirect "
-                               "it to the device function", tgt_rt->rank, v[i].name,
-                               strerror(errno));
+                               "it to the device function",
+                               tgt_rt->rank, v[i].name, strerror(errno));
             } else {
                 void *m = mmap((void *)p, pg, PROT_READ | PROT_WRITE,
                                MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
@@ -107,12 +108,13 @@ static void place_jumps(void)
                                     "%s (%#lx) is in use on this worker, which needs it "
                                     "to jump to the device function. Start every rank "
                                     "with the same address layout: `mpiexec -n N "
-                                    "setarch -R ./app`", tgt_rt->rank,
-                                    indirect_label(v[i].name, l, sizeof(l)),
+                                    "setarch -R ./app`",
+                                    tgt_rt->rank, indirect_label(v[i].name, l, sizeof(l)),
                                     (unsigned long)at);
                 }
             }
-            pages = tgt_grow(pages, &cap, npages, sizeof(*pages), "indirect function pages");
+            pages = tgt_grow(pages, &cap, npages, sizeof(*pages),
+                             "indirect function pages");
             pages[npages++] = p;
         }
         jump_write((unsigned char *)at, v[i].dev_fn);
@@ -120,7 +122,8 @@ static void place_jumps(void)
     for (size_t i = 0; i < npages; i++)
         if (mprotect((void *)pages[i], pg, PROT_READ | PROT_EXEC) != 0)
             ompc_fatal("rank %d: cannot make the jumps to indirect functions "
-                       "executable (%s)", tgt_rt->rank, strerror(errno));
+                       "executable (%s)",
+                       tgt_rt->rank, strerror(errno));
     __builtin___clear_cache((char *)pages[0], (char *)pages[npages - 1] + pg);
     free(pages);
 }
@@ -143,7 +146,8 @@ static void check_jump_room(void)
                         "in the executable; ompc needs %d bytes at each to reach "
                         "the device function from a worker. Compile with "
                         "-falign-functions=16 (the default at -O1 and above, "
-                        "not at -Os/-Oz)", indirect_label(v[i].name, a, sizeof(a)),
+                        "not at -Os/-Oz)",
+                        indirect_label(v[i].name, a, sizeof(a)),
                         indirect_label(v[i + 1].name, b, sizeof(b)),
                         (unsigned long long)gap, TGT_JUMP_LEN);
     }

@@ -60,7 +60,8 @@ typedef struct tgt_offload_entry {
 #define TGT_ENTRY_LINK 0x01            /* size 8: the variable's pointer */
 #define TGT_ENTRY_CTOR 0x02
 #define TGT_ENTRY_DTOR 0x04
-#define TGT_ENTRY_INDIRECT 0x08        /* addr: host function; the device
+#define TGT_ENTRY_INDIRECT                                                               \
+    0x08        /* addr: host function; the device
                                           symbol holds the device function */
 #define TGT_ENTRY_REGISTER_REQUIRES 0x10 /* data: the TU's requires flags */
 #define TGT_ENTRY_INDIRECT_VTABLE 0x20
@@ -181,7 +182,11 @@ typedef struct tgt_map {
     struct tgt_map *sprev, *snext; /* list of entries that have shadows */
 } tgt_map_t;
 
-typedef enum { TGT_OFFLOAD_DEFAULT, TGT_OFFLOAD_MANDATORY, TGT_OFFLOAD_DISABLED } tgt_offload_t;
+typedef enum {
+    TGT_OFFLOAD_DEFAULT,
+    TGT_OFFLOAD_MANDATORY,
+    TGT_OFFLOAD_DISABLED
+} tgt_offload_t;
 
 /* Make room for one more element in a growing array of n elements (cap
  * doubles, from 16); out of memory is fatal, naming what. */
@@ -364,8 +369,7 @@ void tgt_mapped_free(tgt_mapped_t *m);
 void tgt_map_add_global(tgt_global_t *g);
 /* omp_target_associate_ptr: host [host, +size) is backed by b at off until
  * disassociated; OMPC_ERR_INVALID if it overlaps another mapping. */
-ompc_status_t tgt_map_associate(const void *host, size_t size, dm_buf_t *b,
-                                size_t off);
+ompc_status_t tgt_map_associate(const void *host, size_t size, dm_buf_t *b, size_t off);
 /* omp_target_disassociate_ptr: OMPC_ERR_INVALID unless host begins an
  * association. */
 ompc_status_t tgt_map_disassociate(const void *host);
@@ -411,11 +415,11 @@ static inline uint64_t tgt_pad8(uint64_t len) { return (len + 7) / 8 * 8; }
 /* The current task if it is a target task (deferred or not), else NULL. */
 void *tgt_ompt_current_target_task(void);
 
-#define TGT_USER_ERROR(loc, ...)                                              \
-    do {                                                                      \
-        char tgt_lb_[256];                                                    \
-        ompc_fatal_user("%s: %s", tgt_loc(loc, tgt_lb_, sizeof(tgt_lb_)),     \
-                   tgt_fmt_(__VA_ARGS__));                                    \
+#define TGT_USER_ERROR(loc, ...)                                                         \
+    do {                                                                                 \
+        char tgt_lb_[256];                                                               \
+        ompc_fatal_user("%s: %s", tgt_loc(loc, tgt_lb_, sizeof(tgt_lb_)),                \
+                        tgt_fmt_(__VA_ARGS__));                                          \
     } while (0)
 const char *tgt_fmt_(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

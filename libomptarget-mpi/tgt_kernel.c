@@ -83,8 +83,8 @@ ompc_status_t tgt_kernel_run(const void *args, size_t args_size, uint64_t *ns_p,
         st = OMPC_ERR_INVALID;
     } else {
         if (tgt_rt->info)
-            fprintf(stderr, "[ompc info] r%d run %s (%u args)\n", tgt_rt->rank,
-                    k->name, n);
+            fprintf(stderr, "[ompc info] r%d run %s (%u args)\n", tgt_rt->rank, k->name,
+                    n);
         /* The handler thread's own ICV: parallel regions in the kernel use
          * this executor's cores. */
         if (tgt_rt->kernel_threads > 0 && omp_set_num_threads)
@@ -140,6 +140,5 @@ static ompc_status_t tgt_fn_kernel(ev_exec_info_t *info)
 
 ompc_status_t tgt_kernel_fn_register(void)
 {
-    return ev_fn_register(tgt_rt->ev, "tgt.kernel", tgt_fn_kernel, 0,
-                          &tgt_rt->fn_kernel);
+    return ev_fn_register(tgt_rt->ev, "tgt.kernel", tgt_fn_kernel, 0, &tgt_rt->fn_kernel);
 }

@@ -28,8 +28,10 @@ static bool use_device(int64_t dev, const void *loc)
         return true;
     if (dev == 1) /* omp_get_initial_device() */
         return false;
-    TGT_USER_ERROR(loc, "device number %lld does not exist: ompc exposes the "
-                   "cluster as device 0 (the host is device 1)", (long long)dev);
+    TGT_USER_ERROR(loc,
+                   "device number %lld does not exist: ompc exposes the "
+                   "cluster as device 0 (the host is device 1)",
+                   (long long)dev);
 }
 
 /* The buffers a kernel may write, into wr (returns how many).  The rule
@@ -70,8 +72,8 @@ static size_t tgt_written_bufs(const tgt_mapped_t *m, const tgt_dep_t *deps,
 static void launch_record(tgt_ident_t *loc, const tgt_kernel_t *k,
                           const tgt_kernel_args_t *ka, bool wait)
 {
-    tgt_args_t a = {(int32_t)ka->num_args, ka->arg_base_ptrs, ka->arg_ptrs,
-                    ka->arg_sizes, ka->arg_types, ka->arg_mappers, loc};
+    tgt_args_t a = {(int32_t)ka->num_args, ka->arg_base_ptrs, ka->arg_ptrs, ka->arg_sizes,
+                    ka->arg_types,         ka->arg_mappers,   loc};
     void *red_space[a.n > 0 ? 2 * a.n : 1];
     tgt_taskred_redirect(&a, red_space);
     uint64_t t0 = ompc_trace_on() ? ompc_now_ns() : 0;
@@ -125,25 +127,24 @@ int __tgt_target_kernel(tgt_ident_t *loc, int64_t device_id, int32_t num_teams,
     if (!use_device(device_id, loc)) {
         if (tgt_ready() && tgt_rt->offload == TGT_OFFLOAD_MANDATORY)
             TGT_USER_ERROR(loc, "OMP_TARGET_OFFLOAD=mandatory but the target "
-                           "region was sent to the host device");
+                                "region was sent to the host device");
         return 1; /* the compiled code runs the region on the host */
     }
     const tgt_kernel_t *k = tgt_kernel_find(host_id);
     if (!k)
-        TGT_USER_ERROR(loc, "target region %p is not in the registered image",
-                       host_id);
+        TGT_USER_ERROR(loc, "target region %p is not in the registered image", host_id);
     if (ka->version < 2)
-        TGT_USER_ERROR(loc, "kernel argument version %u is too old (clang-19 "
-                       "emits 3)", ka->version);
+        TGT_USER_ERROR(loc,
+                       "kernel argument version %u is too old (clang-19 "
+                       "emits 3)",
+                       ka->version);
     launch_record(loc, k, ka, !(ka->flags & TGT_KFLAG_NOWAIT));
     return 0;
 }
 
-int __tgt_target_kernel_nowait(tgt_ident_t *loc, int64_t device_id,
-                               int32_t num_teams, int32_t thread_limit,
-                               void *host_id, tgt_kernel_args_t *ka,
-                               int32_t ndeps, void *deps, int32_t nnoalias,
-                               void *noalias)
+int __tgt_target_kernel_nowait(tgt_ident_t *loc, int64_t device_id, int32_t num_teams,
+                               int32_t thread_limit, void *host_id, tgt_kernel_args_t *ka,
+                               int32_t ndeps, void *deps, int32_t nnoalias, void *noalias)
 {
     (void)ndeps;
     (void)deps;
@@ -176,32 +177,30 @@ static void data_record(tgt_args_t *a, int what, bool wait)
     tgt_rec_construct(a->loc, NULL, &p, NULL, NULL, 0, NULL, 0, wait);
 }
 
-#define DATA_FN(name, op)                                                     \
-    void name(tgt_ident_t *loc, int64_t device_id, int32_t n, void **base,   \
-              void **begin, int64_t *sizes, int64_t *types, void **names,    \
-              void **mappers)                                                 \
-    {                                                                         \
-        (void)names;                                                          \
-        if (!use_device(device_id, loc))                                      \
-            return;                                                           \
-        tgt_args_t a = {n, base, begin, sizes, types, mappers, loc};          \
-        data_record(&a, op, !tgt_ompt_in_deferred_target_task());             \
-    }                                                                         \
-    void name##_nowait(tgt_ident_t *loc, int64_t device_id, int32_t n,       \
-                       void **base, void **begin, int64_t *sizes,             \
-                       int64_t *types, void **names, void **mappers,          \
-                       int32_t ndeps, void *deps, int32_t nnoalias,           \
-                       void *noalias)                                         \
-    {                                                                         \
-        (void)ndeps;                                                          \
-        (void)deps;                                                           \
-        (void)nnoalias;                                                       \
-        (void)noalias;                                                        \
-        (void)names;                                                          \
-        if (!use_device(device_id, loc))                                      \
-            return;                                                           \
-        tgt_args_t a = {n, base, begin, sizes, types, mappers, loc};          \
-        data_record(&a, op, false);                                           \
+#define DATA_FN(name, op)                                                                \
+    void name(tgt_ident_t *loc, int64_t device_id, int32_t n, void **base, void **begin, \
+              int64_t *sizes, int64_t *types, void **names, void **mappers)              \
+    {                                                                                    \
+        (void)names;                                                                     \
+        if (!use_device(device_id, loc))                                                 \
+            return;                                                                      \
+        tgt_args_t a = {n, base, begin, sizes, types, mappers, loc};                     \
+        data_record(&a, op, !tgt_ompt_in_deferred_target_task());                        \
+    }                                                                                    \
+    void name##_nowait(tgt_ident_t *loc, int64_t device_id, int32_t n, void **base,      \
+                       void **begin, int64_t *sizes, int64_t *types, void **names,       \
+                       void **mappers, int32_t ndeps, void *deps, int32_t nnoalias,      \
+                       void *noalias)                                                    \
+    {                                                                                    \
+        (void)ndeps;                                                                     \
+        (void)deps;                                                                      \
+        (void)nnoalias;                                                                  \
+        (void)noalias;                                                                   \
+        (void)names;                                                                     \
+        if (!use_device(device_id, loc))                                                 \
+            return;                                                                      \
+        tgt_args_t a = {n, base, begin, sizes, types, mappers, loc};                     \
+        data_record(&a, op, false);                                                      \
     }
 
 DATA_FN(__tgt_target_data_begin_mapper, 0)
@@ -210,22 +209,27 @@ DATA_FN(__tgt_target_data_update_mapper, 2)
 
 /* clang names the nowait variants ..._nowait_mapper. */
 void __tgt_target_data_begin_nowait_mapper(tgt_ident_t *loc, int64_t d, int32_t n,
-    void **b, void **p, int64_t *s, int64_t *t, void **nm, void **mp, int32_t nd,
-    void *dl, int32_t nna, void *nal)
+                                           void **b, void **p, int64_t *s, int64_t *t,
+                                           void **nm, void **mp, int32_t nd, void *dl,
+                                           int32_t nna, void *nal)
 {
-    __tgt_target_data_begin_mapper_nowait(loc, d, n, b, p, s, t, nm, mp, nd, dl, nna, nal);
+    __tgt_target_data_begin_mapper_nowait(loc, d, n, b, p, s, t, nm, mp, nd, dl, nna,
+                                          nal);
 }
-void __tgt_target_data_end_nowait_mapper(tgt_ident_t *loc, int64_t d, int32_t n,
-    void **b, void **p, int64_t *s, int64_t *t, void **nm, void **mp, int32_t nd,
-    void *dl, int32_t nna, void *nal)
+void __tgt_target_data_end_nowait_mapper(tgt_ident_t *loc, int64_t d, int32_t n, void **b,
+                                         void **p, int64_t *s, int64_t *t, void **nm,
+                                         void **mp, int32_t nd, void *dl, int32_t nna,
+                                         void *nal)
 {
     __tgt_target_data_end_mapper_nowait(loc, d, n, b, p, s, t, nm, mp, nd, dl, nna, nal);
 }
 void __tgt_target_data_update_nowait_mapper(tgt_ident_t *loc, int64_t d, int32_t n,
-    void **b, void **p, int64_t *s, int64_t *t, void **nm, void **mp, int32_t nd,
-    void *dl, int32_t nna, void *nal)
+                                            void **b, void **p, int64_t *s, int64_t *t,
+                                            void **nm, void **mp, int32_t nd, void *dl,
+                                            int32_t nna, void *nal)
 {
-    __tgt_target_data_update_mapper_nowait(loc, d, n, b, p, s, t, nm, mp, nd, dl, nna, nal);
+    __tgt_target_data_update_mapper_nowait(loc, d, n, b, p, s, t, nm, mp, nd, dl, nna,
+                                           nal);
 }
 
 /* Pre-mapper entry points (older compilers). */

@@ -200,8 +200,7 @@ ompc_status_t tgt_map_disassociate(const void *host)
     bool overlap;
     tgt_map_t *m = map_lookup_locked((uintptr_t)host, 0, &overlap);
     ompc_status_t st = OMPC_ERR_INVALID;
-    if (m && !overlap && m->node.key == (uintptr_t)host && m->infinite &&
-        !m->owns_buf) {
+    if (m && !overlap && m->node.key == (uintptr_t)host && m->infinite && !m->owns_buf) {
         map_remove_locked(m);
         free(m);
         st = OMPC_OK;
@@ -213,8 +212,8 @@ ompc_status_t tgt_map_disassociate(const void *host)
 void tgt_map_dump(void)
 {
     pthread_mutex_lock(&tgt_rt->map_mtx);
-    printf("ompc device 0 mapping table:\n%-18s %-18s %10s %8s %8s\n", "host",
-           "device", "bytes", "dynref", "holdref");
+    printf("ompc device 0 mapping table:\n%-18s %-18s %10s %8s %8s\n", "host", "device",
+           "bytes", "dynref", "holdref");
     for (ompc_tmap_node_t *n = ompc_tmap_ceil(&tgt_rt->maps, 0); n;) {
         tgt_map_t *m = OMPC_TMAP_ENTRY(n, tgt_map_t, node);
         printf("%#-18lx %#-18lx %10zu %8s %8lld\n", (unsigned long)m->node.key,
@@ -222,8 +221,8 @@ void tgt_map_dump(void)
                (size_t)(m->hst_end - m->node.key),
                m->infinite ? "INF" : tgt_fmt_("%lld", (long long)m->dyn_ref),
                (long long)m->hold_ref);
-        n = ompc_tmap_ceil(&tgt_rt->maps, m->hst_end > m->node.key ? m->hst_end
-                                                                   : m->node.key + 1);
+        n = ompc_tmap_ceil(&tgt_rt->maps,
+                           m->hst_end > m->node.key ? m->hst_end : m->node.key + 1);
     }
     pthread_mutex_unlock(&tgt_rt->map_mtx);
 }
@@ -232,8 +231,8 @@ void tgt_map_add_global(tgt_global_t *g)
 {
     tgt_map_t *m;
     pthread_mutex_lock(&tgt_rt->map_mtx);
-    if (map_insert_locked((uintptr_t)g->host_addr, g->size, g->buf, 0, true,
-                              false, &m) != OMPC_OK)
+    if (map_insert_locked((uintptr_t)g->host_addr, g->size, g->buf, 0, true, false, &m) !=
+        OMPC_OK)
         ompc_fatal("out of memory mapping declare target variable %s", g->name);
     pthread_mutex_unlock(&tgt_rt->map_mtx);
 }
@@ -244,14 +243,14 @@ void tgt_mapped_add(tgt_mapped_t *m, dm_buf_t *b)
         if (m->bufs[i] == b)
             return;
     m->bufs = tgt_grow(m->bufs, &m->capbufs, m->nbufs, sizeof(*m->bufs),
-                   "collecting kernel buffers");
+                       "collecting kernel buffers");
     m->bufs[m->nbufs++] = b;
 }
 
 static void mapped_add_temp(tgt_mapped_t *m, dm_buf_t *b)
 {
     m->temps = tgt_grow(m->temps, &m->captemps, m->ntemps, sizeof(*m->temps),
-                    "firstprivate copies");
+                        "firstprivate copies");
     m->temps[m->ntemps++] = b;
 }
 
@@ -268,7 +267,7 @@ void tgt_mapped_free(tgt_mapped_t *m)
 static void kargs_push(tgt_mapped_t *m, uint64_t v)
 {
     m->kargs = tgt_grow(m->kargs, &m->capkargs, m->nkargs, sizeof(*m->kargs),
-                    "building kernel arguments");
+                        "building kernel arguments");
     m->kargs[m->nkargs++] = v;
 }
 
@@ -285,7 +284,8 @@ static void note_device_value(tgt_mapped_t *out, uint64_t v)
 static _Noreturn void overlap_error(const void *loc, uintptr_t begin, size_t size,
                                     const tgt_map_t *m)
 {
-    TGT_USER_ERROR(loc, "mapping of host range %#lx (%zu bytes) partially "
+    TGT_USER_ERROR(loc,
+                   "mapping of host range %#lx (%zu bytes) partially "
                    "overlaps an existing mapping of %#lx (%zu bytes): an "
                    "existing mapping cannot be extended",
                    (unsigned long)begin, size, (unsigned long)m->node.key,
@@ -296,9 +296,8 @@ static void copy_to(tgt_plan_t *p, tgt_map_t *m, uintptr_t begin, size_t size);
 
 /* Map one host range (the object part of an argument).  Returns the entry,
  * or NULL for a zero-length section that is not mapped. */
-static tgt_map_t *map_one(tgt_plan_t *p, const tgt_args_t *a, int32_t i,
-                          uintptr_t begin, size_t size, int64_t type,
-                          bool update_ref, bool *is_new_p)
+static tgt_map_t *map_one(tgt_plan_t *p, const tgt_args_t *a, int32_t i, uintptr_t begin,
+                          size_t size, int64_t type, bool update_ref, bool *is_new_p)
 {
     bool overlap;
     *is_new_p = false;
@@ -320,7 +319,8 @@ static tgt_map_t *map_one(tgt_plan_t *p, const tgt_args_t *a, int32_t i,
         return m;
     }
     if (type & TGT_MAP_PRESENT)
-        TGT_USER_ERROR(a->loc, "'present' map of host address %#lx (%zu bytes, "
+        TGT_USER_ERROR(a->loc,
+                       "'present' map of host address %#lx (%zu bytes, "
                        "argument %d): the data is not mapped on the device",
                        (unsigned long)begin, size, i);
     if (size == 0)
@@ -328,8 +328,8 @@ static tgt_map_t *map_one(tgt_plan_t *p, const tgt_args_t *a, int32_t i,
     dm_buf_t *buf;
     ompc_status_t st = dm_alloc(tgt_rt->dm, size, &buf);
     if (st != OMPC_OK)
-        TGT_USER_ERROR(a->loc, "cannot allocate %zu bytes of device memory: %s",
-                       size, ompc_status_str(st));
+        TGT_USER_ERROR(a->loc, "cannot allocate %zu bytes of device memory: %s", size,
+                       ompc_status_str(st));
     if (map_insert_locked(begin, size, buf, 0, false, true, &m) != OMPC_OK)
         ompc_fatal("out of memory in the mapping table");
     if (type & TGT_MAP_OMPX_HOLD)
@@ -348,8 +348,8 @@ static tgt_map_t *map_one(tgt_plan_t *p, const tgt_args_t *a, int32_t i,
 
 /* Point the device copy of the pointer at host address `slot` (inside
  * mapping pm) to the device copy of the object it points to. */
-static void attach_pointer(tgt_plan_t *p, tgt_map_t *pm, uintptr_t slot,
-                           tgt_map_t *obj, uintptr_t obj_begin)
+static void attach_pointer(tgt_plan_t *p, tgt_map_t *pm, uintptr_t slot, tgt_map_t *obj,
+                           uintptr_t obj_begin)
 {
     void *host_value = *(void **)slot;
     uint64_t dev_value = dev_of(obj, obj_begin) - (obj_begin - (uintptr_t)host_value);
@@ -422,8 +422,7 @@ static void copy_to(tgt_plan_t *p, tgt_map_t *m, uintptr_t begin, size_t size)
 {
     if (size == 0)
         return;
-    plan_write(p, m->buf, m->buf_off + (begin - m->node.key), (const void *)begin,
-               size);
+    plan_write(p, m->buf, m->buf_off + (begin - m->node.key), (const void *)begin, size);
     for_shadows(p, begin, size, shadow_restore_device);
 }
 
@@ -452,8 +451,8 @@ int64_t __tgt_mapper_num_components(void *handle)
     return ((mapper_components_t *)handle)->n;
 }
 
-void __tgt_push_mapper_component(void *handle, void *base, void *begin,
-                                 int64_t size, int64_t type, void *name)
+void __tgt_push_mapper_component(void *handle, void *base, void *begin, int64_t size,
+                                 int64_t type, void *name)
 {
     (void)name;
     mapper_components_t *c = handle;
@@ -486,8 +485,8 @@ static void mapper_expand(const tgt_args_t *a, int32_t i, mapper_components_t *c
     memset(c, 0, sizeof(*c));
     mapper_fn_t fn = (mapper_fn_t)a->mappers[i];
     fn(c, a->base[i], a->begin[i], a->sizes[i], a->types[i], NULL);
-    *sub = (tgt_args_t){(int32_t)c->n, c->base, c->begin, c->sizes, c->types,
-                        NULL, a->loc};
+    *sub = (tgt_args_t){(int32_t)c->n, c->base, c->begin, c->sizes,
+                        c->types,      NULL,    a->loc};
 }
 
 static void mapper_components_free(mapper_components_t *c)
@@ -540,7 +539,8 @@ static void data_begin_locked(tgt_plan_t *p, const tgt_args_t *a, tgt_mapped_t *
              * memory through the closure: wrong values on the head, a crash
              * on a worker. */
             if (kargs && (t & TGT_MAP_PTR_AND_OBJ))
-                TGT_USER_ERROR(a->loc, "a lambda called in this target region was "
+                TGT_USER_ERROR(a->loc,
+                               "a lambda called in this target region was "
                                "made on the host and captures a variable by "
                                "reference, a pointer or 'this' (host address "
                                "%p, argument %d); ompc cannot give the lambda's "
@@ -559,8 +559,10 @@ static void data_begin_locked(tgt_plan_t *p, const tgt_args_t *a, tgt_mapped_t *
             /* firstprivate by reference: a fresh device copy per launch. */
             dm_buf_t *tmp;
             if (dm_alloc(tgt_rt->dm, size ? size : 1, &tmp) != OMPC_OK)
-                TGT_USER_ERROR(a->loc, "cannot allocate a firstprivate argument "
-                               "(%zu bytes) on the device", size);
+                TGT_USER_ERROR(a->loc,
+                               "cannot allocate a firstprivate argument "
+                               "(%zu bytes) on the device",
+                               size);
             plan_write(p, tmp, 0, (const void *)begin, size);
             mapped_add_temp(out, tmp);
             tgt_mapped_add(out, tmp);
@@ -574,8 +576,9 @@ static void data_begin_locked(tgt_plan_t *p, const tgt_args_t *a, tgt_mapped_t *
             /* The pointer itself lives in mapped data (a struct member) or
              * gets a mapping of its own. */
             bool is_new;
-            pm = map_one(p, a, i, base, sizeof(void *), t & ~(int64_t)(TGT_MAP_TO |
-                         TGT_MAP_FROM | TGT_MAP_PRESENT | TGT_MAP_ALWAYS),
+            pm = map_one(p, a, i, base, sizeof(void *),
+                         t & ~(int64_t)(TGT_MAP_TO | TGT_MAP_FROM | TGT_MAP_PRESENT |
+                                        TGT_MAP_ALWAYS),
                          !member, &is_new);
         }
         /* The object of a pointer-and-object member is an allocation of its
@@ -597,7 +600,8 @@ static void data_begin_locked(tgt_plan_t *p, const tgt_args_t *a, tgt_mapped_t *
         bool plain = !member && !(t & TGT_MAP_PTR_AND_OBJ);
         if (kargs && plain && !(t & TGT_MAP_TARGET_PARAM) && have_arg && m &&
             base == arg_base && dev_of(m, begin) != arg_dev + (begin - base))
-            TGT_USER_ERROR(a->loc, "map of [%p, +%zu): a section of the same array "
+            TGT_USER_ERROR(a->loc,
+                           "map of [%p, +%zu): a section of the same array "
                            "as an earlier map of this construct, but the two are "
                            "separate blocks on the device (mapped one by one), and "
                            "the kernel reaches both through one address; map one "
@@ -638,7 +642,8 @@ static void add_attached_locked(tgt_mapped_t *out)
         for (tgt_map_t *m = tgt_rt->shadowed; m; m = m->snext)
             if (m->buf == out->bufs[i])
                 for (tgt_shadow_t *s = m->shadows; s; s = s->next) {
-                    uintptr_t obj = (uintptr_t)s->host_value + (s->obj_dev - s->dev_value);
+                    uintptr_t obj = (uintptr_t)s->host_value +
+                                    (s->obj_dev - s->dev_value);
                     tgt_map_t *om = map_of(ompc_tmap_floor(&tgt_rt->maps, obj));
                     if (om && obj < om->hst_end && dev_of(om, obj) == s->obj_dev)
                         tgt_mapped_add(out, om->buf);
@@ -665,7 +670,8 @@ static void unmap_one(tgt_plan_t *p, const tgt_args_t *a, int32_t i, uintptr_t b
     tgt_map_t *m = map_lookup_locked(begin, size, &overlap);
     if (!m || overlap) {
         if (t & TGT_MAP_PRESENT)
-            TGT_USER_ERROR(a->loc, "'present' unmap of host address %#lx (%zu "
+            TGT_USER_ERROR(a->loc,
+                           "'present' unmap of host address %#lx (%zu "
                            "bytes, argument %d): the data is not mapped",
                            (unsigned long)begin, size, i);
         return;
@@ -734,8 +740,8 @@ static void data_end_locked(tgt_plan_t *p, const tgt_args_t *a, dead_list_t *dea
         unmap_one(p, a, i, begin, size, t, !member, parent_delete, &dead->v, &dead->n);
         if ((t & TGT_MAP_PTR_AND_OBJ) && !(t & TGT_MAP_MEMBER_OF))
             unmap_one(p, a, i, base, sizeof(void *),
-                      t & (TGT_MAP_DELETE | TGT_MAP_OMPX_HOLD), true, false,
-                      &dead->v, &dead->n);
+                      t & (TGT_MAP_DELETE | TGT_MAP_OMPX_HOLD), true, false, &dead->v,
+                      &dead->n);
     }
 }
 
@@ -768,8 +774,8 @@ typedef struct tgt_nc_dim {
 /* Update every contiguous run of the section, recursing over dimensions;
  * the innermost dimensions that are contiguous together form one run. */
 static void update_nc(tgt_plan_t *p, const tgt_args_t *a, int64_t t, uintptr_t base,
-                      const tgt_nc_dim_t *d, int nd, int dim, uint64_t off,
-                      uint64_t run, int run_dims)
+                      const tgt_nc_dim_t *d, int nd, int dim, uint64_t off, uint64_t run,
+                      int run_dims)
 {
     if (dim == nd - run_dims) {
         uintptr_t begin = base + off;
@@ -777,7 +783,8 @@ static void update_nc(tgt_plan_t *p, const tgt_args_t *a, int64_t t, uintptr_t b
         tgt_map_t *m = map_lookup_locked(begin, run, &overlap);
         if (!m || overlap) {
             if (t & TGT_MAP_PRESENT)
-                TGT_USER_ERROR(a->loc, "'present' update of host address %#lx "
+                TGT_USER_ERROR(a->loc,
+                               "'present' update of host address %#lx "
                                "(%lu bytes): the data is not mapped",
                                (unsigned long)begin, (unsigned long)run);
             return;
@@ -789,8 +796,8 @@ static void update_nc(tgt_plan_t *p, const tgt_args_t *a, int64_t t, uintptr_t b
         return;
     }
     for (uint64_t k = 0; k < d[dim].count; k++)
-        update_nc(p, a, t, base, d, nd, dim + 1, off + (d[dim].offset + k) * d[dim].stride,
-                  run, run_dims);
+        update_nc(p, a, t, base, d, nd, dim + 1,
+                  off + (d[dim].offset + k) * d[dim].stride, run, run_dims);
 }
 
 static void update_noncontiguous(tgt_plan_t *p, const tgt_args_t *a, int32_t i)
@@ -804,7 +811,8 @@ static void update_noncontiguous(tgt_plan_t *p, const tgt_args_t *a, int32_t i)
     uint64_t run = d[nd - 1].count * d[nd - 1].stride;
     int run_dims = 1;
     while (run_dims < nd && d[nd - run_dims].offset == 0 &&
-           d[nd - run_dims].count * d[nd - run_dims].stride == d[nd - run_dims - 1].stride) {
+           d[nd - run_dims].count * d[nd - run_dims].stride ==
+               d[nd - run_dims - 1].stride) {
         run_dims++;
         run = d[nd - run_dims].count * d[nd - run_dims].stride;
     }
@@ -837,7 +845,8 @@ static void data_update_locked(tgt_plan_t *p, const tgt_args_t *a)
         tgt_map_t *m = map_lookup_locked(begin, size, &overlap);
         if (!m || overlap) {
             if (t & TGT_MAP_PRESENT)
-                TGT_USER_ERROR(a->loc, "'present' update of host address %#lx "
+                TGT_USER_ERROR(a->loc,
+                               "'present' update of host address %#lx "
                                "(%zu bytes): the data is not mapped",
                                (unsigned long)begin, size);
             continue; /* OpenMP: updates of unmapped data do nothing */

@@ -198,23 +198,27 @@ static void model_load(const char *path)
     if (fd < 0) {
         if (errno != ENOENT)
             ompc_warn("OMPC_PERF_MODEL=%s: cannot read it (%s); learning from "
-                      "scratch", path, strerror(errno));
+                      "scratch",
+                      path, strerror(errno));
         return;
     }
     struct stat st;
     if (fstat(fd, &st) != 0) {
         ompc_warn("OMPC_PERF_MODEL=%s: cannot examine it (%s); neither read "
-                  "nor written", path, strerror(errno));
+                  "nor written",
+                  path, strerror(errno));
         model_skip_save = true;
         close(fd);
         return;
     }
     if (!S_ISREG(st.st_mode)) {
         ompc_warn("OMPC_PERF_MODEL=%s is %s, not a regular file; neither read "
-                  "nor written (set it to a file's path)", path,
-                  S_ISFIFO(st.st_mode) ? "a FIFO" :
-                  S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "a device" :
-                  S_ISDIR(st.st_mode) ? "a directory" : "something else");
+                  "nor written (set it to a file's path)",
+                  path,
+                  S_ISFIFO(st.st_mode)                         ? "a FIFO"
+                  : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "a device"
+                  : S_ISDIR(st.st_mode)                        ? "a directory"
+                                                               : "something else");
         model_skip_save = true;
         close(fd);
         return;
@@ -222,7 +226,8 @@ static void model_load(const char *path)
     FILE *f = fdopen(fd, "r");
     if (!f) {
         ompc_warn("OMPC_PERF_MODEL=%s: cannot read it (%s); learning from "
-                  "scratch", path, strerror(errno));
+                  "scratch",
+                  path, strerror(errno));
         close(fd);
         return;
     }
@@ -262,8 +267,7 @@ static void model_save(const char *path)
             }
             if (n)
                 fprintf(f, "%s\t%lld\t%.9g\t%llu\n", tgt_rt->kernels[k].name,
-                        (long long)exec_cores(e), sum / (double)n,
-                        (unsigned long long)n);
+                        (long long)exec_cores(e), sum / (double)n, (unsigned long long)n);
         }
     }
     if (fclose(f) != 0) {
@@ -384,7 +388,8 @@ void tgt_model_learn_hop(double seconds, bool launch)
 {
     pthread_mutex_lock(&model.mtx);
     hop_ring_add(launch ? &model.lau : &model.fwd, seconds);
-    model.hop = model.fwd.n >= HOP_MIN_FORWARDED || !model.lau.n ? model.fwd.median : model.lau.median;
+    model.hop = model.fwd.n >= HOP_MIN_FORWARDED || !model.lau.n ? model.fwd.median
+                                                                 : model.lau.median;
     if (launch)
         model.hop_launches++;
     else
@@ -416,7 +421,8 @@ static void calibrate(int e)
         uint64_t t0 = ompc_now_ns();
         ev_handle_t *h = NULL;
         ompc_status_t st = ev_finish(ev_execute(tgt_rt->ev, rank, model.fn_probe, NULL, 0,
-                                                remote, sizeof(remote), &h), h);
+                                                remote, sizeof(remote), &h),
+                                     h);
         uint64_t t1 = ompc_now_ns();
         if (st != OMPC_OK)
             ompc_fatal("probing rank %d failed: %s", rank, ompc_status_str(st));
@@ -455,7 +461,8 @@ void tgt_model_init(void)
 {
     model.nk = tgt_rt->nkernels;
     model.ne = dm_num_executors(tgt_rt->dm);
-    model.cells = calloc((size_t)(model.nk ? model.nk : 1) * (size_t)model.ne, sizeof(cost_cell_t));
+    model.cells = calloc((size_t)(model.nk ? model.nk : 1) * (size_t)model.ne,
+                         sizeof(cost_cell_t));
     model.lat = calloc((size_t)model.ne, sizeof(double));
     model.ibw = calloc((size_t)model.ne, sizeof(double));
     model.offset = calloc((size_t)model.ne, sizeof(int64_t));
@@ -492,9 +499,10 @@ void tgt_model_init(void)
         model_load(path);
     if (tgt_rt->info)
         for (int e = 0; e < model.ne; e++)
-            fprintf(stderr, "[ompc info] executor %d (rank %d): %lld cores, "
-                    "latency %.1f us, bandwidth %.2f GB/s, clock %s%+.1f us\n", e,
-                    dm_executor_rank(tgt_rt->dm, e), (long long)exec_cores(e),
+            fprintf(stderr,
+                    "[ompc info] executor %d (rank %d): %lld cores, "
+                    "latency %.1f us, bandwidth %.2f GB/s, clock %s%+.1f us\n",
+                    e, dm_executor_rank(tgt_rt->dm, e), (long long)exec_cores(e),
                     model.lat[e] * 1e6, model.ibw[e] > 0 ? 1e-9 / model.ibw[e] : 0.0,
                     model.same_clock[e] ? "shared with the head " : "offset ",
                     (double)model.offset[e] * 1e-3);
@@ -528,7 +536,8 @@ void tgt_trace_gather(void)
         uint64_t where[2] = {0, 0};
         ev_handle_t *h = NULL;
         ompc_status_t st = ev_finish(ev_execute(tgt_rt->ev, rank, model.fn_trace_prep,
-                                                NULL, 0, where, sizeof(where), &h), h);
+                                                NULL, 0, where, sizeof(where), &h),
+                                     h);
         if (st != OMPC_OK || where[1] == 0)
             continue;
         void *blob = malloc(where[1]);
@@ -537,7 +546,8 @@ void tgt_trace_gather(void)
         h = NULL;
         st = ev_finish(ev_retrieve(tgt_rt->ev, rank, where[0], blob, where[1], &h), h);
         h = NULL;
-        ev_finish(ev_execute(tgt_rt->ev, rank, model.fn_trace_done, NULL, 0, NULL, 0, &h), h);
+        ev_finish(ev_execute(tgt_rt->ev, rank, model.fn_trace_done, NULL, 0, NULL, 0, &h),
+                  h);
         if (st != OMPC_OK) {
             free(blob);
             ompc_warn("trace of rank %d lost: %s", rank, ompc_status_str(st));
@@ -551,8 +561,7 @@ void tgt_trace_gather(void)
     ompc_status_t st = ompc_trace_write(path, (const void *const *)blobs, sizes, offs, n);
     /* OMPC_ERR_INVALID was reported by the writer, naming the cause. */
     if (st != OMPC_OK && st != OMPC_ERR_INVALID)
-        ompc_warn("OMPC_TRACE=%s: cannot write the trace: %s", path,
-                  ompc_status_str(st));
+        ompc_warn("OMPC_TRACE=%s: cannot write the trace: %s", path, ompc_status_str(st));
     for (int i = 0; i < n; i++)
         free(blobs[i]);
     free(blobs);
@@ -570,44 +579,53 @@ void tgt_stats_print(uint64_t t_shutdown0, uint64_t t_end)
     double shutdown = (double)(t_end - t_shutdown0) * 1e-9;
     if (wall <= 0)
         wall = 1e-9;
-    fprintf(stderr, "[ompc stats] wall %.6f s: start-up %.6f s (%.2f%%), "
-            "scheduling %.6f s (%.2f%%), shutdown %.6f s (%.2f%%)\n", wall, startup,
-            100 * startup / wall, sched, 100 * sched / wall, shutdown,
+    fprintf(stderr,
+            "[ompc stats] wall %.6f s: start-up %.6f s (%.2f%%), "
+            "scheduling %.6f s (%.2f%%), shutdown %.6f s (%.2f%%)\n",
+            wall, startup, 100 * startup / wall, sched, 100 * sched / wall, shutdown,
             100 * shutdown / wall);
-    fprintf(stderr, "[ompc stats] policy %s: %llu tasks (%llu kernels) in %llu "
+    fprintf(stderr,
+            "[ompc stats] policy %s: %llu tasks (%llu kernels) in %llu "
             "flushes, %llu held back until a kernel's cost was measured\n",
-            g->policy,
-            (unsigned long long)g->nodes, (unsigned long long)g->kernels,
+            g->policy, (unsigned long long)g->nodes, (unsigned long long)g->kernels,
             (unsigned long long)g->flushes, (unsigned long long)g->held);
-    fprintf(stderr, "[ompc stats] at most %llu task nodes in memory at once (done "
+    fprintf(stderr,
+            "[ompc stats] at most %llu task nodes in memory at once (done "
             "ones stay while a later task may still need ordering after them)\n",
             (unsigned long long)g->in_memory_peak);
-    fprintf(stderr, "[ompc stats] %llu kernels ran away from their placement: another "
-            "executor was writing a buffer they write\n", (unsigned long long)g->pin_moves);
+    fprintf(stderr,
+            "[ompc stats] %llu kernels ran away from their placement: another "
+            "executor was writing a buffer they write\n",
+            (unsigned long long)g->pin_moves);
     if (g->launch_msgs)
-        fprintf(stderr, "[ompc stats] %llu kernels launched ahead in %llu messages, "
-                "%llu completions in %llu messages\n", (unsigned long long)g->launches,
-                (unsigned long long)g->launch_msgs, (unsigned long long)g->completions,
-                (unsigned long long)g->done_msgs);
+        fprintf(stderr,
+                "[ompc stats] %llu kernels launched ahead in %llu messages, "
+                "%llu completions in %llu messages\n",
+                (unsigned long long)g->launches, (unsigned long long)g->launch_msgs,
+                (unsigned long long)g->completions, (unsigned long long)g->done_msgs);
     for (int e = 0; e < model.ne; e++)
-        fprintf(stderr, "[ompc stats] worker %d (rank %d, %lld cores): %llu tasks\n",
-                e, dm_executor_rank(tgt_rt->dm, e), (long long)exec_cores(e),
+        fprintf(stderr, "[ompc stats] worker %d (rank %d, %lld cores): %llu tasks\n", e,
+                dm_executor_rank(tgt_rt->dm, e), (long long)exec_cores(e),
                 (unsigned long long)g->tasks_per_exec[e]);
     pthread_mutex_lock(&model.mtx);
     double hop = model.hop;
     uint64_t hops = model.hop_samples, hopl = model.hop_launches;
     pthread_mutex_unlock(&model.mtx);
     if (hops || hopl)
-        fprintf(stderr, "[ompc stats] worker-to-worker hop %.1f us (learnt from %llu "
-                "forwarded inputs and %llu launch batches; the idle probe said %.1f us)\n",
-                hop * 1e6, (unsigned long long)hops, (unsigned long long)hopl,
-                model.ne ? model.lat[0] * 1e6 : 0.0);
+        fprintf(
+            stderr,
+            "[ompc stats] worker-to-worker hop %.1f us (learnt from %llu "
+            "forwarded inputs and %llu launch batches; the idle probe said %.1f us)\n",
+            hop * 1e6, (unsigned long long)hops, (unsigned long long)hopl,
+            model.ne ? model.lat[0] * 1e6 : 0.0);
     dm_stats_t s;
     dm_get_stats(tgt_rt->dm, &s);
-    fprintf(stderr, "[ompc stats] bytes head->worker %llu, worker->head %llu, "
-            "worker->worker %llu in %llu transfers\n",
-            (unsigned long long)(s.bytes_host_to_dev - model.base.bytes_host_to_dev),
-            (unsigned long long)(s.bytes_dev_to_host - model.base.bytes_dev_to_host),
-            (unsigned long long)(s.bytes_dev_to_dev - model.base.bytes_dev_to_dev),
-            (unsigned long long)(s.transfers_dev_to_dev - model.base.transfers_dev_to_dev));
+    fprintf(
+        stderr,
+        "[ompc stats] bytes head->worker %llu, worker->head %llu, "
+        "worker->worker %llu in %llu transfers\n",
+        (unsigned long long)(s.bytes_host_to_dev - model.base.bytes_host_to_dev),
+        (unsigned long long)(s.bytes_dev_to_host - model.base.bytes_dev_to_host),
+        (unsigned long long)(s.bytes_dev_to_dev - model.base.bytes_dev_to_dev),
+        (unsigned long long)(s.transfers_dev_to_dev - model.base.transfers_dev_to_dev));
 }

@@ -27,8 +27,10 @@ static void mf_bad_line(const tgt_model_reader_t *rd, const char *path, int64_t 
         return;
     char what[160], msg[TGT_MODEL_LINE_MAX + 512];
     snprintf(what, sizeof(what), fmt, field);
-    snprintf(msg, sizeof(msg), "OMPC_PERF_MODEL=%s:%lld: %s; line ignored (the file "
-             "is rewritten at exit without it)", path, (long long)lineno, what);
+    snprintf(msg, sizeof(msg),
+             "OMPC_PERF_MODEL=%s:%lld: %s; line ignored (the file "
+             "is rewritten at exit without it)",
+             path, (long long)lineno, what);
     rd->warn(rd->arg, msg);
 }
 
@@ -100,8 +102,10 @@ int64_t tgt_model_file_read(FILE *f, const char *path, const tgt_model_reader_t 
         double mean = strtod(mean_s, &end);
         if (end == mean_s || *end || !isfinite(mean) || mean < 0 ||
             mean > TGT_MODEL_MEAN_MAX) {
-            mf_bad_line(rd, path, lineno, &nbad, "mean '%s' is not a number of "
-                        "seconds in 0..1e6", mean_s);
+            mf_bad_line(rd, path, lineno, &nbad,
+                        "mean '%s' is not a number of "
+                        "seconds in 0..1e6",
+                        mean_s);
             continue;
         }
         tgt_model_entry_t e = {.kernel = name, .cores = cores, .mean = mean, .runs = n};
@@ -109,8 +113,10 @@ int64_t tgt_model_file_read(FILE *f, const char *path, const tgt_model_reader_t 
     }
     if (ferror(f)) {
         char msg[TGT_MODEL_LINE_MAX + 128];
-        snprintf(msg, sizeof(msg), "OMPC_PERF_MODEL=%s: cannot read it after line %lld "
-                 "(%s); the rest is ignored", path, (long long)lineno, strerror(errno));
+        snprintf(msg, sizeof(msg),
+                 "OMPC_PERF_MODEL=%s: cannot read it after line %lld "
+                 "(%s); the rest is ignored",
+                 path, (long long)lineno, strerror(errno));
         rd->warn(rd->arg, msg);
     }
     if (nbad > TGT_MODEL_WARN_MAX) {

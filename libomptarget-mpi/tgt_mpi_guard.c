@@ -19,14 +19,14 @@
 #include <string.h>
 #include <time.h>
 
-#define GUARD_WHAT_TO_DO                                                      \
-    "ompc owns MPI in this version: it initialises MPI before main (rank 0 " \
-    "runs main, the other ranks run target regions and never reach main) "   \
-    "and finalises it at exit, so a program built for ompc must not call "   \
-    "MPI_Init, MPI_Init_thread or MPI_Finalize. Remove the program's own "   \
-    "MPI calls and let ompc spread its target regions over the ranks; a "    \
-    "program that needs MPI of its own runs only with LLVM's stock "         \
-    "libomptarget (clang-19 -fopenmp -fopenmp-targets=x86_64-pc-linux-gnu, " \
+#define GUARD_WHAT_TO_DO                                                                 \
+    "ompc owns MPI in this version: it initialises MPI before main (rank 0 "             \
+    "runs main, the other ranks run target regions and never reach main) "               \
+    "and finalises it at exit, so a program built for ompc must not call "               \
+    "MPI_Init, MPI_Init_thread or MPI_Finalize. Remove the program's own "               \
+    "MPI calls and let ompc spread its target regions over the ranks; a "                \
+    "program that needs MPI of its own runs only with LLVM's stock "                     \
+    "libomptarget (clang-19 -fopenmp -fopenmp-targets=x86_64-pc-linux-gnu, "             \
     "not ompcc)"
 
 static void guard_abort(int code)
@@ -46,8 +46,8 @@ static _Noreturn void refuse_before_start(const char *call)
 {
     int init = 0, provided = 0, rank = 0;
     PMPI_Initialized(&init);
-    if (init || PMPI_Init_thread(NULL, NULL, MPI_THREAD_MULTIPLE, &provided) ==
-                    MPI_SUCCESS) {
+    if (init ||
+        PMPI_Init_thread(NULL, NULL, MPI_THREAD_MULTIPLE, &provided) == MPI_SUCCESS) {
         PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
         ompc_log_set_rank(rank);
         ompc_set_abort_hook(guard_abort);
@@ -57,7 +57,8 @@ static _Noreturn void refuse_before_start(const char *call)
         nanosleep(&ts, NULL);
     }
     ompc_fatal_user("the program calls %s itself (before ompc started, from a "
-                    "constructor); " GUARD_WHAT_TO_DO, call);
+                    "constructor); " GUARD_WHAT_TO_DO,
+                    call);
 }
 
 static _Noreturn void refuse(const char *call)
@@ -83,15 +84,12 @@ int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
     refuse("MPI_Init_thread");
 }
 
-int MPI_Finalize(void)
-{
-    refuse("MPI_Finalize");
-}
+int MPI_Finalize(void) { refuse("MPI_Finalize"); }
 
 void tgt_mpi_guard_check(void)
 {
-    static const char *const names[] = {"MPI_Init", "MPI_Init_thread",
-                                        "mpi_init_", "mpi_init_thread_"};
+    static const char *const names[] = {"MPI_Init", "MPI_Init_thread", "mpi_init_",
+                                        "mpi_init_thread_"};
     if (tgt_symbol_is_ours("MPI_Init"))
         return;
     const char *call = NULL;
@@ -103,7 +101,7 @@ void tgt_mpi_guard_check(void)
     Dl_info seen;
     void *sym = dlsym(RTLD_DEFAULT, "MPI_Init");
     const char *lib = sym && dladdr(sym, &seen) && seen.dli_fname ? seen.dli_fname
-                                                                 : "another library";
+                                                                  : "another library";
     ompc_warn("this program calls %s, but it was linked with %s ahead of ompc's "
               "libomptarget, so ompc cannot refuse that call by name: it would "
               "end in MPICH's \"Cannot call MPI_INIT or MPI_INIT_THREAD more "

@@ -65,15 +65,11 @@ static void on_task_create(ompt_data_t *encountering, const ompt_frame_t *frame,
 static uint8_t dep_type(const ompt_dependence_t *d)
 {
     switch ((int)d->dependence_type) {
-    case ompt_dependence_type_in:
-        return TGT_DEP_IN;
-    case ompt_dependence_type_inoutset:
-        return TGT_DEP_INOUTSET;
+    case ompt_dependence_type_in: return TGT_DEP_IN;
+    case ompt_dependence_type_inoutset: return TGT_DEP_INOUTSET;
     case ompt_dependence_type_out_all_memory:
-    case ompt_dependence_type_inout_all_memory:
-        return TGT_DEP_ALL;
-    default:
-        return TGT_DEP_OUT;
+    case ompt_dependence_type_inout_all_memory: return TGT_DEP_ALL;
+    default: return TGT_DEP_OUT;
     }
 }
 
@@ -145,8 +141,7 @@ static void on_task_schedule(ompt_data_t *prior, ompt_task_status_t status,
 /* The end of a taskwait, taskgroup or barrier is a flush point: every
  * target task recorded before it has run when it returns. */
 static void on_sync_region(ompt_sync_region_t kind, ompt_scope_endpoint_t endpoint,
-                           ompt_data_t *parallel, ompt_data_t *task,
-                           const void *codeptr)
+                           ompt_data_t *parallel, ompt_data_t *task, const void *codeptr)
 {
     (void)task;
     (void)codeptr;
@@ -191,8 +186,8 @@ static void on_sync_region_wait(ompt_sync_region_t kind, ompt_scope_endpoint_t e
 }
 
 static void on_parallel_begin(ompt_data_t *task, const ompt_frame_t *frame,
-                              ompt_data_t *parallel, unsigned int requested,
-                              int flags, const void *codeptr)
+                              ompt_data_t *parallel, unsigned int requested, int flags,
+                              const void *codeptr)
 {
     (void)task;
     (void)frame;
@@ -253,8 +248,8 @@ static int tool_initialize(ompt_function_lookup_t lookup, int initial_device,
     (void)initial_device;
     (void)tool_data;
     ompt_set_callback_t set_callback = (ompt_set_callback_t)lookup("ompt_set_callback");
-    ompt_get_task_info_t get_task_info =
-        (ompt_get_task_info_t)lookup("ompt_get_task_info");
+    ompt_get_task_info_t get_task_info = (ompt_get_task_info_t)lookup(
+        "ompt_get_task_info");
     if (!set_callback || !get_task_info)
         return 0;
     tgt_ompt_task_init(get_task_info);

@@ -45,8 +45,7 @@ const tgt_task_deps_t *tgt_ompt_current_deps(int *n_p, const tgt_dep_t **deps_p)
         return NULL;
     int flags = 0;
     ompt_data_t *task = NULL;
-    if (get_task_info(0, &flags, &task, NULL, NULL, NULL) != 2 || !task ||
-        !task->ptr)
+    if (get_task_info(0, &flags, &task, NULL, NULL, NULL) != 2 || !task || !task->ptr)
         return NULL;
     tgt_task_deps_t *d = task->ptr;
     if (d->magic != TGT_DEPS_MAGIC)

@@ -119,9 +119,7 @@ static void ops_from_plan(tgt_node_t *n, const tgt_plan_t *p)
             n->post = true;
         tgt_op_t *op;
         switch (po->kind) {
-        case TGT_PLAN_WRITE:
-            op_take_write(n, po);
-            break;
+        case TGT_PLAN_WRITE: op_take_write(n, po); break;
         case TGT_PLAN_WRITE_VALUE:
             op = op_add(n, OP_WRITE);
             op->buf = po->buf;
@@ -387,7 +385,7 @@ void tgt_rec_construct(const tgt_ident_t *loc, const tgt_kernel_t *k, tgt_plan_t
         }
         graph_node_ref(n);
         tgt_g.hw[tgt_g.nhw++] = (host_write_t){(uintptr_t)op->host,
-                                       (uintptr_t)op->host + op->len, n};
+                                               (uintptr_t)op->host + op->len, n};
     }
     /* Ops on the head after its predecessors: their completions hold it
      * up (and, through it, its successors). */

@@ -45,8 +45,7 @@ static void choose_kernel_threads(void)
         if (hwloc_topology_load(topo) == 0) {
             hwloc_bitmap_t set = hwloc_bitmap_alloc();
             if (set && hwloc_get_cpubind(topo, set, HWLOC_CPUBIND_PROCESS) == 0)
-                cores = hwloc_get_nbobjs_inside_cpuset_by_type(topo, set,
-                                                              HWLOC_OBJ_CORE);
+                cores = hwloc_get_nbobjs_inside_cpuset_by_type(topo, set, HWLOC_OBJ_CORE);
             hwloc_bitmap_free(set);
         }
         hwloc_topology_destroy(topo);
@@ -85,7 +84,8 @@ static uint64_t hash_bytes(uint64_t h, const void *bytes, size_t len)
 static uint64_t build_hash(const tgt_bin_desc_t *desc)
 {
     uint64_t h = 0xcbf29ce484222325ull;
-    for (tgt_offload_entry_t *e = desc->host_entries_begin; e < desc->host_entries_end; e++) {
+    for (tgt_offload_entry_t *e = desc->host_entries_begin; e < desc->host_entries_end;
+         e++) {
         uint64_t size = e->size;
         int32_t flags = e->flags;
         if (e->name)
@@ -135,8 +135,7 @@ static void rank_id_fill(const tgt_bin_desc_t *desc, int64_t supervisor_pid,
  * names the ranks that differ and ends the job; the others wait for its
  * abort so that one message explains it.  Returns every rank's identity
  * (the caller frees it). */
-static rank_id_t *check_same_build(const tgt_bin_desc_t *desc,
-                                   int64_t supervisor_pid)
+static rank_id_t *check_same_build(const tgt_bin_desc_t *desc, int64_t supervisor_pid)
 {
     rank_id_t mine;
     rank_id_fill(desc, supervisor_pid, &mine);
@@ -166,13 +165,14 @@ static rank_id_t *check_same_build(const tgt_bin_desc_t *desc,
             snprintf(list + len, sizeof(list) - len, "; and more");
             break;
         }
-        int w = last > r
-            ? snprintf(list + len, sizeof(list) - len, "%sranks %d-%d run %s (build %016llx)",
-                       groups > 1 ? "; " : "", r, last, all[r].exe,
-                       (unsigned long long)all[r].build)
-            : snprintf(list + len, sizeof(list) - len, "%srank %d runs %s (build %016llx)",
-                       groups > 1 ? "; " : "", r, all[r].exe,
-                       (unsigned long long)all[r].build);
+        int w = last > r ? snprintf(list + len, sizeof(list) - len,
+                                    "%sranks %d-%d run %s (build %016llx)",
+                                    groups > 1 ? "; " : "", r, last, all[r].exe,
+                                    (unsigned long long)all[r].build)
+                         : snprintf(list + len, sizeof(list) - len,
+                                    "%srank %d runs %s (build %016llx)",
+                                    groups > 1 ? "; " : "", r, all[r].exe,
+                                    (unsigned long long)all[r].build);
         if (w > 0)
             len += (size_t)w;
         r = last;
@@ -222,8 +222,8 @@ static void watch_sigterm(const rank_id_t *me)
     int n = snprintf(sigterm_msg, sizeof(sigterm_msg),
                      "[ompc r%d] fatal: rank %d (pid %lld on %s) received SIGTERM "
                      "(sent by the batch system at a time limit or on scancel, or "
-                     "by a user); the job ends\n", tgt_rt->rank, tgt_rt->rank,
-                     (long long)me->pid, me->host);
+                     "by a user); the job ends\n",
+                     tgt_rt->rank, tgt_rt->rank, (long long)me->pid, me->host);
     if (n <= 0)
         return;
     sigterm_len = (size_t)n < sizeof(sigterm_msg) ? (size_t)n : sizeof(sigterm_msg) - 1;
@@ -281,7 +281,8 @@ static void refuse_srun_without_pmi(void)
                "own (1 rank): srun gave MPI no way to connect them. Use "
                "`srun --mpi=pmi2` (Debian's MPICH speaks PMI-1/PMI-2), set "
                "MpiDefault=pmi2 in slurm.conf or export SLURM_MPI_TYPE=pmi2, "
-               "or start the ranks with mpiexec inside the allocation", n);
+               "or start the ranks with mpiexec inside the allocation",
+               n);
 }
 
 /* Another MPI's launcher (Open MPI's mpirun starting a program built with
@@ -376,7 +377,8 @@ static void executor_env_defaults(void)
         return;
     setenv("OMP_WAIT_POLICY", "passive", 0);
     ompc_info("rank %d: kernel teams wait passively between parallel regions "
-              "(crowded node)", tgt_rt->rank);
+              "(crowded node)",
+              tgt_rt->rank);
 }
 
 static const char *head_threads_str(void)
@@ -406,8 +408,8 @@ static void choose_head_threads(void)
     if (n > most)
         ompc_fatal_user("environment variable OMPC_HEAD_THREADS=\"%lld\": out "
                         "of range [0, %lld] (at most 2 per CPU the head may run "
-                        "on, and it may run on %d)", (long long)n, (long long)most,
-                        node->ncpus);
+                        "on, and it may run on %d)",
+                        (long long)n, (long long)most, node->ncpus);
     if (n == 0) {
         const char *env = getenv("OMP_NUM_THREADS");
         if ((env && *env) || node->nsame < 2)
@@ -459,7 +461,8 @@ void __tgt_register_lib(tgt_bin_desc_t *desc)
     refuse_tool_disabled();
     if (sup_st != OMPC_OK)
         ompc_info("rank %d runs without a supervisor (%s): a signal that kills "
-                  "it is reported by the launcher only", tgt_rt->rank,
+                  "it is reported by the launcher only",
+                  tgt_rt->rank,
                   sup_st == OMPC_ERR_UNSUPPORTED
                       ? "threads were started before the offloading runtime"
                       : ompc_status_str(sup_st));
@@ -498,7 +501,8 @@ void __tgt_register_lib(tgt_bin_desc_t *desc)
     tgt_rt->t_ready_ns = ompc_now_ns();
     ompc_trace_span("runtime", "start-up", t_start, tgt_rt->t_ready_ns, NULL, 0);
     if (tgt_rt->info && tgt_rt->rank == 0)
-        fprintf(stderr, "[ompc info] %d rank(s): head rank 0, %d executor(s); "
+        fprintf(stderr,
+                "[ompc info] %d rank(s): head rank 0, %d executor(s); "
                 "%d kernel(s), %d declare target variable(s), %d indirect "
                 "function(s); requires %#llx; head threads: %s\n",
                 tgt_rt->size, dm_num_executors(tgt_rt->dm), tgt_rt->nkernels,
@@ -507,11 +511,13 @@ void __tgt_register_lib(tgt_bin_desc_t *desc)
     if (tgt_rt->info && tgt_rt->rank == 0) {
         print_ranks(ids);
         if (tgt_rt->size == 1 && launched_alone())
-            fprintf(stderr, "[ompc info] running without an MPI launcher "
+            fprintf(stderr,
+                    "[ompc info] running without an MPI launcher "
                     "(singleton MPI job): rank 0 is the only rank and runs every "
                     "kernel itself. To run on a cluster, start the program with "
                     "`mpiexec -n N %s` (or srun -n N): rank 0 runs main, ranks "
-                    "1..N-1 run kernels\n", ids[0].exe);
+                    "1..N-1 run kernels\n",
+                    ids[0].exe);
     }
     free(ids);
     pthread_mutex_unlock(&register_mtx);
@@ -547,9 +553,11 @@ void __tgt_unregister_lib(tgt_bin_desc_t *desc)
     if (tgt_rt->info) {
         dm_stats_t s;
         dm_get_stats(tgt_rt->dm, &s);
-        fprintf(stderr, "[ompc info] rank 0: %llu kernel(s) run; moved %llu B "
+        fprintf(stderr,
+                "[ompc info] rank 0: %llu kernel(s) run; moved %llu B "
                 "host->device, %llu B device->host, %llu B worker->worker in "
-                "%llu transfer(s)\n", (unsigned long long)tgt_rt->kernels_run,
+                "%llu transfer(s)\n",
+                (unsigned long long)tgt_rt->kernels_run,
                 (unsigned long long)s.bytes_host_to_dev,
                 (unsigned long long)s.bytes_dev_to_host,
                 (unsigned long long)s.bytes_dev_to_dev,
@@ -576,10 +584,9 @@ void __tgt_register_requires(int64_t flags)
 {
     pthread_mutex_lock(&register_mtx);
     tgt_image_requires_note(flags, "registered by __tgt_register_requires, "
-                            "source file unknown");
+                                   "source file unknown");
     const char *refusal = tgt_rt ? tgt_image_refusal() : NULL;
     pthread_mutex_unlock(&register_mtx);
     if (refusal)
         ompc_fatal_user("%s", refusal);
 }
-

@@ -114,14 +114,14 @@ static void signal_name(int sig, char *buf, size_t cap)
         int sig;
         const char *name;
     } names[] = {
-        {SIGHUP, "SIGHUP"},   {SIGINT, "SIGINT"},     {SIGQUIT, "SIGQUIT"},
-        {SIGILL, "SIGILL"},   {SIGTRAP, "SIGTRAP"},   {SIGABRT, "SIGABRT"},
-        {SIGBUS, "SIGBUS"},   {SIGFPE, "SIGFPE"},     {SIGKILL, "SIGKILL"},
-        {SIGUSR1, "SIGUSR1"}, {SIGSEGV, "SIGSEGV"},   {SIGUSR2, "SIGUSR2"},
-        {SIGPIPE, "SIGPIPE"}, {SIGALRM, "SIGALRM"},   {SIGTERM, "SIGTERM"},
+        {SIGHUP, "SIGHUP"},       {SIGINT, "SIGINT"},   {SIGQUIT, "SIGQUIT"},
+        {SIGILL, "SIGILL"},       {SIGTRAP, "SIGTRAP"}, {SIGABRT, "SIGABRT"},
+        {SIGBUS, "SIGBUS"},       {SIGFPE, "SIGFPE"},   {SIGKILL, "SIGKILL"},
+        {SIGUSR1, "SIGUSR1"},     {SIGSEGV, "SIGSEGV"}, {SIGUSR2, "SIGUSR2"},
+        {SIGPIPE, "SIGPIPE"},     {SIGALRM, "SIGALRM"}, {SIGTERM, "SIGTERM"},
         {SIGSTKFLT, "SIGSTKFLT"}, {SIGXCPU, "SIGXCPU"}, {SIGXFSZ, "SIGXFSZ"},
         {SIGVTALRM, "SIGVTALRM"}, {SIGPROF, "SIGPROF"}, {SIGIO, "SIGIO"},
-        {SIGPWR, "SIGPWR"},   {SIGSYS, "SIGSYS"},
+        {SIGPWR, "SIGPWR"},       {SIGSYS, "SIGSYS"},
     };
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
         if (names[i].sig == sig) {
@@ -144,20 +144,19 @@ static const char *signal_hint(int sig)
     case SIGTERM:
         return ": sent by the batch system at a time limit or on scancel, or "
                "by a user";
-    case SIGSEGV: case SIGBUS: case SIGILL: case SIGFPE:
+    case SIGSEGV:
+    case SIGBUS:
+    case SIGILL:
+    case SIGFPE:
         return ": a crash in a kernel, the program or a library; for a core "
                "file run with `ulimit -c unlimited`, or run under a debugger";
     case SIGABRT:
         return ": abort() was called (a failed assertion or a library "
                "error; see the messages above)";
-    case SIGXCPU:
-        return ": the CPU time limit ran out (`ulimit -t` or the batch system)";
-    case SIGXFSZ:
-        return ": a file grew past the file size limit (`ulimit -f`)";
-    case SIGPIPE:
-        return ": it wrote to a pipe or socket nobody reads any more";
-    default:
-        return "";
+    case SIGXCPU: return ": the CPU time limit ran out (`ulimit -t` or the batch system)";
+    case SIGXFSZ: return ": a file grew past the file size limit (`ulimit -f`)";
+    case SIGPIPE: return ": it wrote to a pipe or socket nobody reads any more";
+    default: return "";
     }
 }
 
@@ -210,11 +209,15 @@ static void kernel_exit_hook(int status, void *arg)
         /* No supervisor to speak for the rank: it says so itself. */
         char msg[512];
         int rank = tgt_rt ? tgt_rt->rank : -1;
-        int n = snprintf(msg, sizeof(msg), "[ompc r%d] fatal: rank %d (pid %lld) ended in "
-                         "kernel %s with exit status %d (exit(%d)); the job ends with exit "
-                         "code %d\n", rank, rank, (long long)getpid(), name ? name : "?",
-                         status & 0xff, status, status & 0xff);
-        ssize_t w = write(STDERR_FILENO, msg, n > 0 && (size_t)n < sizeof(msg) ? (size_t)n : 0);
+        int n = snprintf(
+            msg, sizeof(msg),
+            "[ompc r%d] fatal: rank %d (pid %lld) ended in "
+            "kernel %s with exit status %d (exit(%d)); the job ends with exit "
+            "code %d\n",
+            rank, rank, (long long)getpid(), name ? name : "?", status & 0xff, status,
+            status & 0xff);
+        ssize_t w = write(STDERR_FILENO, msg,
+                          n > 0 && (size_t)n < sizeof(msg) ? (size_t)n : 0);
         (void)w;
         /* Hydra drops output still in its pipes once it aborts the job. */
         struct timespec ts = {0, 200 * 1000 * 1000};
@@ -258,7 +261,8 @@ static void kernel_where(const char *name, char *buf, size_t cap)
         p = p ? p + 1 : NULL;
     }
     const char *l = strrchr(name, '_');
-    if (!p || !l || l <= p || l[1] != 'l' || !l[2] || strspn(l + 2, "0123456789") != strlen(l + 2))
+    if (!p || !l || l <= p || l[1] != 'l' || !l[2] ||
+        strspn(l + 2, "0123456789") != strlen(l + 2))
         return;
     snprintf(buf, cap, " (%.*s, line %s)", (int)(l - p), p, l + 2);
 }
@@ -279,7 +283,8 @@ static void say_and_settle(char *msg, int n, size_t cap)
 }
 
 /* The rank ended in a kernel: exited with status (sig 0) or died of sig. */
-static void report_kernel(pid_t child, int64_t rank, int64_t size, int exit_status, int sig)
+static void report_kernel(pid_t child, int64_t rank, int64_t size, int exit_status,
+                          int sig)
 {
     const tgt_kernel_rec_t *r = tgt_kernel_rec;
     const char *via_exit = atomic_load(&r->exited_in);
@@ -298,18 +303,23 @@ static void report_kernel(pid_t child, int64_t rank, int64_t size, int exit_stat
         snprintf(what, sizeof(what), "exit status %d (exit(%d))", exit_status,
                  atomic_load(&r->exit_status));
     } else {
-        snprintf(what, sizeof(what), "exit status %d (_exit(%d), or exit() with exit "
-                 "handlers that never returned)", exit_status, exit_status);
+        snprintf(what, sizeof(what),
+                 "exit status %d (_exit(%d), or exit() with exit "
+                 "handlers that never returned)",
+                 exit_status, exit_status);
     }
     int code = sig ? 128 + sig : exit_status;
     char msg[1024];
-    int n = snprintf(msg, sizeof(msg),
-                     "[ompc r%lld] fatal: rank %lld%s (%s; pid %lld on %s) ended in kernel "
-                     "%s%s with %s%s%s; the job ends with exit code %d\n",
-                     (long long)rank, (long long)rank, of, rank == 0 ? "head" : "worker",
-                     (long long)child, host, name ? name : "?", where, what,
-                     running > 1 && !via_exit ? " while several kernels ran (the last started "
-                     "is named)" : "", sig ? signal_hint(sig) : "", code);
+    int n = snprintf(
+        msg, sizeof(msg),
+        "[ompc r%lld] fatal: rank %lld%s (%s; pid %lld on %s) ended in kernel "
+        "%s%s with %s%s%s; the job ends with exit code %d\n",
+        (long long)rank, (long long)rank, of, rank == 0 ? "head" : "worker",
+        (long long)child, host, name ? name : "?", where, what,
+        running > 1 && !via_exit ? " while several kernels ran (the last started "
+                                   "is named)"
+                                 : "",
+        sig ? signal_hint(sig) : "", code);
     say_and_settle(msg, n, sizeof(msg));
 }
 
@@ -325,9 +335,9 @@ static void report(pid_t child, int sig, int64_t rank, int64_t size)
     int n = snprintf(msg, sizeof(msg),
                      "[ompc r%lld] fatal: rank %lld%s (%s; pid %lld on %s, "
                      "supervisor pid %lld) was killed by signal %d (%s)%s\n",
-                     (long long)rank, (long long)rank, of,
-                     rank == 0 ? "head" : "worker", (long long)child, host,
-                     (long long)getpid(), sig, name, signal_hint(sig));
+                     (long long)rank, (long long)rank, of, rank == 0 ? "head" : "worker",
+                     (long long)child, host, (long long)getpid(), sig, name,
+                     signal_hint(sig));
     say_and_settle(msg, n, sizeof(msg));
 }
 
@@ -359,8 +369,8 @@ static _Noreturn void die_of(int sig)
  * a core dump, but SIGTERM and SIGPIPE (see the top of this file). */
 static void mirrored_signals(sigset_t *set)
 {
-    static const int sigs[] = {SIGHUP,  SIGINT,    SIGALRM, SIGUSR1, SIGUSR2,
-                               SIGSTKFLT, SIGVTALRM, SIGPROF, SIGIO, SIGPWR};
+    static const int sigs[] = {SIGHUP,    SIGINT,    SIGALRM, SIGUSR1, SIGUSR2,
+                               SIGSTKFLT, SIGVTALRM, SIGPROF, SIGIO,   SIGPWR};
     sigemptyset(set);
     for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
         sigaddset(set, sigs[i]);
@@ -435,9 +445,11 @@ static void mirror(supervisor_t *sv)
 static _Noreturn void lost(const supervisor_t *sv, const char *call)
 {
     char msg[160];
-    int n = snprintf(msg, sizeof(msg), "[ompc r%lld] fatal: the supervisor lost "
-                     "rank %lld (pid %lld): %s: %s\n", (long long)sv->rank,
-                     (long long)sv->rank, (long long)sv->child, call, strerror(errno));
+    int n = snprintf(msg, sizeof(msg),
+                     "[ompc r%lld] fatal: the supervisor lost "
+                     "rank %lld (pid %lld): %s: %s\n",
+                     (long long)sv->rank, (long long)sv->rank, (long long)sv->child, call,
+                     strerror(errno));
     ssize_t w = write(STDERR_FILENO, msg, n > 0 ? (size_t)n : 0);
     (void)w;
     kill(sv->child, SIGKILL);
@@ -609,7 +621,8 @@ ompc_status_t tgt_supervise(int64_t *supervisor_pid_p)
     sigaction(SIGCHLD, &old_chld, NULL);
     if (pthread_sigmask(SIG_SETMASK, &old_mask, NULL) != 0)
         ompc_fatal("rank %lld: cannot restore the signal mask after starting "
-                   "the supervisor", (long long)rank);
+                   "the supervisor",
+                   (long long)rank);
     *supervisor_pid_p = (int64_t)parent;
     return OMPC_OK;
 }

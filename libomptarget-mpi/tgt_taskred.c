@@ -106,12 +106,12 @@ static void *real_fn(const char *name)
     return f;
 }
 
-#define REAL(type, name)                                                      \
-    static _Atomic(type) real_;                                               \
-    type f_ = real_;                                                          \
-    if (!f_) {                                                                \
-        f_ = (type)real_fn(name);                                             \
-        real_ = f_;                                                           \
+#define REAL(type, name)                                                                 \
+    static _Atomic(type) real_;                                                          \
+    type f_ = real_;                                                                     \
+    if (!f_) {                                                                           \
+        f_ = (type)real_fn(name);                                                        \
+        real_ = f_;                                                                      \
     }
 
 static void group_add(void *tg, int num, const void *data, bool new_iface)
@@ -232,14 +232,14 @@ void *__kmpc_task_reduction_get_th_data(int gtid, void *tg, void *data)
     if (!it)
         ompc_fatal("a target task joins a task reduction (in_reduction) whose "
                    "item at %p ompc did not see begin (OMP_TOOL disabled, or "
-                   "more than %d taskgroups nested)", data, TG_DEPTH);
+                   "more than %d taskgroups nested)",
+                   data, TG_DEPTH);
     if (redirect.task != task) {
         redirect.task = task;
         redirect.n = 0;
     }
     if (redirect.n == REDIRECT_MAX)
-        ompc_fatal("a target task joins more than %d task reductions",
-                   REDIRECT_MAX);
+        ompc_fatal("a target task joins more than %d task reductions", REDIRECT_MAX);
     size_t cap = it->size ? it->size : 1;
     void *buf = aligned_alloc(64, (cap + 63) / 64 * 64);
     red_copy_t *c = malloc(sizeof(*c));
@@ -324,7 +324,7 @@ void tgt_taskred_group_wait_end(void)
         for (red_copy_t *c = g->copies, *next; c; c = next) {
             next = c->next;
             void *mine = f_(gtid, tg, c->item->shar);
-                    c->item->comb(mine, c->buf);
+            c->item->comb(mine, c->buf);
             if (c->item->fini)
                 c->item->fini(c->buf);
             free(c->buf);

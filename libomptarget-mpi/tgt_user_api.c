@@ -5,7 +5,8 @@
 #include "tgt_internal.h"
 
 #ifndef OMPC_VERSION_STRING
-#error "OMPC_VERSION_STRING must be defined by the build (libomptarget-mpi/CMakeLists.txt)"
+#error                                                                                   \
+    "OMPC_VERSION_STRING must be defined by the build (libomptarget-mpi/CMakeLists.txt)"
 #endif
 
 const char *ompc_version(void) { return OMPC_VERSION_STRING; }

@@ -189,8 +189,10 @@ const char *tgt_wire_batch_open(const void *m, size_t len, tgt_wire_batch_reader
     }
     if (p != end)
         return "bytes after the last launch";
-    *r_p = (tgt_wire_batch_reader_t){.count = b.count, .gen = b.mode >> 1,
-                                     .prompt = b.mode & 1, .left = b.count,
+    *r_p = (tgt_wire_batch_reader_t){.count = b.count,
+                                     .gen = b.mode >> 1,
+                                     .prompt = b.mode & 1,
+                                     .left = b.count,
                                      .at = (const unsigned char *)m + sizeof(b)};
     return NULL;
 }

@@ -95,7 +95,8 @@ unsigned char *tgt_wire_back_put(unsigned char *p, uint64_t addr, uint64_t len);
 /* Decoding, executor: the kernel index alone (false: too short), or the
  * whole message checked (NULL) or what is wrong with it. */
 bool tgt_wire_kernel_peek(const void *m, size_t len, uint32_t *kernel_p);
-const char *tgt_wire_kernel_decode(const void *m, size_t len, tgt_wire_kernel_view_t *v_p);
+const char *tgt_wire_kernel_decode(const void *m, size_t len,
+                                   tgt_wire_kernel_view_t *v_p);
 /* The copy at p (a decoded view's copies, then each return value): its
  * span and bytes; returns where the next one starts. */
 const unsigned char *tgt_wire_copy_next(const unsigned char *p, tgt_wire_span_t *s_p,
@@ -106,7 +107,8 @@ static inline uint64_t tgt_wire_kernel_arg(const tgt_wire_kernel_view_t *v, uint
     memcpy(&a, v->args + (size_t)i * sizeof(a), sizeof(a));
     return a;
 }
-static inline tgt_wire_span_t tgt_wire_back_get(const tgt_wire_kernel_view_t *v, uint64_t i)
+static inline tgt_wire_span_t tgt_wire_back_get(const tgt_wire_kernel_view_t *v,
+                                                uint64_t i)
 {
     tgt_wire_span_t s;
     memcpy(&s, v->backs + i * sizeof(s), sizeof(s));
@@ -175,7 +177,8 @@ static inline size_t tgt_wire_batch_item_size(size_t launch_len)
     return sizeof(uint64_t) + launch_len;
 }
 unsigned char *tgt_wire_batch_begin(void *buf, uint64_t count, uint64_t gen, bool prompt);
-unsigned char *tgt_wire_batch_put(unsigned char *p, const void *launch, size_t launch_len);
+unsigned char *tgt_wire_batch_put(unsigned char *p, const void *launch,
+                                  size_t launch_len);
 
 /* Decoding, executor: open checks the whole batch (every launch in it),
  * then next gives the launches in order. */

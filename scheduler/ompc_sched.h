@@ -142,8 +142,8 @@ const sched_policy_t *sched_policy_at(size_t i);
  * non-finite cost, a cycle, a pinned worker out of range, ...; see
  * sched_last_error) and runs p on it.  OMPC_ERR_NOMEM when scratch memory
  * is short.  On failure r's contents are left as they were. */
-ompc_status_t sched_run(const sched_policy_t *p, const sched_graph_t *g,
-                        uint64_t seed, sched_result_t *r);
+ompc_status_t sched_run(const sched_policy_t *p, const sched_graph_t *g, uint64_t seed,
+                        sched_result_t *r);
 /* sched_run continuing from *state (NULL: a fresh one, as sched_run), which
  * is updated on success and left as it was on failure.  Reentrant as long
  * as no two calls share a state. */

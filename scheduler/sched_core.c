@@ -24,15 +24,9 @@ ompc_status_t sched_error(int64_t task, const char *fmt, ...)
     return OMPC_ERR_INVALID;
 }
 
-const char *sched_last_error(void)
-{
-    return sched_errmsg;
-}
+const char *sched_last_error(void) { return sched_errmsg; }
 
-int64_t sched_last_error_task(void)
-{
-    return sched_errtask;
-}
+int64_t sched_last_error_task(void) { return sched_errtask; }
 
 /* ------------------------------------------------------------ policies */
 static const sched_policy_t *const sched_policies[] = {
@@ -59,10 +53,7 @@ const sched_policy_t *sched_policy_at(size_t i)
 }
 
 /* ---------------------------------------------------------- validation */
-static bool sched_nonneg(double x)
-{
-    return isfinite(x) && x >= 0.0;
-}
+static bool sched_nonneg(double x) { return isfinite(x) && x >= 0.0; }
 
 ompc_status_t sched_graph_validate(const sched_graph_t *g, const sched_result_t *r)
 {
@@ -78,15 +69,17 @@ ompc_status_t sched_graph_validate(const sched_graph_t *g, const sched_result_t 
         return sched_error(-1, "nedges = %lld is negative", (long long)g->nedges);
     /* The cost matrix must be addressable; past that, malloc decides. */
     if ((uint64_t)n > SIZE_MAX / sizeof(double) / (uint64_t)P)
-        return sched_error(-1, "ntasks * nworkers = %lld * %d is too large",
-                           (long long)n, (int)P);
+        return sched_error(-1, "ntasks * nworkers = %lld * %d is too large", (long long)n,
+                           (int)P);
     if (n > 0 && !g->cost)
         return sched_error(-1, "cost is NULL with %lld tasks", (long long)n);
     if (g->nedges > 0 && !g->edges)
         return sched_error(-1, "edges is NULL with %lld edges", (long long)g->nedges);
     if (!g->comm_lat != !g->comm_inv_bw)
-        return sched_error(-1, "comm_lat and comm_inv_bw must be given together "
-                               "(%s is NULL)", g->comm_lat ? "comm_inv_bw" : "comm_lat");
+        return sched_error(-1,
+                           "comm_lat and comm_inv_bw must be given together "
+                           "(%s is NULL)",
+                           g->comm_lat ? "comm_inv_bw" : "comm_lat");
     if (r && n > 0 && (!r->worker || !r->start || !r->finish))
         return sched_error(-1, "the result arrays must all be non-NULL");
 
@@ -96,27 +89,34 @@ ompc_status_t sched_graph_validate(const sched_graph_t *g, const sched_result_t 
         const double *c = g->cost_uniform ? g->cost + i : g->cost + (size_t)i * uP;
         for (int32_t w = 0; w < (g->cost_uniform ? 1 : P); w++)
             if (!sched_nonneg(c[w]))
-                return sched_error(i, "task %lld: cost on worker %d is %g, expected a "
-                                      "finite value >= 0", (long long)i, (int)w, c[w]);
+                return sched_error(i,
+                                   "task %lld: cost on worker %d is %g, expected a "
+                                   "finite value >= 0",
+                                   (long long)i, (int)w, c[w]);
         if (g->dataonly && g->dataonly[i])
             for (int32_t w = 0; w < (g->cost_uniform ? 1 : P); w++)
                 if (c[w] != 0.0)
-                    return sched_error(i, "task %lld: data-only, but its cost on worker "
-                                          "%d is %g, expected 0", (long long)i, (int)w,
-                                       c[w]);
+                    return sched_error(i,
+                                       "task %lld: data-only, but its cost on worker "
+                                       "%d is %g, expected 0",
+                                       (long long)i, (int)w, c[w]);
         if (g->pinned && (g->pinned[i] < -1 || g->pinned[i] >= P))
-            return sched_error(i, "task %lld: pinned to worker %d, but the workers "
-                                  "are 0..%d (or -1 for none)", (long long)i,
-                               (int)g->pinned[i], (int)(P - 1));
+            return sched_error(i,
+                               "task %lld: pinned to worker %d, but the workers "
+                               "are 0..%d (or -1 for none)",
+                               (long long)i, (int)g->pinned[i], (int)(P - 1));
         if (g->prefer && (g->prefer[i] < -1 || g->prefer[i] >= P))
-            return sched_error(i, "task %lld: prefers worker %d, but the workers "
-                                  "are 0..%d (or -1 for none)", (long long)i,
-                               (int)g->prefer[i], (int)(P - 1));
+            return sched_error(i,
+                               "task %lld: prefers worker %d, but the workers "
+                               "are 0..%d (or -1 for none)",
+                               (long long)i, (int)g->prefer[i], (int)(P - 1));
         if (g->ready)
             for (int32_t w = 0; w < P; w++)
                 if (!isfinite(g->ready[(size_t)i * uP + (size_t)w]))
-                    return sched_error(i, "task %lld: ready time on worker %d is not "
-                                          "finite", (long long)i, (int)w);
+                    return sched_error(i,
+                                       "task %lld: ready time on worker %d is not "
+                                       "finite",
+                                       (long long)i, (int)w);
     }
     if (g->avail)
         for (int32_t w = 0; w < P; w++)
@@ -125,19 +125,24 @@ ompc_status_t sched_graph_validate(const sched_graph_t *g, const sched_result_t 
     for (int64_t k = 0; k < g->nedges; k++) {
         const sched_edge_t *e = &g->edges[k];
         if (e->from < 0 || e->from >= n)
-            return sched_error(-1, "edge %lld: from = %lld is out of range (ntasks = %lld)",
+            return sched_error(-1,
+                               "edge %lld: from = %lld is out of range (ntasks = %lld)",
                                (long long)k, (long long)e->from, (long long)n);
         if (e->to < 0 || e->to >= n)
             return sched_error(-1, "edge %lld: to = %lld is out of range (ntasks = %lld)",
                                (long long)k, (long long)e->to, (long long)n);
         if (!sched_nonneg(e->cost))
-            return sched_error(e->to, "edge %lld (%lld -> %lld): cost is %g, expected a "
-                                      "finite value >= 0", (long long)k,
-                               (long long)e->from, (long long)e->to, e->cost);
+            return sched_error(e->to,
+                               "edge %lld (%lld -> %lld): cost is %g, expected a "
+                               "finite value >= 0",
+                               (long long)k, (long long)e->from, (long long)e->to,
+                               e->cost);
         if (!sched_nonneg(e->bytes))
-            return sched_error(e->to, "edge %lld (%lld -> %lld): bytes is %g, expected a "
-                                      "finite value >= 0", (long long)k,
-                               (long long)e->from, (long long)e->to, e->bytes);
+            return sched_error(e->to,
+                               "edge %lld (%lld -> %lld): bytes is %g, expected a "
+                               "finite value >= 0",
+                               (long long)k, (long long)e->from, (long long)e->to,
+                               e->bytes);
     }
     if (g->comm_lat) {
         /* The diagonal is never read: a worker talks to itself for free. */
@@ -147,12 +152,15 @@ ompc_status_t sched_graph_validate(const sched_graph_t *g, const sched_result_t 
                 if (p == q)
                     continue;
                 if (!sched_nonneg(g->comm_lat[pq]))
-                    return sched_error(-1, "comm_lat[%d*P+%d] is %g, expected a finite "
-                                           "value >= 0", (int)p, (int)q, g->comm_lat[pq]);
+                    return sched_error(-1,
+                                       "comm_lat[%d*P+%d] is %g, expected a finite "
+                                       "value >= 0",
+                                       (int)p, (int)q, g->comm_lat[pq]);
                 if (!sched_nonneg(g->comm_inv_bw[pq]))
-                    return sched_error(-1, "comm_inv_bw[%d*P+%d] is %g, expected a finite "
-                                           "value >= 0", (int)p, (int)q,
-                                       g->comm_inv_bw[pq]);
+                    return sched_error(-1,
+                                       "comm_inv_bw[%d*P+%d] is %g, expected a finite "
+                                       "value >= 0",
+                                       (int)p, (int)q, g->comm_inv_bw[pq]);
             }
     }
     return OMPC_OK;
@@ -179,7 +187,8 @@ static void sched_adj_free(sched_adj_t *adj)
  * free slot of v's group, which leaves off[v] at the start of group v+1;
  * one shift restores the starts.  Scanning edges in input order keeps each
  * group in input order, which keeps every policy deterministic. */
-static void sched_adj_group(const sched_graph_t *g, int64_t *off, int64_t *out, bool by_to)
+static void sched_adj_group(const sched_graph_t *g, int64_t *off, int64_t *out,
+                            bool by_to)
 {
     int64_t n = g->ntasks;
     for (int64_t k = 0; k < g->nedges; k++)
@@ -456,8 +465,7 @@ err:
 
 /* -------------------------------------------------------- shared helpers */
 double sched_data_ready(const sched_graph_t *g, const sched_adj_t *adj,
-                        const int32_t *worker, const double *finish, int64_t i,
-                        int32_t w)
+                        const int32_t *worker, const double *finish, int64_t i, int32_t w)
 {
     double t = 0.0;
     size_t uP = (size_t)g->nworkers;
@@ -483,8 +491,8 @@ void sched_result_close(const sched_graph_t *g, sched_result_t *r)
     r->makespan = m;
 }
 
-ompc_status_t sched_run(const sched_policy_t *p, const sched_graph_t *g,
-                        uint64_t seed, sched_result_t *r)
+ompc_status_t sched_run(const sched_policy_t *p, const sched_graph_t *g, uint64_t seed,
+                        sched_result_t *r)
 {
     return sched_run_kept(p, g, seed, NULL, r);
 }
@@ -582,13 +590,16 @@ ompc_status_t sched_check(const sched_graph_t *g, const sched_result_t *r)
         if (sched_lt(s, 0.0))
             return sched_error(i, "task %lld: starts at %g, before 0", (long long)i, s);
         if (g->ready && sched_lt(s, g->ready[(size_t)i * uP + (size_t)w]))
-            return sched_error(i, "task %lld: starts at %g on worker %d, before its "
-                                  "ready time %g", (long long)i, s, (int)w,
+            return sched_error(i,
+                               "task %lld: starts at %g on worker %d, before its "
+                               "ready time %g",
+                               (long long)i, s, (int)w,
                                g->ready[(size_t)i * uP + (size_t)w]);
         if (g->avail && sched_lt(s, g->avail[w]))
-            return sched_error(i, "task %lld: starts at %g on worker %d, before the "
-                                  "worker is available at %g", (long long)i, s, (int)w,
-                               g->avail[w]);
+            return sched_error(i,
+                               "task %lld: starts at %g on worker %d, before the "
+                               "worker is available at %g",
+                               (long long)i, s, (int)w, g->avail[w]);
         if (f > maxf)
             maxf = f;
     }
@@ -596,10 +607,11 @@ ompc_status_t sched_check(const sched_graph_t *g, const sched_result_t *r)
         const sched_edge_t *e = &g->edges[k];
         double comm = sched_comm(g, e, r->worker[e->from], r->worker[e->to]);
         if (sched_lt(r->start[e->to], r->finish[e->from] + comm))
-            return sched_error(e->to, "task %lld: starts at %g on worker %d, before "
-                                      "predecessor %lld (worker %d) finishes at %g "
-                                      "plus communication %g", (long long)e->to,
-                               r->start[e->to], (int)r->worker[e->to],
+            return sched_error(e->to,
+                               "task %lld: starts at %g on worker %d, before "
+                               "predecessor %lld (worker %d) finishes at %g "
+                               "plus communication %g",
+                               (long long)e->to, r->start[e->to], (int)r->worker[e->to],
                                (long long)e->from, (int)r->worker[e->from],
                                r->finish[e->from], comm);
     }
@@ -616,9 +628,11 @@ ompc_status_t sched_check(const sched_graph_t *g, const sched_result_t *r)
     for (int64_t k = 1; k < g->ntasks && st == OMPC_OK; k++) {
         const sched_busy_t *a = &busy[k - 1], *b = &busy[k];
         if (a->worker == b->worker && sched_lt(b->start, a->finish))
-            st = sched_error(b->task, "tasks %lld [%g, %g) and %lld [%g, %g) overlap on "
-                                      "worker %d", (long long)a->task, a->start, a->finish,
-                             (long long)b->task, b->start, b->finish, (int)a->worker);
+            st = sched_error(b->task,
+                             "tasks %lld [%g, %g) and %lld [%g, %g) overlap on "
+                             "worker %d",
+                             (long long)a->task, a->start, a->finish, (long long)b->task,
+                             b->start, b->finish, (int)a->worker);
     }
     free(busy);
     return st;

@@ -83,7 +83,8 @@ static ompc_status_t heft_slot_insert(heft_timeline_t *tl, int64_t pos, double s
         tl->slot = s;
         tl->cap = cap;
     }
-    memmove(tl->slot + pos + 1, tl->slot + pos, (size_t)(tl->n - pos) * sizeof(*tl->slot));
+    memmove(tl->slot + pos + 1, tl->slot + pos,
+            (size_t)(tl->n - pos) * sizeof(*tl->slot));
     tl->slot[pos] = (heft_slot_t){start, finish};
     tl->n++;
     return OMPC_OK;
@@ -139,7 +140,7 @@ static void heft_scaled_ranks(const sched_graph_t *g, const sched_prep_t *prep,
         double tail = 0.0;
         for (int64_t s = prep->adj.succ_off[i]; s < prep->adj.succ_off[i + 1]; s++) {
             const sched_edge_t *e = &g->edges[prep->adj.succ_edge[s]];
-            double cbar = P == 1 ? 0.0
+            double cbar = P == 1        ? 0.0
                           : g->comm_lat ? mean_lat + e->bytes * mean_inv_bw
                                         : e->cost;
             if (fP * cbar + rank[e->to] > tail)
@@ -218,7 +219,8 @@ static ompc_status_t heft_entry_prefs(const sched_graph_t *g, const sched_prep_t
             int64_t k = 0;
             for (int64_t s = prep->adj.succ_off[i]; s < prep->adj.succ_off[i + 1]; s++) {
                 int64_t v = g->edges[prep->adj.succ_edge[s]].to;
-                for (int64_t p = prep->adj.pred_off[v]; p < prep->adj.pred_off[v + 1]; p++) {
+                for (int64_t p = prep->adj.pred_off[v]; p < prep->adj.pred_off[v + 1];
+                     p++) {
                     int64_t u = g->edges[prep->adj.pred_edge[p]].from;
                     if (mark[u] == 1) {
                         mark[u] = 2;
@@ -398,8 +400,8 @@ static void heft_cand_collect(heft_bounded_t *b, const sched_graph_t *g,
         heft_cand_add(b, i, b->near[j]);
     if (k < P)
         for (int32_t j = 0; j < k / 4; j++)
-            heft_cand_add(b, i, (int32_t)(heft_mix((uint64_t)i * 64 + (uint64_t)j) %
-                                          (uint64_t)P));
+            heft_cand_add(
+                b, i, (int32_t)(heft_mix((uint64_t)i * 64 + (uint64_t)j) % (uint64_t)P));
 }
 
 static ompc_status_t heft_bounded_init(heft_bounded_t *b, const sched_graph_t *g,
@@ -415,8 +417,8 @@ static ompc_status_t heft_bounded_init(heft_bounded_t *b, const sched_graph_t *g
     b->cand = malloc(uP * sizeof(int32_t));
     b->front = malloc((2 * m + 2) * sizeof(int32_t));
     b->near = malloc((m + 1) * sizeof(int32_t));
-    if (!b->heap.v || !b->heap.pos || !b->heap.end || !b->stamp || !b->cand || !b->front ||
-        !b->near)
+    if (!b->heap.v || !b->heap.pos || !b->heap.end || !b->stamp || !b->cand ||
+        !b->front || !b->near)
         return OMPC_ERR_NOMEM;
     b->heap.n = g->nworkers;
     for (int32_t w = 0; w < g->nworkers; w++) {
@@ -533,7 +535,8 @@ static ompc_status_t heft_place(const sched_graph_t *g, int32_t candidates,
                     pref_pos = pos;
                     pref_start = s;
                 }
-                if (best < 0 || s + cw < best_finish || (s + cw == best_finish && w < best)) {
+                if (best < 0 || s + cw < best_finish ||
+                    (s + cw == best_finish && w < best)) {
                     best = w;
                     best_pos = pos;
                     best_start = s;

@@ -40,8 +40,8 @@ ompc_status_t sched_prep_create(const sched_graph_t *g, const sched_result_t *r,
 void sched_prep_free(sched_prep_t *prep);
 
 /* Time to move edge e's data from worker p to worker q (0 when p == q). */
-static inline double sched_comm(const sched_graph_t *g, const sched_edge_t *e,
-                                int32_t p, int32_t q)
+static inline double sched_comm(const sched_graph_t *g, const sched_edge_t *e, int32_t p,
+                                int32_t q)
 {
     if (p == q)
         return 0.0;
@@ -95,7 +95,8 @@ void sched_heft_ranks(const sched_graph_t *g, const sched_prep_t *prep, double *
 
 /* The run of every sched_heft_policy_t (built-in: it validates). */
 ompc_status_t sched_heft_param_run(const sched_policy_t *self, const sched_graph_t *g,
-                                   uint64_t seed, sched_state_t *state, sched_result_t *r);
+                                   uint64_t seed, sched_state_t *state,
+                                   sched_result_t *r);
 
 extern const sched_policy_t sched_policy_heft;
 extern const sched_policy_t sched_policy_roundrobin;

@@ -202,10 +202,7 @@ static sj_path_t sj_path_add(sj_path_t p, int64_t step)
     return p;
 }
 
-static bool sj_is_ws(char c)
-{
-    return c == ' ' || c == '\t' || c == '\n' || c == '\r';
-}
+static bool sj_is_ws(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 
 static size_t sj_ws(const sj_t *t, size_t p)
 {
@@ -325,10 +322,11 @@ static double sj_value(sj_t *t, const json_t *v, const sj_path_t *path, const ch
     if (d < 0 && index < 0)
         sj_die(t, pos, "\"%s\" = %.*s is negative", what, len, lit);
     if (d < 0)
-        sj_die(t, pos, "\"%s\" entry %lld is negative (%.*s)", what, (long long)index, len,
-               lit);
+        sj_die(t, pos, "\"%s\" entry %lld is negative (%.*s)", what, (long long)index,
+               len, lit);
     if (index < 0)
-        sj_die(t, pos, "\"%s\" = %.*s is above the limit " SJ_NUM_MAX_STR, what, len, lit);
+        sj_die(t, pos, "\"%s\" = %.*s is above the limit " SJ_NUM_MAX_STR, what, len,
+               lit);
     sj_die(t, pos, "\"%s\" entry %lld is above the limit " SJ_NUM_MAX_STR " (%.*s)", what,
            (long long)index, len, lit);
 }
@@ -357,8 +355,7 @@ static void sj_parse_task(sj_t *t, json_t *obj, sj_path_t path)
     sj_task_t *k = &t->task[t->ntasks++];
     *k = (sj_task_t){.path = path, .pinned = -1};
     int64_t m = 0;
-    for (void *it = json_object_iter(obj); it;
-         it = json_object_iter_next(obj, it), m++) {
+    for (void *it = json_object_iter(obj); it; it = json_object_iter_next(obj, it), m++) {
         const char *key = json_object_iter_key(it);
         json_t *v = json_object_iter_value(it);
         sj_path_t vp = sj_path_add(path, m);
@@ -368,8 +365,8 @@ static void sj_parse_task(sj_t *t, json_t *obj, sj_path_t path)
         } else if (strcmp(key, "cost") == 0 && json_is_number(v)) {
             double c = sj_value(t, v, &vp, "cost", -1);
             sj_reserve(t, (void **)&t->num, &t->num_cap, t->nnum + 1, sizeof(double));
-            k->cost = (sj_array_t){.off = t->nnum, .n = 1, .path = vp, .has = true,
-                                   .scalar = true};
+            k->cost = (sj_array_t){
+                .off = t->nnum, .n = 1, .path = vp, .has = true, .scalar = true};
             t->num[t->nnum++] = c;
         } else if (strcmp(key, "cost") == 0) {
             sj_num_array(t, v, vp, "cost", &k->cost);
@@ -389,8 +386,7 @@ static void sj_parse_edge(sj_t *t, json_t *obj, sj_path_t path)
     sj_edge_t *e = &t->edge[t->nedges++];
     *e = (sj_edge_t){.path = path};
     int64_t m = 0;
-    for (void *it = json_object_iter(obj); it;
-         it = json_object_iter_next(obj, it), m++) {
+    for (void *it = json_object_iter(obj); it; it = json_object_iter_next(obj, it), m++) {
         const char *key = json_object_iter_key(it);
         json_t *v = json_object_iter_value(it);
         sj_path_t vp = sj_path_add(path, m);
@@ -418,8 +414,7 @@ static void sj_parse(sj_t *t)
     if (!json_is_object(top))
         sj_expected(t, &t->top, "a JSON object at the top level");
     int64_t m = 0;
-    for (void *it = json_object_iter(top); it;
-         it = json_object_iter_next(top, it), m++) {
+    for (void *it = json_object_iter(top); it; it = json_object_iter_next(top, it), m++) {
         const char *key = json_object_iter_key(it);
         json_t *v = json_object_iter_value(it);
         sj_path_t vp = sj_path_add(t->top, m);
@@ -520,8 +515,8 @@ static void *sj_alloc(sj_t *t, int64_t count, size_t size)
     return p;
 }
 
-static void sj_array_check(sj_t *t, const sj_array_t *a, const char *what,
-                           int64_t want, const char *unit)
+static void sj_array_check(sj_t *t, const sj_array_t *a, const char *what, int64_t want,
+                           const char *unit)
 {
     if (a->has && a->n != want)
         sj_die(t, sj_locate(t, &a->path), "\"%s\" has %lld entries, expected %lld (%s)",
@@ -551,9 +546,10 @@ static void sj_build(sj_t *t, sched_graph_t *g)
                    "task %lld: \"cost\" has %lld entries, expected %lld (one per worker)",
                    (long long)k->id, (long long)k->cost.n, (long long)P);
         if (k->ready.has && k->ready.n != P)
-            sj_die(t, sj_locate(t, &k->ready.path),
-                   "task %lld: \"ready\" has %lld entries, expected %lld (one per worker)",
-                   (long long)k->id, (long long)k->ready.n, (long long)P);
+            sj_die(
+                t, sj_locate(t, &k->ready.path),
+                "task %lld: \"ready\" has %lld entries, expected %lld (one per worker)",
+                (long long)k->id, (long long)k->ready.n, (long long)P);
         if (k->pinned >= P)
             sj_die(t, sj_locate(t, &k->pinned_path),
                    "task %lld: \"pinned\" = %lld, but the workers are 0..%lld",
@@ -689,10 +685,7 @@ ompc_status_t sched_json_read(const char *name, const char *text, size_t len,
     return OMPC_OK;
 }
 
-const sched_graph_t *sched_json_graph(const sched_json_t *js)
-{
-    return &js->graph;
-}
+const sched_graph_t *sched_json_graph(const sched_json_t *js) { return &js->graph; }
 
 int64_t sched_json_task_id(const sched_json_t *js, int64_t index)
 {

@@ -81,7 +81,8 @@ static int32_t simple_locality_pick(const sched_graph_t *g, const sched_prep_t *
         if (start[w] > bound)
             continue;
         double f = start[w] + sched_cost(g, i, w);
-        if (best < 0 || comm[w] < best_comm || (comm[w] == best_comm && f < best_finish)) {
+        if (best < 0 || comm[w] < best_comm ||
+            (comm[w] == best_comm && f < best_finish)) {
             best = w;
             best_comm = comm[w];
             best_finish = f;

@@ -20,8 +20,8 @@
 
 /* --------------------------------------------------------------- main */
 /* Errors about the input as a whole: "ompc-sched: NAME: ...", status 2. */
-static _Noreturn __attribute__((format(printf, 2, 3))) void
-tool_die(const char *name, const char *fmt, ...)
+static _Noreturn __attribute__((format(printf, 2, 3))) void tool_die(const char *name,
+                                                                     const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -90,24 +90,25 @@ static void tool_usage(FILE *out)
             "  --policy NAME  ");
     for (size_t i = 0; sched_policy_at(i); i++)
         fprintf(out, "%s%s", i ? ", " : "", sched_policy_at(i)->name);
-    fprintf(out,
-            " (default heft)\n"
-            "  --seed N       seed of the random policy (default 0)\n"
-            "  --candidates K heft only: workers tried per task besides those of its\n"
-            "                 inputs; 0 automatic (default: all up to %d workers,\n"
-            "                 else %d), -1 all\n"
-            "  --help         this text\n"
-            "\n"
-            "Input: {\"workers\": P,\n"
-            "        \"tasks\": [{\"id\": I, \"cost\": [c_0, ..., c_P-1]}, ...],\n"
-            "        (or \"cost\": C, the same on every worker)\n"
-            "        \"edges\": [{\"from\": I, \"to\": J, \"cost\": C}, ...]}\n"
-            "Optional: per task \"pinned\": W and \"ready\": [P times]; per edge\n"
-            "\"bytes\"; top-level \"avail\": [P times], \"comm_lat\" and \"comm_inv_bw\":\n"
-            "[P*P numbers, row p = from worker p].  Unknown keys are ignored.\n"
-            "Every cost, time and byte count is in 0.." SCHED_JSON_NUM_MAX_STR ".\n"
-            "Errors go to stderr as \"ompc-sched: FILE:LINE:COL: reason\", exit status 2.\n",
-            SCHED_HEFT_FULL_MAX, SCHED_HEFT_CANDIDATES);
+    fprintf(
+        out,
+        " (default heft)\n"
+        "  --seed N       seed of the random policy (default 0)\n"
+        "  --candidates K heft only: workers tried per task besides those of its\n"
+        "                 inputs; 0 automatic (default: all up to %d workers,\n"
+        "                 else %d), -1 all\n"
+        "  --help         this text\n"
+        "\n"
+        "Input: {\"workers\": P,\n"
+        "        \"tasks\": [{\"id\": I, \"cost\": [c_0, ..., c_P-1]}, ...],\n"
+        "        (or \"cost\": C, the same on every worker)\n"
+        "        \"edges\": [{\"from\": I, \"to\": J, \"cost\": C}, ...]}\n"
+        "Optional: per task \"pinned\": W and \"ready\": [P times]; per edge\n"
+        "\"bytes\"; top-level \"avail\": [P times], \"comm_lat\" and \"comm_inv_bw\":\n"
+        "[P*P numbers, row p = from worker p].  Unknown keys are ignored.\n"
+        "Every cost, time and byte count is in 0.." SCHED_JSON_NUM_MAX_STR ".\n"
+        "Errors go to stderr as \"ompc-sched: FILE:LINE:COL: reason\", exit status 2.\n",
+        SCHED_HEFT_FULL_MAX, SCHED_HEFT_CANDIDATES);
 }
 
 static _Noreturn __attribute__((format(printf, 1, 2))) void
@@ -139,18 +140,15 @@ int main(int argc, char **argv)
     int c;
     while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
         switch (c) {
-        case 'h':
-            tool_usage(stdout);
-            return 0;
-        case 'p':
-            policy_name = optarg;
-            break;
+        case 'h': tool_usage(stdout); return 0;
+        case 'p': policy_name = optarg; break;
         case 's': {
             char *end;
             errno = 0;
             unsigned long long s = strtoull(optarg, &end, 10);
             if (optarg[0] < '0' || optarg[0] > '9' || *end != '\0' || errno == ERANGE)
-                tool_usage_error("--seed: \"%s\" is not an unsigned 64-bit integer", optarg);
+                tool_usage_error("--seed: \"%s\" is not an unsigned 64-bit integer",
+                                 optarg);
             seed = (uint64_t)s;
             break;
         }
@@ -158,18 +156,20 @@ int main(int argc, char **argv)
             char *end;
             errno = 0;
             long k = strtol(optarg, &end, 10);
-            if (end == optarg || *end != '\0' || errno == ERANGE || k < -1 || k > INT32_MAX)
-                tool_usage_error("--candidates: \"%s\" is not -1, 0 or a worker count", optarg);
+            if (end == optarg || *end != '\0' || errno == ERANGE || k < -1 ||
+                k > INT32_MAX)
+                tool_usage_error("--candidates: \"%s\" is not -1, 0 or a worker count",
+                                 optarg);
             candidates = (int32_t)k;
             candidates_set = true;
             break;
         }
-        case ':':
-            tool_usage_error("%s needs a value", argv[optind - 1]);
+        case ':': tool_usage_error("%s needs a value", argv[optind - 1]);
         default: /* optopt is the letter of an unknown short option */
             if (optopt)
                 tool_usage_error("unknown option -%c (see ompc-sched --help)", optopt);
-            tool_usage_error("unknown option %s (see ompc-sched --help)", argv[optind - 1]);
+            tool_usage_error("unknown option %s (see ompc-sched --help)",
+                             argv[optind - 1]);
         }
     }
     for (int a = optind; a < argc; a++) {
@@ -224,12 +224,15 @@ int main(int argc, char **argv)
     for (int64_t i = 0; i < g.ntasks && finite; i++)
         finite = isfinite(r.start[i]) && isfinite(r.finish[i]);
     if (!finite)
-        tool_die(name, "internal error: %s produced a time that is not finite "
-                       "(makespan %g)", policy->name, r.makespan);
+        tool_die(name,
+                 "internal error: %s produced a time that is not finite "
+                 "(makespan %g)",
+                 policy->name, r.makespan);
     char b1[32], b2[32];
     for (int64_t i = 0; i < g.ntasks; i++)
-        printf("task %lld worker %d start %s finish %s\n", (long long)sched_json_task_id(js, i),
-               (int)r.worker[i], tool_num(b1, sizeof(b1), r.start[i]),
+        printf("task %lld worker %d start %s finish %s\n",
+               (long long)sched_json_task_id(js, i), (int)r.worker[i],
+               tool_num(b1, sizeof(b1), r.start[i]),
                tool_num(b2, sizeof(b2), r.finish[i]));
     printf("makespan %s\n", tool_num(b1, sizeof(b1), r.makespan));
     if (fflush(stdout) != 0 || ferror(stdout))

@@ -22,10 +22,7 @@
 
 #include <time.h>
 
-static double now_s(void)
-{
-    return 1e-9 * (double)ompc_now_ns();
-}
+static double now_s(void) { return 1e-9 * (double)ompc_now_ns(); }
 
 /* CPU time of this thread: the machine this runs on is often shared, and
  * the scheduler is one thread, so its CPU time is the figure that
@@ -71,8 +68,8 @@ static void quality(int32_t k)
         for (size_t b = 0; b < sizeof(kinds) / sizeof(kinds[0]); b++) {
             st_graph_t sg;
             int64_t n = sizes[a].n;
-            st_graph_random(&sg, 7 + a * 3 + b, n, sizes[a].P, n / 200 > 1 ? n / 200 : 1, 4,
-                            kinds[b].flags);
+            st_graph_random(&sg, 7 + a * 3 + b, n, sizes[a].P, n / 200 > 1 ? n / 200 : 1,
+                            4, kinds[b].flags);
             double tf = run(&sg, -1), mf = sg.r.makespan;
             double tb = run(&sg, k), mb = sg.r.makespan;
             double ratio = mb / mf;
@@ -98,8 +95,8 @@ static void scale(int64_t n, int32_t P, int32_t k)
     st_graph_t sg;
     double t0 = now_s();
     uniform_graph(&sg, 11, n, P);
-    printf("%lld tasks, %lld edges, %d identical workers (made in %.2f s)\n", (long long)n,
-           (long long)sg.g.nedges, (int)P, now_s() - t0);
+    printf("%lld tasks, %lld edges, %d identical workers (made in %.2f s)\n",
+           (long long)n, (long long)sg.g.nedges, (int)P, now_s() - t0);
     double tb = run(&sg, k);
     printf("  bounded (k = %d): %.3f s CPU, makespan %.1f\n", (int)k, tb, sg.r.makespan);
     /* The floor under any policy: validation, adjacency and topological
@@ -113,7 +110,8 @@ static void scale(int64_t n, int32_t P, int32_t k)
     double tbs = run(&sg, k), mbs = sg.r.makespan;
     double tfs = run(&sg, -1), mfs = sg.r.makespan;
     printf("  on %lld tasks: full %.3f s (x%.0f = %.1f s), bounded %.3f s; makespan "
-           "bounded/full %.4f\n", (long long)small, tfs, (double)n / (double)small,
+           "bounded/full %.4f\n",
+           (long long)small, tfs, (double)n / (double)small,
            tfs * (double)n / (double)small, tbs, mbs / mfs);
     st_graph_free(&sg);
 }

@@ -19,7 +19,7 @@ static void run_round(unsigned **a, int chains, size_t n, int tasks)
 #pragma omp single
     for (int t = 0; t < tasks; t++) {
         unsigned *x = a[t % chains];
-#pragma omp target nowait map(tofrom: x[0:n]) depend(inout: x[0]) firstprivate(n)
+#pragma omp target nowait map(tofrom : x[0 : n]) depend(inout : x[0]) firstprivate(n)
         for (size_t i = 0; i < n; i += STRIDE)
             x[i] += 1u;
     }
@@ -63,7 +63,7 @@ int main(int argc, char **argv)
     }
     free(a);
     double bytes = 2.0 * (double)tasks * (double)n * sizeof(unsigned);
-    printf("maps_s=%.4f mib=%ld tasks=%d chains=%d gbs=%.3f %s\n", t1 - t0, mib,
-           tasks, chains, bytes / (t1 - t0) / 1e9, bad ? "WRONG" : "ok");
+    printf("maps_s=%.4f mib=%ld tasks=%d chains=%d gbs=%.3f %s\n", t1 - t0, mib, tasks,
+           chains, bytes / (t1 - t0) / 1e9, bad ? "WRONG" : "ok");
     return bad ? 1 : 0;
 }

@@ -24,9 +24,11 @@ static void round_trip(char *buf, size_t n, int me, int size, MPI_Request *rq)
         int k = 0;
         for (int r = 1; r < size; r++) {
             check(MPI_Isend(buf + (size_t)(r - 1) * n, (int)n, MPI_BYTE, r, 0,
-                            MPI_COMM_WORLD, &rq[k++]), "MPI_Isend");
+                            MPI_COMM_WORLD, &rq[k++]),
+                  "MPI_Isend");
             check(MPI_Irecv(buf + (size_t)(size - 1 + r - 1) * n, (int)n, MPI_BYTE, r, 1,
-                            MPI_COMM_WORLD, &rq[k++]), "MPI_Irecv");
+                            MPI_COMM_WORLD, &rq[k++]),
+                  "MPI_Irecv");
         }
         check(MPI_Waitall(k, rq, MPI_STATUSES_IGNORE), "MPI_Waitall");
     } else {

@@ -53,7 +53,7 @@ static double stencil(double scale)
         for (int s = 0; s < 2; s++)
             for (int p = 0; p < W; p++) {
                 double *c = col[s][p];
-#pragma omp target enter data map(to : c[0:B]) nowait depend(out : c[0])
+#pragma omp target enter data map(to : c[0 : B]) nowait depend(out : c[0])
             }
 #pragma omp taskwait
         t0 = omp_get_wtime();
@@ -62,7 +62,7 @@ static double stencil(double scale)
             for (int p = 0; p < W; p++) {
                 double *l = col[in][p > 0 ? p - 1 : p], *m = col[in][p];
                 double *r = col[in][p < W - 1 ? p + 1 : p], *o = col[out][p];
-#pragma omp target nowait map(alloc : l[0:B], m[0:B], r[0:B], o[0:B]) \
+#pragma omp target nowait map(alloc : l[0 : B], m[0 : B], r[0 : B], o[0 : B])            \
     depend(in : l[0], m[0], r[0]) depend(out : o[0])
                 {
                     work_us(us);
@@ -80,7 +80,7 @@ static double stencil(double scale)
         for (int s = 0; s < 2; s++)
             for (int p = 0; p < W; p++) {
                 double *c = col[s][p];
-#pragma omp target exit data map(from : c[0:B]) nowait depend(inout : c[0])
+#pragma omp target exit data map(from : c[0 : B]) nowait depend(inout : c[0])
             }
     }
     int bad = 0;
@@ -115,7 +115,7 @@ static double fan(double scale)
 #pragma omp target enter data map(alloc : src) nowait depend(out : src)
         for (int f = 0; f < F; f++) {
             double *o = part[f];
-#pragma omp target enter data map(alloc : o[0:FB]) nowait depend(out : o[0])
+#pragma omp target enter data map(alloc : o[0 : FB]) nowait depend(out : o[0])
         }
 #pragma omp taskwait
         t0 = omp_get_wtime();
@@ -131,35 +131,32 @@ static double fan(double scale)
                  * placement do not see the difference. */
                 switch (f % 3) {
                 case 0:
-#pragma omp target nowait map(alloc : src, o[0:FB]) depend(in : src) depend(out : o[0])
-                    {
-                        work_us((long)(24000 * scale));
-                        for (size_t i = 0; i < FB; i += 512)
-                            o[i] = src[i] * 3;
-                    }
-                    break;
+#pragma omp target nowait map(alloc : src, o[0 : FB]) depend(in : src) depend(out : o[0])
+                {
+                    work_us((long)(24000 * scale));
+                    for (size_t i = 0; i < FB; i += 512)
+                        o[i] = src[i] * 3;
+                } break;
                 case 1:
-#pragma omp target nowait map(alloc : src, o[0:FB]) depend(in : src) depend(out : o[0])
-                    {
-                        work_us((long)(3000 * scale));
-                        for (size_t i = 0; i < FB; i += 512)
-                            o[i] = src[i] * 3;
-                    }
-                    break;
+#pragma omp target nowait map(alloc : src, o[0 : FB]) depend(in : src) depend(out : o[0])
+                {
+                    work_us((long)(3000 * scale));
+                    for (size_t i = 0; i < FB; i += 512)
+                        o[i] = src[i] * 3;
+                } break;
                 default:
-#pragma omp target nowait map(alloc : src, o[0:FB]) depend(in : src) depend(out : o[0])
-                    {
-                        work_us((long)(9000 * scale));
-                        for (size_t i = 0; i < FB; i += 512)
-                            o[i] = src[i] * 3;
-                    }
-                    break;
+#pragma omp target nowait map(alloc : src, o[0 : FB]) depend(in : src) depend(out : o[0])
+                {
+                    work_us((long)(9000 * scale));
+                    for (size_t i = 0; i < FB; i += 512)
+                        o[i] = src[i] * 3;
+                } break;
                 }
             }
             double *s = &sum[r];
-#pragma omp target nowait map(alloc : p0[0:FB], p1[0:FB], p2[0:FB], p3[0:FB], \
-                                  p4[0:FB], p5[0:FB], p6[0:FB], p7[0:FB], p8[0:FB]) \
-    map(from : s[0:1]) depend(out : s[0])                                          \
+#pragma omp target nowait map(alloc : p0[0 : FB], p1[0 : FB], p2[0 : FB], p3[0 : FB],    \
+                                  p4[0 : FB], p5[0 : FB], p6[0 : FB], p7[0 : FB],        \
+                                  p8[0 : FB]) map(from : s[0 : 1]) depend(out : s[0])    \
     depend(in : p0[0], p1[0], p2[0], p3[0], p4[0], p5[0], p6[0], p7[0], p8[0])
             {
                 *s = p0[0] + p1[0] + p2[0] + p3[0] + p4[0] + p5[0] + p6[0] + p7[0] +
@@ -171,7 +168,7 @@ static double fan(double scale)
 #pragma omp target exit data map(release : src)
         for (int f = 0; f < F; f++) {
             double *o = part[f];
-#pragma omp target exit data map(release : o[0:FB])
+#pragma omp target exit data map(release : o[0 : FB])
         }
     }
     for (int f = 0; f < F; f++)

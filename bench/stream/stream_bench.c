@@ -50,16 +50,16 @@ static void stream_scale(double *b, double *c, long n)
 
 static void stream_add(double *a, double *b, double *c, long n)
 {
-#pragma omp target teams distribute parallel for \
-    map(tofrom : a[0 : n], b[0 : n], c[0 : n])
+#pragma omp target teams distribute parallel for map(tofrom : a[0 : n], b[0 : n],        \
+                                                         c[0 : n])
     for (long j = 0; j < n; j++)
         c[j] = a[j] + b[j];
 }
 
 static void stream_triad(double *a, double *b, double *c, long n)
 {
-#pragma omp target teams distribute parallel for \
-    map(tofrom : a[0 : n], b[0 : n], c[0 : n])
+#pragma omp target teams distribute parallel for map(tofrom : a[0 : n], b[0 : n],        \
+                                                         c[0 : n])
     for (long j = 0; j < n; j++)
         a[j] = b[j] + scalar * c[j];
 }
@@ -67,7 +67,7 @@ static void stream_triad(double *a, double *b, double *c, long n)
 static double stream_dot(double *a, double *b, long n)
 {
     double sum = 0;
-#pragma omp target teams distribute parallel for reduction(+ : sum) \
+#pragma omp target teams distribute parallel for reduction(+ : sum)                      \
     map(tofrom : a[0 : n], b[0 : n]) map(tofrom : sum)
     for (long j = 0; j < n; j++)
         sum += a[j] * b[j];
@@ -154,8 +154,9 @@ int main(int argc, char **argv)
         double *row = times + (size_t)i * (size_t)reps + 1; /* pass 0 untimed */
         qsort(row, (size_t)reps - 1, sizeof(double), cmp_double);
         double bytes = (double)arrays_moved[i] * (double)n * sizeof(double);
-        double med = (reps - 1) % 2 ? row[(reps - 1) / 2]
-                                    : 0.5 * (row[(reps - 1) / 2 - 1] + row[(reps - 1) / 2]);
+        double med = (reps - 1) % 2
+                         ? row[(reps - 1) / 2]
+                         : 0.5 * (row[(reps - 1) / 2 - 1] + row[(reps - 1) / 2]);
         printf("%s best_gbs=%.3f median_gbs=%.3f\n", names[i], bytes / row[0] * 1e-9,
                bytes / med * 1e-9);
     }

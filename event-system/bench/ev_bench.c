@@ -34,8 +34,8 @@ static int iters_for(size_t size)
 
 /* Raw MPI: rank 0 sends `size` bytes, rank 1 answers with `back` bytes.
  * Returns seconds per round trip (best batch). */
-static double raw_pingpong(MPI_Comm comm, int me, char *buf, size_t size,
-                           size_t back, int iters)
+static double raw_pingpong(MPI_Comm comm, int me, char *buf, size_t size, size_t back,
+                           int iters)
 {
     double best = 1e30;
     for (int rep = 0; rep < REPS; rep++) {
@@ -79,8 +79,7 @@ static double ev_measure(ev_ctx_t *ctx, op_t op, ev_fn_id_t fn, ev_fn_id_t fn_in
             if (st == OMPC_OK)
                 st = ev_wait(h);
             if (st != OMPC_OK) {
-                fprintf(stderr, "ompc-ev-bench: event failed: %s\n",
-                        ompc_status_str(st));
+                fprintf(stderr, "ompc-ev-bench: event failed: %s\n", ompc_status_str(st));
                 MPI_Abort(MPI_COMM_WORLD, 1);
             }
             ev_handle_release(h);
@@ -119,17 +118,23 @@ int main(int argc, char **argv)
             return 0;
         } else {
             if (optopt)
-                fprintf(stderr, "ompc-ev-bench: unknown option -%c (usage: mpiexec -n 2 %s "
-                        "[--quick])\n", optopt, argv[0]);
+                fprintf(stderr,
+                        "ompc-ev-bench: unknown option -%c (usage: mpiexec -n 2 %s "
+                        "[--quick])\n",
+                        optopt, argv[0]);
             else
-                fprintf(stderr, "ompc-ev-bench: unknown option %s (usage: mpiexec -n 2 %s "
-                        "[--quick])\n", argv[optind - 1], argv[0]);
+                fprintf(stderr,
+                        "ompc-ev-bench: unknown option %s (usage: mpiexec -n 2 %s "
+                        "[--quick])\n",
+                        argv[optind - 1], argv[0]);
             return 2;
         }
     }
     if (optind < argc) {
-        fprintf(stderr, "ompc-ev-bench: unexpected argument %s (usage: mpiexec -n 2 %s "
-                "[--quick])\n", argv[optind], argv[0]);
+        fprintf(stderr,
+                "ompc-ev-bench: unexpected argument %s (usage: mpiexec -n 2 %s "
+                "[--quick])\n",
+                argv[optind], argv[0]);
         return 2;
     }
     int provided;
@@ -210,8 +215,8 @@ int main(int argc, char **argv)
         for (int k = 0; k < 2; k++) {
             snprintf(name, sizeof(name), "%s %s", what[k], hs);
             if (sizes[i] <= 64) {
-                printf("%-34s %9.2f us %9.2f us %8.2f  (latency: event/raw)\n",
-                       name, raw_t[i] * 1e6, t[k] * 1e6, t[k] / raw_t[i]);
+                printf("%-34s %9.2f us %9.2f us %8.2f  (latency: event/raw)\n", name,
+                       raw_t[i] * 1e6, t[k] * 1e6, t[k] / raw_t[i]);
             } else {
                 double rb = (double)sizes[i] / raw_t[i] / 1e9;
                 double eb = (double)sizes[i] / t[k] / 1e9;

@@ -35,7 +35,8 @@ int main(void)
 #pragma omp target nowait map(to : a) map(from : c) depend(in : a) depend(out : c)
         for (int64_t i = 0; i < N; i++)
             c[i] = a[i] * a[i] % 7;
-#pragma omp target nowait map(to : b, c) map(tofrom : sum) depend(in : b, c) depend(out : sum)
+#pragma omp target nowait map(to : b, c) map(tofrom : sum) depend(in : b, c)             \
+    depend(out : sum)
         for (int64_t i = 0; i < N; i++)
             sum += b[i] - c[i];
 #pragma omp taskwait

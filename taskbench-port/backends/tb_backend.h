@@ -39,8 +39,7 @@ static inline int tb_break_mode(void)
 
 /* The task TB_BREAK_DEPS=mode breaks in graph g: true with *t, *p set, or
  * false when the graph has no such task (then nothing is broken). */
-static inline bool tb_break_pick(const tb_graph_t *g, int mode, int64_t *t,
-                                 int64_t *p)
+static inline bool tb_break_pick(const tb_graph_t *g, int mode, int64_t *t, int64_t *p)
 {
     if (mode == TB_BREAK_NONE || g->graph_index != 0)
         return false;
@@ -50,9 +49,8 @@ static inline bool tb_break_pick(const tb_graph_t *g, int mode, int64_t *t,
     int64_t lo = tb_offset_at_timestep(g, step);
     int64_t hi = lo + tb_width_at_timestep(g, step);
     for (int64_t q = lo; q < hi; q++) {
-        size_t n = mode == TB_BREAK_INPUT
-                       ? tb_dependencies(g, step, q, NULL, 0)
-                       : tb_reverse_dependencies(g, step, q, NULL, 0);
+        size_t n = mode == TB_BREAK_INPUT ? tb_dependencies(g, step, q, NULL, 0)
+                                          : tb_reverse_dependencies(g, step, q, NULL, 0);
         if (n > 0) {
             *t = step;
             *p = q;
@@ -68,10 +66,11 @@ static inline void tb_break_announce(const tb_app_t *app, int mode)
     int64_t t, p;
     if (mode != TB_BREAK_NONE && app->ngraphs > 0 &&
         tb_break_pick(&app->graphs[0], mode, &t, &p))
-        fprintf(stderr, "TB_BREAK_DEPS=%d: breaking graph 0 timestep %lld "
-                "point %lld on purpose (%s)\n", mode, (long long)t,
-                (long long)p, mode == TB_BREAK_INPUT ? "stale input"
-                                                     : "corrupt output");
+        fprintf(stderr,
+                "TB_BREAK_DEPS=%d: breaking graph 0 timestep %lld "
+                "point %lld on purpose (%s)\n",
+                mode, (long long)t, (long long)p,
+                mode == TB_BREAK_INPUT ? "stale input" : "corrupt output");
 }
 
 static inline int64_t tb_max_steps(const tb_app_t *app)

@@ -61,10 +61,7 @@ static void tb_reqs_wait(tb_reqs_t *r)
     r->n = 0;
 }
 
-static int64_t block_lo(int64_t width, int r)
-{
-    return width * r / nranks;
-}
+static int64_t block_lo(int64_t width, int r) { return width * r / nranks; }
 
 static int owner(int64_t width, int64_t q)
 {
@@ -75,8 +72,7 @@ static int owner(int64_t width, int64_t q)
 /* Tags repeat every tag_period timesteps; at most three timesteps' messages
  * are in flight between two ranks, and messages with one tag between one
  * pair are matched in order anyway. */
-static int tag_of(const tb_app_t *app, int graph, int64_t t, int64_t q,
-                  int64_t width_all)
+static int tag_of(const tb_app_t *app, int graph, int64_t t, int64_t q, int64_t width_all)
 {
     int64_t k = (t % tag_period) * app->ngraphs + graph;
     return (int)(k * width_all + q);
@@ -126,9 +122,10 @@ int main(int argc, char **argv)
     tag_period = tags / (app.ngraphs * width_all);
     if (tag_period < 4) {
         if (rank == 0)
-            fprintf(stderr, "mpi-taskbench: %d graphs x width %lld need more "
-                    "MPI tags than MPI_TAG_UB=%lld allows\n", app.ngraphs,
-                    (long long)width_all, (long long)(tags - 1));
+            fprintf(stderr,
+                    "mpi-taskbench: %d graphs x width %lld need more "
+                    "MPI tags than MPI_TAG_UB=%lld allows\n",
+                    app.ngraphs, (long long)width_all, (long long)(tags - 1));
         MPI_Finalize();
         return 2;
     }
@@ -197,8 +194,7 @@ int main(int argc, char **argv)
                     MPI_Request r;
                     MPI_Irecv(L->recv[q], (int)g->output_bytes_per_task, MPI_BYTE,
                               owner(g->max_width, q),
-                              tag_of(&app, i, t - 1, q, width_all),
-                              MPI_COMM_WORLD, &r);
+                              tag_of(&app, i, t - 1, q, width_all), MPI_COMM_WORLD, &r);
                     tb_reqs_push(&recvs, r);
                 }
             }
@@ -229,8 +225,7 @@ int main(int argc, char **argv)
                 if (broken && brk == TB_BREAK_INPUT && n > 0)
                     inputs[0] = out; /* as if a dependence were missing */
                 tb_execute_point(g, t, p, out, g->output_bytes_per_task, inputs,
-                                 input_bytes, n, scratch,
-                                 g->scratch_bytes_per_task);
+                                 input_bytes, n, scratch, g->scratch_bytes_per_task);
                 if (broken && brk == TB_BREAK_OUTPUT)
                     for (size_t k = 0; k < g->output_bytes_per_task; k++)
                         out[k] = (char)~out[k];

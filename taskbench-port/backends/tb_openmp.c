@@ -62,8 +62,7 @@
  * output (tb_dependencies order). */
 #pragma omp declare target
 static void tb_task_body(const tb_graph_t *g, int64_t t, int64_t p, char *out,
-                         const char *const *in, size_t n, int brk,
-                         char *scratch)
+                         const char *const *in, size_t n, int brk, char *scratch)
 {
     const char *in_stack[TB_STACK_INPUTS];
     size_t bytes_stack[TB_STACK_INPUTS];
@@ -73,9 +72,10 @@ static void tb_task_body(const tb_graph_t *g, int64_t t, int64_t p, char *out,
         ins = malloc(n * sizeof(*ins));
         bytes = malloc(n * sizeof(*bytes));
         if (!ins || !bytes) {
-            fprintf(stderr, "out of memory for the inputs of graph %lld "
-                    "timestep %lld point %lld\n", (long long)g->graph_index,
-                    (long long)t, (long long)p);
+            fprintf(stderr,
+                    "out of memory for the inputs of graph %lld "
+                    "timestep %lld point %lld\n",
+                    (long long)g->graph_index, (long long)t, (long long)p);
             abort();
         }
     }
@@ -85,8 +85,8 @@ static void tb_task_body(const tb_graph_t *g, int64_t t, int64_t p, char *out,
     }
     if (brk == TB_BREAK_INPUT && n > 0)
         ins[0] = out; /* as if the dependence on input 0 were missing */
-    tb_execute_point(g, t, p, out, g->output_bytes_per_task, ins, bytes, n,
-                     scratch, g->scratch_bytes_per_task);
+    tb_execute_point(g, t, p, out, g->output_bytes_per_task, ins, bytes, n, scratch,
+                     g->scratch_bytes_per_task);
     if (brk == TB_BREAK_OUTPUT)
         for (size_t i = 0; i < g->output_bytes_per_task; i++)
             out[i] = (char)~out[i];
@@ -168,7 +168,7 @@ static void tb_buffers_init(tb_buffers_t *b, const tb_graph_t *g, int brk)
     b->gdev = b->ghost;
 #if TB_TARGET
     tb_graph_t *gh = b->ghost;
-#pragma omp target enter data map(to : gh[0:1])
+#pragma omp target enter data map(to : gh[0 : 1])
     b->gdev = omp_get_mapped_ptr(gh, dev);
     if (!b->gdev) {
         fprintf(stderr, "omp_get_mapped_ptr: graph %lld is not on device %d\n",
@@ -185,10 +185,11 @@ static void tb_buffers_init(tb_buffers_t *b, const tb_graph_t *g, int brk)
             b->host[f][p] = h;
 #if TB_TARGET
             /* Put once on the device, then name it by device address. */
-#pragma omp target enter data map(to : h[0:bytes])
+#pragma omp target enter data map(to : h[0 : bytes])
             b->dev[f][p] = omp_get_mapped_ptr(h, dev);
             if (!b->dev[f][p]) {
-                fprintf(stderr, "omp_get_mapped_ptr: buffer of graph %lld "
+                fprintf(stderr,
+                        "omp_get_mapped_ptr: buffer of graph %lld "
                         "point %zu is not on device %d\n",
                         (long long)g->graph_index, p, dev);
                 exit(1);
@@ -209,7 +210,7 @@ static void tb_buffers_free(tb_buffers_t *b, const tb_graph_t *g)
         for (size_t p = 0; p < w; p++) {
             char *h = b->host[f][p];
 #if TB_TARGET
-#pragma omp target exit data map(delete : h[0:bytes])
+#pragma omp target exit data map(delete : h[0 : bytes])
 #else
             (void)bytes;
 #endif
@@ -220,7 +221,7 @@ static void tb_buffers_free(tb_buffers_t *b, const tb_graph_t *g)
     }
 #if TB_TARGET
     tb_graph_t *gh = b->ghost;
-#pragma omp target exit data map(delete : gh[0:1])
+#pragma omp target exit data map(delete : gh[0 : 1])
 #endif
     free(b->ghost);
 }
@@ -267,9 +268,9 @@ static tb_task_rec_t *tb_rec_make(const tb_graph_t *g, const tb_buffers_t *b,
 }
 
 /* Create the task of point p at timestep t of graph g. */
-static void tb_create_task(const tb_graph_t *g, const tb_buffers_t *b,
-                           tb_arena_t *arena, int64_t *deps, char **in_host,
-                           int64_t t, int64_t p, char **thread_scratch)
+static void tb_create_task(const tb_graph_t *g, const tb_buffers_t *b, tb_arena_t *arena,
+                           int64_t *deps, char **in_host, int64_t t, int64_t p,
+                           char **thread_scratch)
 {
     size_t n = 0;
     if (t > 0)
@@ -294,10 +295,10 @@ static void tb_create_task(const tb_graph_t *g, const tb_buffers_t *b,
         char *in3 = n > 3 ? b->dev[prev][deps[3]] : NULL;
         const tb_graph_t *gd = b->gdev;
         const tb_graph_t *gh = b->ghost;
-#pragma omp target nowait firstprivate(t, p, n, brk)                         \
-    is_device_ptr(out_dev, gd, in0, in1, in2, in3)                             \
-    depend(iterator(size_t j = 0 : n), in : *in_host[j])                       \
-    depend(in : *gh) depend(out : *out_host)
+#pragma omp target nowait firstprivate(t, p, n, brk)                                     \
+    is_device_ptr(out_dev, gd, in0, in1, in2, in3)                                       \
+    depend(iterator(size_t j = 0 : n), in : *in_host[j]) depend(in : *gh)                \
+    depend(out : *out_host)
         {
             const char *in[TB_ARG_INPUTS] = {in0, in1, in2, in3};
             tb_target_body(gd, t, p, out_dev, in, n, brk);
@@ -306,10 +307,9 @@ static void tb_create_task(const tb_graph_t *g, const tb_buffers_t *b,
     }
     size_t rec_bytes;
     char *rec_bytes_p = (char *)tb_rec_make(g, b, arena, deps, n, prev, &rec_bytes);
-#pragma omp target nowait firstprivate(t, p, n, brk)                         \
-    map(to : rec_bytes_p[0:rec_bytes]) is_device_ptr(out_dev)                  \
-    depend(iterator(size_t j = 0 : n), in : *in_host[j])                       \
-    depend(out : *out_host)
+#pragma omp target nowait firstprivate(t, p, n, brk)                                     \
+    map(to : rec_bytes_p[0 : rec_bytes]) is_device_ptr(out_dev)                          \
+    depend(iterator(size_t j = 0 : n), in : *in_host[j]) depend(out : *out_host)
     {
         const tb_task_rec_t *r = (const tb_task_rec_t *)rec_bytes_p;
         tb_target_body(&r->g, t, p, out_dev, r->in, n, brk);
@@ -318,9 +318,8 @@ static void tb_create_task(const tb_graph_t *g, const tb_buffers_t *b,
     (void)out_dev;
     size_t rec_bytes;
     tb_task_rec_t *rec = tb_rec_make(g, b, arena, deps, n, prev, &rec_bytes);
-#pragma omp task firstprivate(t, p, n, brk, rec, out_host)                   \
-    depend(iterator(size_t j = 0 : n), in : *in_host[j])                       \
-    depend(out : *out_host)
+#pragma omp task firstprivate(t, p, n, brk, rec, out_host)                               \
+    depend(iterator(size_t j = 0 : n), in : *in_host[j]) depend(out : *out_host)
     tb_task_body(&rec->g, t, p, out_host, rec->in, n, brk,
                  thread_scratch[omp_get_thread_num()]);
 #endif

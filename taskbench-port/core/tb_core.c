@@ -22,10 +22,7 @@ TB_DEVICE_BEGIN
 
 /* ------------------------------------------------ deterministic random */
 
-static inline uint64_t tb_rotl(uint64_t x, int b)
-{
-    return (x << b) | (x >> (64 - b));
-}
+static inline uint64_t tb_rotl(uint64_t x, int b) { return (x << b) | (x >> (64 - b)); }
 
 static inline uint64_t tb_load_le64(const unsigned char *p, size_t n)
 {
@@ -57,8 +54,7 @@ uint64_t tb_siphash24(const void *in, size_t len, const unsigned char key[16])
 {
     const unsigned char *m = in;
     uint64_t k0 = tb_load_le64(key, 8), k1 = tb_load_le64(key + 8, 8);
-    uint64_t v[4] = {k0 ^ UINT64_C(0x736f6d6570736575),
-                     k1 ^ UINT64_C(0x646f72616e646f6d),
+    uint64_t v[4] = {k0 ^ UINT64_C(0x736f6d6570736575), k1 ^ UINT64_C(0x646f72616e646f6d),
                      k0 ^ UINT64_C(0x6c7967656e657261),
                      k1 ^ UINT64_C(0x7465646279746573)};
     size_t full = len - len % 8;
@@ -83,8 +79,7 @@ uint64_t tb_siphash24(const void *in, size_t len, const unsigned char key[16])
 double tb_random_uniform(const void *in, size_t len)
 {
     /* Task Bench's key: bytes 1..15 and a zero (core_random.c). */
-    const unsigned char key[16] = {1, 2, 3, 4, 5, 6, 7, 8,
-                                   9, 10, 11, 12, 13, 14, 15, 0};
+    const unsigned char key[16] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0};
     return (double)tb_siphash24(in, len, key) * 0x1p-64;
 }
 
@@ -107,12 +102,9 @@ int64_t tb_width_at_timestep(const tb_graph_t *g, int64_t t)
     if (t < 0)
         return 0;
     switch (g->dependence) {
-    case TB_DEP_DOM:
-        return tb_min(g->max_width, tb_min(t + 1, g->timesteps - t));
-    case TB_DEP_TREE:
-        return tb_min(g->max_width, INT64_C(1) << tb_min(t, 62));
-    default:
-        return g->max_width;
+    case TB_DEP_DOM: return tb_min(g->max_width, tb_min(t + 1, g->timesteps - t));
+    case TB_DEP_TREE: return tb_min(g->max_width, INT64_C(1) << tb_min(t, 62));
+    default: return g->max_width;
     }
 }
 
@@ -129,17 +121,12 @@ int64_t tb_max_dependence_sets(const tb_graph_t *g)
     }
     case TB_DEP_SPREAD:
     case TB_DEP_RANDOM_NEAREST:
-    case TB_DEP_RANDOM_SPREAD:
-        return g->period > 0 ? g->period : 1;
-    default:
-        return 1;
+    case TB_DEP_RANDOM_SPREAD: return g->period > 0 ? g->period : 1;
+    default: return 1;
     }
 }
 
-int64_t tb_timestep_period(const tb_graph_t *g)
-{
-    return tb_max_dependence_sets(g);
-}
+int64_t tb_timestep_period(const tb_graph_t *g) { return tb_max_dependence_sets(g); }
 
 int64_t tb_dependence_set_at_timestep(const tb_graph_t *g, int64_t t)
 {
@@ -150,10 +137,8 @@ int64_t tb_dependence_set_at_timestep(const tb_graph_t *g, int64_t t)
         return (t + sets - 1) % sets;
     case TB_DEP_SPREAD:
     case TB_DEP_RANDOM_NEAREST:
-    case TB_DEP_RANDOM_SPREAD:
-        return t % sets;
-    default:
-        return 0;
+    case TB_DEP_RANDOM_SPREAD: return t % sets;
+    default: return 0;
     }
 }
 
@@ -196,8 +181,7 @@ typedef struct tb_emit {
 
 static void tb_check_input(struct tb_check *c, size_t idx, int64_t dep);
 
-static void tb_emit_init(tb_emit_t *e, int64_t *out, size_t cap, int64_t lo,
-                         int64_t hi)
+static void tb_emit_init(tb_emit_t *e, int64_t *out, size_t cap, int64_t lo, int64_t hi)
 {
     e->out = out;
     e->cap = cap;
@@ -240,10 +224,7 @@ static void tb_emit_range(tb_emit_t *e, int64_t a, int64_t b)
     }
 }
 
-static inline void tb_emit(tb_emit_t *e, int64_t v)
-{
-    tb_emit_range(e, v, v);
-}
+static inline void tb_emit(tb_emit_t *e, int64_t v) { tb_emit_range(e, v, v); }
 
 /* Whether random_nearest / random_spread keep the edge producer -> consumer
  * of dependence set dset.  The key layout is Task Bench's: five longs
@@ -251,21 +232,19 @@ static inline void tb_emit(tb_emit_t *e, int64_t v)
 static bool tb_random_edge(const tb_graph_t *g, int64_t dset, int64_t producer,
                            int64_t consumer)
 {
-    const int64_t key[5] = {g->graph_index, g->radix, dset, producer,
-                            consumer};
+    const int64_t key[5] = {g->graph_index, g->radix, dset, producer, consumer};
     return tb_random_uniform(key, sizeof key) < g->fraction_connected;
 }
 
 /* spread's i-th offset: i*width/radix, shifted by the dependence set for
  * all but the first so that successive timesteps reach different points. */
-static inline int64_t tb_spread_offset(const tb_graph_t *g, int64_t dset,
-                                       int64_t i)
+static inline int64_t tb_spread_offset(const tb_graph_t *g, int64_t dset, int64_t i)
 {
     return i * g->max_width / g->radix + (i > 0 ? dset : 0);
 }
 
-static bool tb_spread_keep(const tb_graph_t *g, int64_t dset, int64_t i,
-                           int64_t producer, int64_t consumer)
+static bool tb_spread_keep(const tb_graph_t *g, int64_t dset, int64_t i, int64_t producer,
+                           int64_t consumer)
 {
     if (g->dependence != TB_DEP_RANDOM_SPREAD || i == 0)
         return true;
@@ -278,16 +257,15 @@ static bool tb_spread_keep(const tb_graph_t *g, int64_t dset, int64_t i,
  * runs (wrapped and unwrapped) that only need concatenating; graphs that
  * tb_app_parse accepts always satisfy this (Task Bench's period bound).
  * Anything else falls back to picking the next larger candidate. */
-static void tb_spread_emit(const tb_graph_t *g, int64_t dset, int64_t p,
-                           int sign, tb_emit_t *e)
+static void tb_spread_emit(const tb_graph_t *g, int64_t dset, int64_t p, int sign,
+                           tb_emit_t *e)
 {
     int64_t r = g->radix, w = g->max_width;
     if (r <= 0 || w <= 0)
         return;
-#define TB_SPREAD_VAL(i)                                                       \
-    ((((p + sign * tb_spread_offset(g, dset, (i))) % w) + w) % w)
-#define TB_SPREAD_KEEP(i, v)                                                   \
-    (sign > 0 ? tb_spread_keep(g, dset, (i), (v), p)                           \
+#define TB_SPREAD_VAL(i) ((((p + sign * tb_spread_offset(g, dset, (i))) % w) + w) % w)
+#define TB_SPREAD_KEEP(i, v)                                                             \
+    (sign > 0 ? tb_spread_keep(g, dset, (i), (v), p)                                     \
               : tb_spread_keep(g, dset, (i), p, (v)))
     int64_t top = tb_spread_offset(g, dset, r - 1);
     if (top >= 0 && top < w) {
@@ -338,17 +316,16 @@ static void tb_spread_emit(const tb_graph_t *g, int64_t dset, int64_t p,
 
 /* random_nearest: the nearest window, each edge but the one to itself kept
  * with probability fraction_connected.  sign as for tb_spread_emit. */
-static void tb_random_nearest_emit(const tb_graph_t *g, int64_t dset,
-                                   int64_t p, int sign, tb_emit_t *e)
+static void tb_random_nearest_emit(const tb_graph_t *g, int64_t dset, int64_t p, int sign,
+                                   tb_emit_t *e)
 {
     int64_t r = g->radix, w = g->max_width;
     int64_t below = sign > 0 ? r / 2 : (r - 1) / 2;
     int64_t above = sign > 0 ? (r - 1) / 2 : r / 2;
     int64_t last = tb_min(p + above, w - 1);
     for (int64_t i = tb_max(0, p - below); i <= last; ++i) {
-        bool keep = (r > 0 && i == p) ||
-                    (sign > 0 ? tb_random_edge(g, dset, i, p)
-                              : tb_random_edge(g, dset, p, i));
+        bool keep = (r > 0 && i == p) || (sign > 0 ? tb_random_edge(g, dset, i, p)
+                                                   : tb_random_edge(g, dset, p, i));
         if (keep)
             tb_emit(e, i);
     }
@@ -357,19 +334,14 @@ static void tb_random_nearest_emit(const tb_graph_t *g, int64_t dset,
 /* The points p of one timestep reads (sign +1) or that read p (sign -1)
  * in the adjacent timestep whose dependence set is dset, before keeping
  * only the points that run there. */
-static void tb_pattern_emit(const tb_graph_t *g, int64_t dset, int64_t p,
-                            int sign, tb_emit_t *e)
+static void tb_pattern_emit(const tb_graph_t *g, int64_t dset, int64_t p, int sign,
+                            tb_emit_t *e)
 {
     int64_t w = g->max_width;
     switch (g->dependence) {
-    case TB_DEP_TRIVIAL:
-        break;
-    case TB_DEP_NO_COMM:
-        tb_emit(e, p);
-        break;
-    case TB_DEP_STENCIL_1D:
-        tb_emit_range(e, p - 1, p + 1);
-        break;
+    case TB_DEP_TRIVIAL: break;
+    case TB_DEP_NO_COMM: tb_emit(e, p); break;
+    case TB_DEP_STENCIL_1D: tb_emit_range(e, p - 1, p + 1); break;
     case TB_DEP_STENCIL_1D_PERIODIC:
         if (p == w - 1)
             tb_emit(e, 0);
@@ -397,9 +369,7 @@ static void tb_pattern_emit(const tb_graph_t *g, int64_t dset, int64_t p,
             tb_emit(e, p + stride);
         break;
     }
-    case TB_DEP_ALL_TO_ALL:
-        tb_emit_range(e, 0, w - 1);
-        break;
+    case TB_DEP_ALL_TO_ALL: tb_emit_range(e, 0, w - 1); break;
     case TB_DEP_NEAREST:
         if (g->radix > 0) {
             int64_t below = sign > 0 ? g->radix / 2 : (g->radix - 1) / 2;
@@ -408,12 +378,8 @@ static void tb_pattern_emit(const tb_graph_t *g, int64_t dset, int64_t p,
         }
         break;
     case TB_DEP_SPREAD:
-    case TB_DEP_RANDOM_SPREAD:
-        tb_spread_emit(g, dset, p, sign, e);
-        break;
-    case TB_DEP_RANDOM_NEAREST:
-        tb_random_nearest_emit(g, dset, p, sign, e);
-        break;
+    case TB_DEP_RANDOM_SPREAD: tb_spread_emit(g, dset, p, sign, e); break;
+    case TB_DEP_RANDOM_NEAREST: tb_random_nearest_emit(g, dset, p, sign, e); break;
     }
 }
 
@@ -427,8 +393,8 @@ static bool tb_runs_at(const tb_graph_t *g, int64_t t, int64_t p)
 
 /* Set e up for the inputs of point p of timestep t; false when there are
  * none to look for. */
-static bool tb_deps_begin(const tb_graph_t *g, int64_t t, int64_t p,
-                          int64_t *out, size_t cap, tb_emit_t *e)
+static bool tb_deps_begin(const tb_graph_t *g, int64_t t, int64_t p, int64_t *out,
+                          size_t cap, tb_emit_t *e)
 {
     int64_t lo = tb_offset_at_timestep(g, t - 1);
     tb_emit_init(e, out, cap, lo, lo + tb_width_at_timestep(g, t - 1));
@@ -444,8 +410,8 @@ size_t tb_dependencies(const tb_graph_t *g, int64_t t, int64_t p, int64_t *out,
     return e.n;
 }
 
-size_t tb_reverse_dependencies(const tb_graph_t *g, int64_t t, int64_t p,
-                               int64_t *out, size_t cap)
+size_t tb_reverse_dependencies(const tb_graph_t *g, int64_t t, int64_t p, int64_t *out,
+                               size_t cap)
 {
     if (!tb_runs_at(g, t, p) || t + 1 >= g->timesteps)
         return 0;
@@ -462,8 +428,7 @@ int64_t tb_imbalance_iterations(const tb_graph_t *g, int64_t t, int64_t p)
 {
     const int64_t key[3] = {g->graph_index, t, p};
     double u = tb_random_uniform(key, sizeof key);
-    double x = (1 + (u - 0.5) * g->kernel.imbalance) *
-               (double)g->kernel.iterations;
+    double x = (1 + (u - 0.5) * g->kernel.imbalance) * (double)g->kernel.iterations;
     if (x <= 0)
         return 0;
     /* round() half away from zero without libm: truncation is exact for
@@ -526,14 +491,13 @@ static void tb_kernel_compute2(int64_t iterations)
  * first half of slice (t*iterations + i) mod samples over its second half,
  * moving scratch/samples bytes (half read, half written).  Consecutive
  * slices are copied as one block, as Task Bench does. */
-static void tb_kernel_memory(const tb_kernel_t *k, char *scratch,
-                             size_t scratch_bytes, int64_t t)
+static void tb_kernel_memory(const tb_kernel_t *k, char *scratch, size_t scratch_bytes,
+                             int64_t t)
 {
     int64_t samples = k->samples;
     size_t slice = scratch_bytes / (size_t)samples;
     int64_t left = k->iterations;
-    int64_t idx = (int64_t)(((uint64_t)t * (uint64_t)k->iterations) %
-                            (uint64_t)samples);
+    int64_t idx = (int64_t)(((uint64_t)t * (uint64_t)k->iterations) % (uint64_t)samples);
     while (left > 0) {
         int64_t run = tb_min(samples - idx, left);
         char *block = scratch + (size_t)idx * slice;
@@ -556,28 +520,17 @@ static void tb_kernel_io(int64_t iterations)
         ;
 }
 
-static void tb_kernel_run(const tb_graph_t *g, int64_t t, int64_t p,
-                          char *scratch, size_t scratch_bytes)
+static void tb_kernel_run(const tb_graph_t *g, int64_t t, int64_t p, char *scratch,
+                          size_t scratch_bytes)
 {
     const tb_kernel_t *k = &g->kernel;
     switch (k->type) {
-    case TB_KERNEL_EMPTY:
-        break;
-    case TB_KERNEL_BUSY_WAIT:
-        tb_kernel_busy_wait(k->iterations);
-        break;
-    case TB_KERNEL_MEMORY_BOUND:
-        tb_kernel_memory(k, scratch, scratch_bytes, t);
-        break;
-    case TB_KERNEL_COMPUTE_BOUND:
-        tb_kernel_compute(k->iterations);
-        break;
-    case TB_KERNEL_COMPUTE_BOUND2:
-        tb_kernel_compute2(k->iterations);
-        break;
-    case TB_KERNEL_IO_BOUND:
-        tb_kernel_io(k->iterations);
-        break;
+    case TB_KERNEL_EMPTY: break;
+    case TB_KERNEL_BUSY_WAIT: tb_kernel_busy_wait(k->iterations); break;
+    case TB_KERNEL_MEMORY_BOUND: tb_kernel_memory(k, scratch, scratch_bytes, t); break;
+    case TB_KERNEL_COMPUTE_BOUND: tb_kernel_compute(k->iterations); break;
+    case TB_KERNEL_COMPUTE_BOUND2: tb_kernel_compute2(k->iterations); break;
+    case TB_KERNEL_IO_BOUND: tb_kernel_io(k->iterations); break;
     case TB_KERNEL_LOAD_IMBALANCE:
         tb_kernel_compute(tb_imbalance_iterations(g, t, p));
         break;
@@ -587,14 +540,10 @@ static void tb_kernel_run(const tb_graph_t *g, int64_t t, int64_t p,
 int64_t tb_flops_per_task(const tb_graph_t *g, int64_t t, int64_t p)
 {
     switch (g->kernel.type) {
-    case TB_KERNEL_COMPUTE_BOUND:
-        return 2 * 64 * g->kernel.iterations + 64;
-    case TB_KERNEL_COMPUTE_BOUND2:
-        return 2 * 32 * g->kernel.iterations;
-    case TB_KERNEL_LOAD_IMBALANCE:
-        return 2 * 64 * tb_imbalance_iterations(g, t, p) + 64;
-    default:
-        return 0;
+    case TB_KERNEL_COMPUTE_BOUND: return 2 * 64 * g->kernel.iterations + 64;
+    case TB_KERNEL_COMPUTE_BOUND2: return 2 * 32 * g->kernel.iterations;
+    case TB_KERNEL_LOAD_IMBALANCE: return 2 * 64 * tb_imbalance_iterations(g, t, p) + 64;
+    default: return 0;
     }
 }
 
@@ -604,8 +553,7 @@ int64_t tb_bytes_per_task(const tb_graph_t *g, int64_t t, int64_t p)
     (void)p;
     if (g->kernel.type != TB_KERNEL_MEMORY_BOUND || g->kernel.samples <= 0)
         return 0;
-    return (int64_t)g->scratch_bytes_per_task * g->kernel.iterations /
-           g->kernel.samples;
+    return (int64_t)g->scratch_bytes_per_task * g->kernel.iterations / g->kernel.samples;
 }
 
 /* -------------------------------------------------------- validation */
@@ -662,8 +610,7 @@ static void tb_check_input(struct tb_check *c, size_t idx, int64_t dep)
         fprintf(stderr,
                 "input %zu (the output of point %" PRId64 " of timestep "
                 "%" PRId64 ") has %zu bytes, expected %zu (-output)\n",
-                idx, dep, prev, c->input_bytes[idx],
-                g->output_bytes_per_task);
+                idx, dep, prev, c->input_bytes[idx], g->output_bytes_per_task);
         abort();
     }
     unsigned char want[TB_RECORD_BYTES];
@@ -682,8 +629,8 @@ static void tb_check_input(struct tb_check *c, size_t idx, int64_t dep)
         tb_fail_header(c);
         fprintf(stderr,
                 "input %zu holds the wrong data at byte %zu: expected the "
-                "output of (graph %" PRId64 ", timestep %" PRId64
-                ", point %" PRId64 "), got (graph %" PRIu64 ", timestep "
+                "output of (graph %" PRId64 ", timestep %" PRId64 ", point %" PRId64
+                "), got (graph %" PRIu64 ", timestep "
                 "%" PRIu64 ", point %" PRId64 ")\n",
                 idx, off, g->graph_index, prev, dep, w0 >> TB_GRAPH_SHIFT,
                 w0 & (((uint64_t)1 << TB_GRAPH_SHIFT) - 1), (int64_t)w1);
@@ -700,11 +647,10 @@ void tb_execute_point(const tb_graph_t *g, int64_t t, int64_t p, char *output,
     if (!tb_runs_at(g, t, p)) {
         tb_fail_header(&c);
         fprintf(stderr,
-                "no such task: timestep %" PRId64 " runs points [%" PRId64
-                ", %" PRId64 ") of %" PRId64 " timesteps\n",
+                "no such task: timestep %" PRId64 " runs points [%" PRId64 ", %" PRId64
+                ") of %" PRId64 " timesteps\n",
                 t, tb_offset_at_timestep(g, t),
-                tb_offset_at_timestep(g, t) + tb_width_at_timestep(g, t),
-                g->timesteps);
+                tb_offset_at_timestep(g, t) + tb_width_at_timestep(g, t), g->timesteps);
         abort();
     }
 
@@ -796,8 +742,8 @@ static const char *const tb_kernel_names[] = {
 
 /* Kernels of Task Bench this port leaves out (they need BLAS or are later
  * additions); naming them gets a clearer message than "unknown". */
-static const char *const tb_kernels_not_ported[] = {
-    "compute_dgemm", "memory_daxpy", "compute_and_mem", "dist_imbalance"};
+static const char *const tb_kernels_not_ported[] = {"compute_dgemm", "memory_daxpy",
+                                                    "compute_and_mem", "dist_imbalance"};
 
 const char *tb_dep_name(tb_dep_t d)
 {
@@ -813,8 +759,7 @@ const char *tb_kernel_name(tb_kernel_type_t k)
 
 static bool tb_needs_period(tb_dep_t d)
 {
-    return d == TB_DEP_SPREAD || d == TB_DEP_RANDOM_NEAREST ||
-           d == TB_DEP_RANDOM_SPREAD;
+    return d == TB_DEP_SPREAD || d == TB_DEP_RANDOM_NEAREST || d == TB_DEP_RANDOM_SPREAD;
 }
 
 static void tb_graph_defaults(tb_graph_t *g, int64_t index)
@@ -849,8 +794,7 @@ static void tb_usage(const char *prog, FILE *f)
     fprintf(f, "\nOptions for configuring the task graph:\n");
     fprintf(f, "  %-18s height of task graph\n", "-steps [INT]");
     fprintf(f, "  %-18s width of task graph\n", "-width [INT]");
-    fprintf(f, "  %-18s dependency pattern (see available list below)\n",
-            "-type [DEP]");
+    fprintf(f, "  %-18s dependency pattern (see available list below)\n", "-type [DEP]");
     fprintf(f, "  %-18s radix of dependency pattern (nearest, spread, random)\n",
             "-radix [INT]");
     fprintf(f, "  %-18s period of dependency pattern (spread, random)\n",
@@ -881,8 +825,8 @@ static int tb_bad(const char *flag, const char *value, const char *why)
     return 2;
 }
 
-static int tb_parse_int(const char *flag, const char *s, int64_t min,
-                        int64_t max, int64_t *v_p)
+static int tb_parse_int(const char *flag, const char *s, int64_t min, int64_t max,
+                        int64_t *v_p)
 {
     char *end;
     errno = 0;
@@ -891,8 +835,8 @@ static int tb_parse_int(const char *flag, const char *s, int64_t min,
         return tb_bad(flag, s, "expected an integer");
     if (v < min || v > max) {
         fprintf(stderr,
-                "error: Invalid flag \"%s %s\": must be >= %" PRId64
-                " and <= %" PRId64 "\n",
+                "error: Invalid flag \"%s %s\": must be >= %" PRId64 " and <= %" PRId64
+                "\n",
                 flag, s, min, max);
         return 2;
     }
@@ -900,8 +844,8 @@ static int tb_parse_int(const char *flag, const char *s, int64_t min,
     return 0;
 }
 
-static int tb_parse_real(const char *flag, const char *s, double min,
-                         double max, double *v_p)
+static int tb_parse_real(const char *flag, const char *s, double min, double max,
+                         double *v_p)
 {
     char *end;
     errno = 0;
@@ -909,9 +853,8 @@ static int tb_parse_real(const char *flag, const char *s, double min,
     if (end == s || *end != '\0' || errno == ERANGE)
         return tb_bad(flag, s, "expected a number");
     if (!(v >= min && v <= max)) {
-        fprintf(stderr,
-                "error: Invalid flag \"%s %s\": must be >= %g and <= %g\n",
-                flag, s, min, max);
+        fprintf(stderr, "error: Invalid flag \"%s %s\": must be >= %g and <= %g\n", flag,
+                s, min, max);
         return 2;
     }
     *v_p = v;
@@ -941,8 +884,8 @@ static int tb_graph_check(const tb_graph_t *g)
     /* Task Bench's bound: later dependence sets must not wrap around onto
      * earlier offsets (it also divides by the radix here, so -radix 0
      * crashes it; with no offsets there is nothing to bound). */
-    if ((g->dependence == TB_DEP_SPREAD ||
-         g->dependence == TB_DEP_RANDOM_SPREAD) && g->radix > 0) {
+    if ((g->dependence == TB_DEP_SPREAD || g->dependence == TB_DEP_RANDOM_SPREAD) &&
+        g->radix > 0) {
         int64_t spread = (g->max_width + g->radix - 1) / g->radix;
         if (g->period > spread) {
             fprintf(stderr,
@@ -1048,8 +991,7 @@ int tb_app_parse_ex(tb_app_t *app, int argc, char **argv, unsigned flags)
                 break;
             }
             if (app->ngraphs == cap) {
-                tb_graph_t *more =
-                    realloc(app->graphs, (size_t)cap * 2 * sizeof *more);
+                tb_graph_t *more = realloc(app->graphs, (size_t)cap * 2 * sizeof *more);
                 if (!more) {
                     fprintf(stderr, "error: out of memory parsing -and\n");
                     rc = 2;
@@ -1105,8 +1047,7 @@ int tb_app_parse_ex(tb_app_t *app, int argc, char **argv, unsigned flags)
             if ((rc = tb_parse_int(a, v, 0, INT64_C(1) << 53, &iv)) == 0)
                 g->kernel.iterations = iv;
         } else if (!strcmp(a, "-output")) {
-            if ((rc = tb_parse_int(a, v, TB_RECORD_BYTES, INT64_C(1) << 40,
-                                   &iv)) == 0)
+            if ((rc = tb_parse_int(a, v, TB_RECORD_BYTES, INT64_C(1) << 40, &iv)) == 0)
                 g->output_bytes_per_task = (size_t)iv;
         } else if (!strcmp(a, "-scratch")) {
             if ((rc = tb_parse_int(a, v, 0, INT64_C(1) << 40, &iv)) == 0) {
@@ -1140,8 +1081,8 @@ int tb_app_parse_ex(tb_app_t *app, int argc, char **argv, unsigned flags)
             while (k < TB_NKERNELS && strcmp(v, tb_kernel_names[k]) != 0)
                 ++k;
             bool later = false;
-            for (size_t j = 0; j < sizeof tb_kernels_not_ported /
-                                       sizeof *tb_kernels_not_ported; ++j)
+            for (size_t j = 0;
+                 j < sizeof tb_kernels_not_ported / sizeof *tb_kernels_not_ported; ++j)
                 later = later || !strcmp(v, tb_kernels_not_ported[j]);
             if (later)
                 rc = tb_bad(a, v, "kernel not supported by this port");
@@ -1154,7 +1095,8 @@ int tb_app_parse_ex(tb_app_t *app, int argc, char **argv, unsigned flags)
 
     /* What follows "--" (getopt's end of the flags) is no flag either. */
     if (rc == 0 && optind < argc && !(flags & TB_PARSE_IGNORE_UNKNOWN)) {
-        fprintf(stderr, "error: Unknown flag \"%s\" (-h lists the flags)\n", argv[optind]);
+        fprintf(stderr, "error: Unknown flag \"%s\" (-h lists the flags)\n",
+                argv[optind]);
         rc = 2;
     }
     for (int32_t i = 0; i < app->ngraphs && rc == 0; ++i) {
@@ -1187,8 +1129,7 @@ void tb_app_free(tb_app_t *app)
 /* ------------------------------------------------- host-only: printing */
 
 /* " a<sep>b<sep>c" (first separator a space), nothing when n is 0. */
-static void tb_print_points(FILE *f, const int64_t *pts, size_t n,
-                            const char *sep)
+static void tb_print_points(FILE *f, const int64_t *pts, size_t n, const char *sep)
 {
     for (size_t k = 0; k < n; ++k)
         fprintf(f, "%s%" PRId64, k > 0 ? sep : " ", pts[k]);
@@ -1252,9 +1193,8 @@ void tb_app_display(const tb_app_t *app, FILE *f)
             int64_t off = tb_offset_at_timestep(g, t);
             int64_t w = tb_width_at_timestep(g, t);
             fprintf(f,
-                    "      Timestep %" PRId64 " (offset %" PRId64
-                    ", width %" PRId64 ", last offset %" PRId64
-                    ", last width %" PRId64 "):\n",
+                    "      Timestep %" PRId64 " (offset %" PRId64 ", width %" PRId64
+                    ", last offset %" PRId64 ", last width %" PRId64 "):\n",
                     t, off, w, tb_offset_at_timestep(g, t - 1),
                     tb_width_at_timestep(g, t - 1));
             fprintf(f, "        Points:");
@@ -1274,8 +1214,8 @@ void tb_app_display(const tb_app_t *app, FILE *f)
 
 void tb_app_report(const tb_app_t *app, double elapsed_seconds, FILE *f)
 {
-    long long tasks = 0, deps = 0, local = 0, nonlocal = 0, flops = 0,
-              bytes = 0, local_bytes = 0, nonlocal_bytes = 0;
+    long long tasks = 0, deps = 0, local = 0, nonlocal = 0, flops = 0, bytes = 0,
+              local_bytes = 0, nonlocal_bytes = 0;
     int64_t nodes = app->nodes;
     for (int32_t gi = 0; gi < app->ngraphs; ++gi) {
         const tb_graph_t *g = &app->graphs[gi];
@@ -1297,8 +1237,7 @@ void tb_app_report(const tb_app_t *app, double elapsed_seconds, FILE *f)
                     e.local_lo = node * g->max_width / nodes;
                     e.local_hi = (node + 1) * g->max_width / nodes - 1;
                 }
-                tb_pattern_emit(g, tb_dependence_set_at_timestep(g, t), p, +1,
-                                &e);
+                tb_pattern_emit(g, tb_dependence_set_at_timestep(g, t), p, +1, &e);
                 deps += (long long)e.n;
                 if (nodes > 0) {
                     g_local += e.n_local;
@@ -1330,8 +1269,7 @@ void tb_app_report(const tb_app_t *app, double elapsed_seconds, FILE *f)
     if (nodes > 0) {
         fprintf(f, "  Local Bytes %lld\n", local_bytes);
         fprintf(f, "  Nonlocal Bytes %lld\n", nonlocal_bytes);
-        fprintf(f, "  Local Bandwidth %e B/s\n",
-                (double)local_bytes / elapsed_seconds);
+        fprintf(f, "  Local Bandwidth %e B/s\n", (double)local_bytes / elapsed_seconds);
         fprintf(f, "  Nonlocal Bandwidth %e B/s\n",
                 (double)nonlocal_bytes / elapsed_seconds);
     } else {

@@ -82,8 +82,8 @@ int64_t tb_dependence_set_at_timestep(const tb_graph_t *g, int64_t t);
 size_t tb_dependencies(const tb_graph_t *g, int64_t t, int64_t p, int64_t *out,
                        size_t cap);
 /* Points of timestep t+1 that read point p of timestep t, ascending. */
-size_t tb_reverse_dependencies(const tb_graph_t *g, int64_t t, int64_t p,
-                               int64_t *out, size_t cap);
+size_t tb_reverse_dependencies(const tb_graph_t *g, int64_t t, int64_t p, int64_t *out,
+                               size_t cap);
 /* Largest number of dependences any point can have (sizing arrays).
  * Bounds the results of tb_reverse_dependencies too. */
 size_t tb_max_dependencies(const tb_graph_t *g);

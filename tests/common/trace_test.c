@@ -30,24 +30,23 @@
 #include <time.h>
 #include <unistd.h>
 
-#define CHECK(cond)                                                           \
-    do {                                                                      \
-        if (!(cond)) {                                                        \
-            fprintf(stderr, "trace_test: %s:%d: check failed: %s\n",         \
-                    __FILE__, __LINE__, #cond);                               \
-            exit(1);                                                          \
-        }                                                                     \
+#define CHECK(cond)                                                                      \
+    do {                                                                                 \
+        if (!(cond)) {                                                                   \
+            fprintf(stderr, "trace_test: %s:%d: check failed: %s\n", __FILE__, __LINE__, \
+                    #cond);                                                              \
+            exit(1);                                                                     \
+        }                                                                                \
     } while (0)
 
-#define CHECK_ST(expr, want)                                                  \
-    do {                                                                      \
-        ompc_status_t st_ = (expr);                                           \
-        if (st_ != (want)) {                                                  \
-            fprintf(stderr, "trace_test: %s:%d: %s returned %s, not %s\n",   \
-                    __FILE__, __LINE__, #expr, ompc_status_str(st_),         \
-                    ompc_status_str(want));                                   \
-            exit(1);                                                          \
-        }                                                                     \
+#define CHECK_ST(expr, want)                                                             \
+    do {                                                                                 \
+        ompc_status_t st_ = (expr);                                                      \
+        if (st_ != (want)) {                                                             \
+            fprintf(stderr, "trace_test: %s:%d: %s returned %s, not %s\n", __FILE__,     \
+                    __LINE__, #expr, ompc_status_str(st_), ompc_status_str(want));       \
+            exit(1);                                                                     \
+        }                                                                                \
     } while (0)
 
 enum {
@@ -69,16 +68,11 @@ static const ompc_trace_arg_t span_args[] = {OMPC_TRACE_U64("bytes", 1024),
 /* Every type, the extremes of the integers, doubles JSON cannot spell, and
  * a key and a value that need escaping; trace_json expects exactly these. */
 static const ompc_trace_arg_t typed_args[] = {
-    OMPC_TRACE_U64("u", UINT64_MAX),
-    OMPC_TRACE_I64("i", INT64_MIN),
-    OMPC_TRACE_I64("small", -1),
-    OMPC_TRACE_F64("f", -0.25),
-    OMPC_TRACE_F64("big", 1e300),
-    OMPC_TRACE_F64("inf", INFINITY),
-    OMPC_TRACE_F64("nan", NAN),
-    OMPC_TRACE_STR(ODD_NAME, ODD_NAME),
-    OMPC_TRACE_STR("null", NULL),
-    OMPC_TRACE_U64(NULL, 7),
+    OMPC_TRACE_U64("u", UINT64_MAX), OMPC_TRACE_I64("i", INT64_MIN),
+    OMPC_TRACE_I64("small", -1),     OMPC_TRACE_F64("f", -0.25),
+    OMPC_TRACE_F64("big", 1e300),    OMPC_TRACE_F64("inf", INFINITY),
+    OMPC_TRACE_F64("nan", NAN),      OMPC_TRACE_STR(ODD_NAME, ODD_NAME),
+    OMPC_TRACE_STR("null", NULL),    OMPC_TRACE_U64(NULL, 7),
 };
 /* One more than an event keeps: k0 .. k16, of which k16 is not recorded. */
 #define MANY_ARGS (OMPC_TRACE_ARGS_MAX + 1)
@@ -117,8 +111,7 @@ static void *worker_main(void *arg)
         const ompc_trace_arg_t tick[] = {OMPC_TRACE_STR("text", "not json {")};
         ompc_trace_instant("sched", "tick", tick, 1);
         ompc_trace_counter("queue depth", "tasks", 42.5);
-        ompc_trace_instant("sched", "typed", typed_args,
-                           OMPC_TRACE_NARGS(typed_args));
+        ompc_trace_instant("sched", "typed", typed_args, OMPC_TRACE_NARGS(typed_args));
     }
     if (w->many) {
         ompc_trace_arg_t many[MANY_ARGS];
@@ -137,8 +130,11 @@ static void workers_start(worker_t *w, int n, int spans, const char *name_fmt,
                           bool extras, bool many)
 {
     for (int i = 0; i < n; i++) {
-        w[i] = (worker_t){.index = i, .spans = spans, .name_fmt = name_fmt,
-                          .extras = extras, .many = many};
+        w[i] = (worker_t){.index = i,
+                          .spans = spans,
+                          .name_fmt = name_fmt,
+                          .extras = extras,
+                          .many = many};
         CHECK(pthread_create(&w[i].thread, NULL, worker_main, &w[i]) == 0);
     }
 }
@@ -199,8 +195,7 @@ static void check_no_tmp(const char *path)
     struct dirent *de;
     while ((de = readdir(d))) {
         if (strncmp(de->d_name, prefix, strlen(prefix)) == 0) {
-            fprintf(stderr, "trace_test: temporary file %s left behind\n",
-                    de->d_name);
+            fprintf(stderr, "trace_test: temporary file %s left behind\n", de->d_name);
             exit(1);
         }
     }
@@ -258,8 +253,7 @@ static void *record_small(size_t *size_p)
     return blob;
 }
 
-static void corrupt_tests(const char *out_path, const void *good,
-                          size_t good_size)
+static void corrupt_tests(const char *out_path, const void *good, size_t good_size)
 {
     size_t before_size;
     char *before = read_file(out_path, &before_size);
@@ -285,7 +279,7 @@ static void corrupt_tests(const char *out_path, const void *good,
     /* Fields with a known place in the version 2 header. */
     static const struct {
         size_t at;
-        uint8_t xor;
+        uint8_t xor ;
     } fields[] = {
         {0, 0x20},  /* magic */
         {8, 0x03},  /* version */
@@ -300,7 +294,7 @@ static void corrupt_tests(const char *out_path, const void *good,
     CHECK(bad);
     for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
         memcpy(bad, small, size);
-        bad[fields[i].at] ^= fields[i].xor;
+        bad[fields[i].at] ^= fields[i].xor ;
         CHECK_ST(ompc_trace_blob_rank(bad, size, NULL), OMPC_ERR_PROTOCOL);
     }
 
@@ -358,22 +352,18 @@ static void corrupt_tests(const char *out_path, const void *good,
     bad[48] ^= 1;
     const void *blobs[2] = {good, bad};
     size_t sizes[2] = {good_size, size};
-    CHECK_ST(ompc_trace_write(out_path, blobs, sizes, NULL, 2),
-             OMPC_ERR_PROTOCOL);
+    CHECK_ST(ompc_trace_write(out_path, blobs, sizes, NULL, 2), OMPC_ERR_PROTOCOL);
     /* Two blobs of one rank would merge two processes' tracks. */
     blobs[1] = good;
     sizes[1] = good_size;
-    CHECK_ST(ompc_trace_write(out_path, blobs, sizes, NULL, 2),
-             OMPC_ERR_PROTOCOL);
+    CHECK_ST(ompc_trace_write(out_path, blobs, sizes, NULL, 2), OMPC_ERR_PROTOCOL);
     /* Nor may a blob claim the writer's own rank. */
     ompc_trace_fini();
     ompc_trace_init(1, true);
-    CHECK_ST(ompc_trace_write(out_path, blobs, sizes, NULL, 1),
-             OMPC_ERR_PROTOCOL);
+    CHECK_ST(ompc_trace_write(out_path, blobs, sizes, NULL, 1), OMPC_ERR_PROTOCOL);
     /* An offset the writer cannot add without overflow. */
     int64_t huge = INT64_MAX;
-    CHECK_ST(ompc_trace_write(out_path, blobs + 1, sizes, &huge, 1),
-             OMPC_ERR_INVALID);
+    CHECK_ST(ompc_trace_write(out_path, blobs + 1, sizes, &huge, 1), OMPC_ERR_INVALID);
     /* A directory that does not exist: an I/O failure, reported. */
     CHECK_ST(ompc_trace_write("/nonexistent-ompc-dir/t.json", NULL, NULL, NULL, 0),
              OMPC_ERR_INVALID);
@@ -381,8 +371,7 @@ static void corrupt_tests(const char *out_path, const void *good,
 
     size_t after_size;
     char *after = read_file(out_path, &after_size);
-    CHECK(after && after_size == before_size &&
-          memcmp(before, after, before_size) == 0);
+    CHECK(after && after_size == before_size && memcmp(before, after, before_size) == 0);
     check_no_tmp(out_path);
     free(after);
     free(before);
@@ -432,8 +421,7 @@ static void off_tests(void)
     void *blob;
     size_t size;
     CHECK_ST(ompc_trace_serialize(&blob, &size), OMPC_ERR_INVALID);
-    CHECK_ST(ompc_trace_write("never.json", NULL, NULL, NULL, 0),
-             OMPC_ERR_INVALID);
+    CHECK_ST(ompc_trace_write("never.json", NULL, NULL, NULL, 0), OMPC_ERR_INVALID);
     ompc_trace_fini();
 }
 
@@ -491,8 +479,8 @@ static double bench_spans(int n, const ompc_trace_arg_t *args, size_t nargs)
         ompc_trace_init(0, true);
         uint64_t t0 = ompc_trace_now_ns(), c0 = thread_cpu_ns();
         for (int i = 0; i < n; i++)
-            ompc_trace_span("transfer", "launch kernel_a", t0, t0 + (uint64_t)i,
-                            args, nargs);
+            ompc_trace_span("transfer", "launch kernel_a", t0, t0 + (uint64_t)i, args,
+                            nargs);
         double ns = (double)(thread_cpu_ns() - c0) / n;
         check_counts((uint64_t)n, 0);
         ompc_trace_fini();

@@ -11,15 +11,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CHECK(cond, ...)                                                      \
-    do {                                                                      \
-        if (!(cond)) {                                                        \
-            fprintf(stderr, "u64map_test: %s:%d: %s: ", __FILE__, __LINE__,  \
-                    #cond);                                                   \
-            fprintf(stderr, __VA_ARGS__);                                     \
-            fputc('\n', stderr);                                              \
-            exit(1);                                                          \
-        }                                                                     \
+#define CHECK(cond, ...)                                                                 \
+    do {                                                                                 \
+        if (!(cond)) {                                                                   \
+            fprintf(stderr, "u64map_test: %s:%d: %s: ", __FILE__, __LINE__, #cond);      \
+            fprintf(stderr, __VA_ARGS__);                                                \
+            fputc('\n', stderr);                                                         \
+            exit(1);                                                                     \
+        }                                                                                \
     } while (0)
 
 /* The model: universe[k] is key k's 64-bit value, present[k] whether it
@@ -119,7 +118,8 @@ static void run(const char *pattern, unsigned seed, size_t n, int steps)
                     kept += !(val[j] & 1);
                 }
             size_t got = ompc_u64map_remove_if(&m, drop_odd_val, &calls);
-            CHECK(got == want, "%s: remove_if removed %zu, expected %zu", when, got, want);
+            CHECK(got == want, "%s: remove_if removed %zu, expected %zu", when, got,
+                  want);
             CHECK(calls >= want + kept, "%s: remove_if looked at %zu keys of %zu", when,
                   calls, want + kept);
             for (size_t j = 0; j < nkeys; j++)

@@ -23,16 +23,16 @@ static ompc_status_t do_bump(ev_exec_info_t *info)
 static uint64_t sum_on(ev_ctx_t *ev, dm_ctx_t *dm, int exec, dm_buf_t *b)
 {
     uint64_t args[2] = {dm_buf_addr(b), dm_buf_size(b)}, c = 0;
-    T_OK(T_RUN(ev_execute(ev, dm_executor_rank(dm, exec), fn_sum, args,
-                          sizeof(args), &c, sizeof(c), HP)));
+    T_OK(T_RUN(ev_execute(ev, dm_executor_rank(dm, exec), fn_sum, args, sizeof(args), &c,
+                          sizeof(c), HP)));
     return c;
 }
 
 static void bump_on(ev_ctx_t *ev, dm_ctx_t *dm, int exec, dm_buf_t *b)
 {
     uint64_t args[2] = {dm_buf_addr(b), dm_buf_size(b)};
-    T_OK(T_RUN(ev_execute(ev, dm_executor_rank(dm, exec), fn_bump, args,
-                          sizeof(args), NULL, 0, HP)));
+    T_OK(T_RUN(ev_execute(ev, dm_executor_rank(dm, exec), fn_bump, args, sizeof(args),
+                          NULL, 0, HP)));
 }
 
 int main(void)

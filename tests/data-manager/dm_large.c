@@ -29,8 +29,8 @@ static uint64_t call_on(ev_ctx_t *ev, dm_ctx_t *dm, int exec, ev_fn_id_t fn,
                         dm_addr_t addr, size_t size)
 {
     uint64_t args[2] = {addr, size}, r = 0;
-    T_OK(T_RUN(ev_execute(ev, dm_executor_rank(dm, exec), fn, args, sizeof(args),
-                          &r, sizeof(r), HP)));
+    T_OK(T_RUN(ev_execute(ev, dm_executor_rank(dm, exec), fn, args, sizeof(args), &r,
+                          sizeof(r), HP)));
     return r;
 }
 
@@ -41,8 +41,7 @@ static uint64_t sum_on(ev_ctx_t *ev, dm_ctx_t *dm, int exec, dm_buf_t *b)
 
 /* Whether exec still maps a span freed at addr (decommits are not waited
  * for by dm_free: a sync orders them before the question). */
-static bool mapped_on(ev_ctx_t *ev, dm_ctx_t *dm, int exec, dm_addr_t addr,
-                      size_t span)
+static bool mapped_on(ev_ctx_t *ev, dm_ctx_t *dm, int exec, dm_addr_t addr, size_t span)
 {
     T_OK(T_RUN(ev_sync(ev, dm_executor_rank(dm, exec), HP)));
     return call_on(ev, dm, exec, fn_mapped, addr, span) != 0;
@@ -159,8 +158,8 @@ int main(void)
     kept += mapped_on(ev, dm, 0, ab, span);
     kept += mapped_on(ev, dm, 0, ac, span);
     kept += mapped_on(ev, dm, 0, ad, span);
-    T_CHECK(kept == (int)(fits < 3 ? fits : 3), "%d spans kept on 0, %zu expected",
-            kept, fits < 3 ? fits : (size_t)3);
+    T_CHECK(kept == (int)(fits < 3 ? fits : 3), "%d spans kept on 0, %zu expected", kept,
+            fits < 3 ? fits : (size_t)3);
 
     T_OK(ev_ctx_shutdown(ev));
     dm_ctx_destroy(dm);

@@ -35,10 +35,11 @@ int main(void)
     if (!t_ctx_one_fn(&ctx, "cpu", do_cpu, EV_FN_INLINE, &fn_cpu))
         return 0;
     int n = ev_ctx_size(ctx);
-    double (*before)[2] = calloc((size_t)n, sizeof(*before));
-    double (*after)[2] = calloc((size_t)n, sizeof(*after));
+    double(*before)[2] = calloc((size_t)n, sizeof(*before));
+    double(*after)[2] = calloc((size_t)n, sizeof(*after));
     for (int r = 0; r < n; r++)
-        T_OK(T_RUN(ev_execute(ctx, r, fn_cpu, NULL, 0, before[r], sizeof(before[r]), HP)));
+        T_OK(
+            T_RUN(ev_execute(ctx, r, fn_cpu, NULL, 0, before[r], sizeof(before[r]), HP)));
     struct timespec ts = {(time_t)IDLE_SECONDS,
                           (long)((IDLE_SECONDS - (time_t)IDLE_SECONDS) * 1e9)};
     nanosleep(&ts, NULL);
@@ -54,8 +55,10 @@ int main(void)
         printf("ev_idle: rank %d used %.1f%% of a CPU while idle for %.2f s\n", r,
                100 * frac, span);
         if (frac > MAX_CPU_FRACTION) {
-            fprintf(stderr, "ev_idle: rank %d burned %.0f%% of a CPU while idle "
-                    "(limit %.0f%%)\n", r, 100 * frac, 100 * MAX_CPU_FRACTION);
+            fprintf(stderr,
+                    "ev_idle: rank %d burned %.0f%% of a CPU while idle "
+                    "(limit %.0f%%)\n",
+                    r, 100 * frac, 100 * MAX_CPU_FRACTION);
             bad = 1;
         }
     }

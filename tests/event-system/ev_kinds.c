@@ -93,9 +93,11 @@ static void post_case(ev_ctx_t *ctx, int rank)
         }
     uint64_t r[2];
     T_OK(T_RUN(ev_execute(ctx, rank, fn_tally_read, NULL, 0, r, sizeof(r), HP)));
-    T_CHECK(r[0] == seq && r[1] == 0, "rank %d tallied %llu of %llu posts, %llu out "
-            "of order or corrupt", rank, (unsigned long long)r[0],
-            (unsigned long long)seq, (unsigned long long)r[1]);
+    T_CHECK(r[0] == seq && r[1] == 0,
+            "rank %d tallied %llu of %llu posts, %llu out "
+            "of order or corrupt",
+            rank, (unsigned long long)r[0], (unsigned long long)seq,
+            (unsigned long long)r[1]);
     T_CHECK(ev_post(ctx, rank, fn_echo, NULL, 0) == OMPC_ERR_INVALID,
             "post of a function that runs on handler threads");
     T_CHECK(ev_post(ctx, rank, 999, NULL, 0) == OMPC_ERR_INVALID,
@@ -149,8 +151,7 @@ static void roundtrip(ev_ctx_t *ctx, int rank, size_t n, uint64_t seed)
             "checksum after submit of %zu B on rank %d", n, rank);
     T_OK(T_RUN(ev_retrieve(ctx, rank, a, back, n, HP)));
     size_t bad = t_verify(back, n, seed);
-    T_CHECK(bad == n, "retrieve of %zu B from rank %d differs at byte %zu", n,
-            rank, bad);
+    T_CHECK(bad == n, "retrieve of %zu B from rank %d differs at byte %zu", n, rank, bad);
     /* A sub-range inside the allocation works too. */
     if (n > 16) {
         memset(back, 0, n);
@@ -182,10 +183,14 @@ static void exchange_case(ev_ctx_t *ctx, int ra, int rb, size_t n, uint64_t seed
         /* The commanding rank moved only control messages. */
         uint64_t moved = (me1.bytes_sent - me0.bytes_sent) +
                          (me1.bytes_received - me0.bytes_received);
-        T_CHECK(moved < 1024, "rank 0 moved %llu B during a %zu B exchange "
-                "between ranks %d and %d", (unsigned long long)moved, n, ra, rb);
-        T_CHECK(sa1.bytes_sent - sa0.bytes_sent >= n, "source rank %d sent only "
-                "%llu B", ra, (unsigned long long)(sa1.bytes_sent - sa0.bytes_sent));
+        T_CHECK(moved < 1024,
+                "rank 0 moved %llu B during a %zu B exchange "
+                "between ranks %d and %d",
+                (unsigned long long)moved, n, ra, rb);
+        T_CHECK(sa1.bytes_sent - sa0.bytes_sent >= n,
+                "source rank %d sent only "
+                "%llu B",
+                ra, (unsigned long long)(sa1.bytes_sent - sa0.bytes_sent));
         T_CHECK(sb1.bytes_received - sb0.bytes_received >= n || n <= 8192,
                 "target rank %d received only %llu B", rb,
                 (unsigned long long)(sb1.bytes_received - sb0.bytes_received));
@@ -218,9 +223,10 @@ static void error_statuses(ev_ctx_t *ctx, int rank)
     T_OK(T_RUN(ev_submit(ctx, rank, buf, a, 100, HP)));
     T_CHECK(remote_checksum(ctx, rank, a, 100) == t_checksum(buf, 100), "intact");
     T_CHECK(T_RUN(ev_execute(ctx, rank, 999, NULL, 0, NULL, 0, HP)) ==
-            OMPC_ERR_NO_FUNCTION, "unknown function id");
-    T_CHECK(T_RUN(ev_execute(ctx, rank, fn_fail, NULL, 0, NULL, 0, HP)) ==
-            OMPC_ERR_USER, "function status travels back");
+                OMPC_ERR_NO_FUNCTION,
+            "unknown function id");
+    T_CHECK(T_RUN(ev_execute(ctx, rank, fn_fail, NULL, 0, NULL, 0, HP)) == OMPC_ERR_USER,
+            "function status travels back");
     T_CHECK(T_RUN(ev_alloc(ctx, rank, (size_t)1 << 60, HP)) == OMPC_ERR_NOMEM,
             "huge alloc");
     T_OK(T_RUN(ev_free(ctx, rank, a, HP)));
@@ -345,19 +351,24 @@ static void no_starvation(ev_ctx_t *ctx, int rank)
     for (uint64_t i = 1; i <= SMALL; i++) {
         uint64_t want = CREDIT * (i + 1), got = 0;
         ev_handle_t *h;
-        T_OK(ev_execute(ctx, rank, fn_credit, &want, sizeof(want), &got,
-                        sizeof(got), &h));
+        T_OK(
+            ev_execute(ctx, rank, fn_credit, &want, sizeof(want), &got, sizeof(got), &h));
         ompc_status_t st = ev_wait_for(h, (uint64_t)STARVED_S * 1000000000u);
-        T_CHECK(st != OMPC_INPROGRESS, "small event %llu to rank %d starved: "
+        T_CHECK(st != OMPC_INPROGRESS,
+                "small event %llu to rank %d starved: "
                 "not served in %d s beside a %zu B submit held open after "
-                "%llu of its %zu chunks", (unsigned long long)i, rank,
-                STARVED_S, big, (unsigned long long)(want - CREDIT), nchunks);
+                "%llu of its %zu chunks",
+                (unsigned long long)i, rank, STARVED_S, big,
+                (unsigned long long)(want - CREDIT), nchunks);
         T_OK(st);
         ev_handle_release(h);
-        T_CHECK(ev_test(hb) == OMPC_INPROGRESS, "the %zu B submit to rank %d "
+        T_CHECK(ev_test(hb) == OMPC_INPROGRESS,
+                "the %zu B submit to rank %d "
                 "completed with %llu of its %zu chunks let in: the transfer "
-                "was not chunked", big, rank, (unsigned long long)want, nchunks);
-        T_CHECK(got == want, "small event %llu: %llu chunks of the held "
+                "was not chunked",
+                big, rank, (unsigned long long)want, nchunks);
+        T_CHECK(got == want,
+                "small event %llu: %llu chunks of the held "
                 "transfer landed on rank %d, want exactly %llu",
                 (unsigned long long)i, (unsigned long long)got, rank,
                 (unsigned long long)want);

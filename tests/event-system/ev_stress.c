@@ -47,8 +47,10 @@ static size_t pick_size(uint64_t *rng)
 {
     switch (rng_next(rng) % 8) {
     case 0: return 1 + rng_next(rng) % 64;
-    case 1: case 2: return 100 + rng_next(rng) % 4000;
-    case 3: case 4: return 8000 + rng_next(rng) % 40000;
+    case 1:
+    case 2: return 100 + rng_next(rng) % 4000;
+    case 3:
+    case 4: return 8000 + rng_next(rng) % 40000;
     case 5: return 100000 + rng_next(rng) % 200000;
     default: return 16 + rng_next(rng) % 2000;
     }
@@ -93,14 +95,18 @@ static void *worker(void *arg)
         /* A -> B, then check B by checksum and by retrieve */
         T_OK(T_RUN(ev_exchange(ctx, ra, a, rb, b, sz, HP)));
         uint64_t args[2] = {b, sz}, sum = 0;
-        T_OK(T_RUN(ev_execute(ctx, rb, fn_checksum, args, sizeof(args), &sum,
-                              sizeof(sum), HP)));
-        T_CHECK(sum == t_checksum(src, sz), "thread %d iter %d: checksum on rank "
-                "%d after exchange from %d (%zu B)", tid, it, rb, ra, sz);
+        T_OK(T_RUN(
+            ev_execute(ctx, rb, fn_checksum, args, sizeof(args), &sum, sizeof(sum), HP)));
+        T_CHECK(sum == t_checksum(src, sz),
+                "thread %d iter %d: checksum on rank "
+                "%d after exchange from %d (%zu B)",
+                tid, it, rb, ra, sz);
         T_OK(T_RUN(ev_retrieve(ctx, rb, b, back, sz, HP)));
         size_t bad = t_verify(back, sz, seed);
-        T_CHECK(bad == sz, "thread %d iter %d: retrieve of %zu B from rank %d "
-                "differs at %zu", tid, it, sz, rb, bad);
+        T_CHECK(bad == sz,
+                "thread %d iter %d: retrieve of %zu B from rank %d "
+                "differs at %zu",
+                tid, it, sz, rb, bad);
         T_OK(ev_free(ctx, ra, a, &h[0]));
         T_OK(ev_free(ctx, rb, b, &h[1]));
         T_OK(ev_wait_all(h, 2));
@@ -140,7 +146,8 @@ int main(int argc, char **argv)
     ev_ctx_destroy(ctx);
     long total = atomic_load(&events);
     printf("ev_stress: %d threads, %ld events verified (%llu originated by "
-           "rank 0)\n", NTHREADS, total, (unsigned long long)s.events_originated);
+           "rank 0)\n",
+           NTHREADS, total, (unsigned long long)s.events_originated);
     if (iters >= 150 && total < 10000) {
         fprintf(stderr, "ev_stress: only %ld events\n", total);
         return 1;

@@ -21,36 +21,36 @@ static inline void t_abort(void)
     MPI_Abort(MPI_COMM_WORLD, 1);
 }
 
-#define T_CHECK(cond, ...)                                                    \
-    do {                                                                      \
-        if (!(cond)) {                                                        \
-            int r_;                                                           \
-            MPI_Comm_rank(MPI_COMM_WORLD, &r_);                               \
-            fprintf(stderr, "[test r%d] FAILED %s:%d: %s: ", r_, __FILE__,    \
-                    __LINE__, #cond);                                         \
-            fprintf(stderr, __VA_ARGS__);                                     \
-            fprintf(stderr, "\n");                                            \
-            t_abort();                                                        \
-        }                                                                     \
+#define T_CHECK(cond, ...)                                                               \
+    do {                                                                                 \
+        if (!(cond)) {                                                                   \
+            int r_;                                                                      \
+            MPI_Comm_rank(MPI_COMM_WORLD, &r_);                                          \
+            fprintf(stderr, "[test r%d] FAILED %s:%d: %s: ", r_, __FILE__, __LINE__,     \
+                    #cond);                                                              \
+            fprintf(stderr, __VA_ARGS__);                                                \
+            fprintf(stderr, "\n");                                                       \
+            t_abort();                                                                   \
+        }                                                                                \
     } while (0)
 
-#define T_OK(expr)                                                            \
-    do {                                                                      \
-        ompc_status_t st_ = (expr);                                           \
-        T_CHECK(st_ == OMPC_OK, "%s returned %d (%s)", #expr, (int)st_,       \
-                ompc_status_str(st_));                                        \
+#define T_OK(expr)                                                                       \
+    do {                                                                                 \
+        ompc_status_t st_ = (expr);                                                      \
+        T_CHECK(st_ == OMPC_OK, "%s returned %d (%s)", #expr, (int)st_,                  \
+                ompc_status_str(st_));                                                   \
     } while (0)
 
 /* Start an event and wait for it; evaluates to the event's final status. */
-#define T_RUN(call_with_hp)                                                   \
-    ({                                                                        \
-        ev_handle_t *h_ = NULL;                                               \
-        ompc_status_t s_ = (call_with_hp);                                    \
-        if (s_ == OMPC_OK) {                                                  \
-            s_ = ev_wait(h_);                                                 \
-            ev_handle_release(h_);                                            \
-        }                                                                     \
-        s_;                                                                   \
+#define T_RUN(call_with_hp)                                                              \
+    ({                                                                                   \
+        ev_handle_t *h_ = NULL;                                                          \
+        ompc_status_t s_ = (call_with_hp);                                               \
+        if (s_ == OMPC_OK) {                                                             \
+            s_ = ev_wait(h_);                                                            \
+            ev_handle_release(h_);                                                       \
+        }                                                                                \
+        s_;                                                                              \
     })
 #define HP (&h_)
 

@@ -52,15 +52,13 @@ int main(void)
     int n = ev_ctx_size(ctx);
     T_CHECK(n > 1, "ev_wake needs at least 2 ranks");
     const ev_node_t *node = ev_node(ctx);
-    printf("ev_wake: %d ranks share %d CPUs (crowded %d), spin %llu us\n",
-           node->nsame, node->ncpus, node->crowded,
-           (unsigned long long)ev_spin_us(ctx));
+    printf("ev_wake: %d ranks share %d CPUs (crowded %d), spin %llu us\n", node->nsame,
+           node->ncpus, node->crowded, (unsigned long long)ev_spin_us(ctx));
     const char *bound = getenv("EV_WAKE_BOUND");
     if (bound && strcmp(bound, "1") == 0) {
         /* The launcher bound each rank to one core (--bind-to core): its
          * own threads crowd it, whoever else shares that core. */
-        T_CHECK(node->ncpus == 1, "--bind-to core left this rank %d CPUs",
-                node->ncpus);
+        T_CHECK(node->ncpus == 1, "--bind-to core left this rank %d CPUs", node->ncpus);
         T_CHECK(node->crowded, "a rank bound to one core counts as crowded");
     } else {
         /* ctest starts every rank on this host, unbound: all share its
@@ -91,8 +89,10 @@ int main(void)
     printf("ev_wake: median %.3f ms (limit %.0f ms)\n", median, LIMIT_MS);
     int bad = median > LIMIT_MS;
     if (bad)
-        fprintf(stderr, "ev_wake: a round trip to an idle rank took %.1f ms "
-                "(median): its gate was not woken\n", median);
+        fprintf(stderr,
+                "ev_wake: a round trip to an idle rank took %.1f ms "
+                "(median): its gate was not woken\n",
+                median);
     static double burst[BURST];
     for (int i = 0; i < BURST; i++) {
         uint64_t t0 = ompc_now_ns();
@@ -101,10 +101,12 @@ int main(void)
     }
     qsort(burst, BURST, sizeof(burst[0]), cmp_double);
     printf("ev_wake: %d back-to-back round trips, median %.3f ms, 90th "
-           "percentile %.3f ms (spin %llu us)\n", BURST, burst[BURST / 2],
-           burst[BURST * 9 / 10], (unsigned long long)ev_spin_us(ctx));
+           "percentile %.3f ms (spin %llu us)\n",
+           BURST, burst[BURST / 2], burst[BURST * 9 / 10],
+           (unsigned long long)ev_spin_us(ctx));
     if (burst[BURST * 9 / 10] > LIMIT_MS) {
-        fprintf(stderr, "ev_wake: back-to-back round trips took %.1f ms (90th "
+        fprintf(stderr,
+                "ev_wake: back-to-back round trips took %.1f ms (90th "
                 "percentile): gates slept through their messages\n",
                 burst[BURST * 9 / 10]);
         bad = 1;

@@ -25,9 +25,10 @@
 #include <unistd.h>
 
 #ifdef FUZZ_AWAVE_SEGY
-const char *const fuzz_dict[] = {"\x00\x01", "\x00\x05", "\x00\x03", "\x00\x10",
-                                 "\x7f\xff\xff\xff", "\x80\x00\x00\x00",
-                                 "\x7f\x80\x00\x00", "\x00\x00\x00\x01", NULL};
+const char *const fuzz_dict[] = {
+    "\x00\x01",         "\x00\x05",         "\x00\x03",
+    "\x00\x10",         "\x7f\xff\xff\xff", "\x80\x00\x00\x00",
+    "\x7f\x80\x00\x00", "\x00\x00\x00\x01", NULL};
 #else
 const char *const fuzz_dict[] = {"\x7f\x80\x00\x00", "\x00\x00\x80\x7f",
                                  "\x01\x00\x00\x00", "\x00\x00\x00\x80", NULL};
@@ -87,8 +88,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     write_file(data, size);
     rc = aw_model_load_segy(file, 10.0f, &m);
 #else
-    static const float dxs[] = {10.0f, 10.0f, 10.0f, 10.0f, 0.5f, 0.0f, -10.0f,
-                                NAN,   INFINITY, 1e-30f, 1e30f};
+    static const float dxs[] = {10.0f,  10.0f, 10.0f,    10.0f,  0.5f, 0.0f,
+                                -10.0f, NAN,   INFINITY, 1e-30f, 1e30f};
     if (size < 3)
         return 0;
     int64_t nz = data[0] ? data[0] : 16, nx;

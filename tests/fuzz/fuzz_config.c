@@ -12,10 +12,28 @@
 #include <string.h>
 
 const char *const fuzz_dict[] = {
-    "OMPC_NUM_COMMS=", "OMPC_CHUNK_SIZE=", "OMPC_INLINE_MAX=", "OMPC_SPIN_US=",
-    "OMPC_POLL_MAX_US=", "OMPC_DOORBELL=", "OMPC_PEER_TIMEOUT=", "OMPC_DEVICE_VA=",
-    "OMPC_SCHEDULER=", "OMPC_LOG_LEVEL=", "OMPC_SCHED_SEED=", "OMPC_PERF_MODEL=",
-    "auto", "heft", "locality", "TRACE", "0.1", "1e9", "0x1p-4", "=", "\n", NULL,
+    "OMPC_NUM_COMMS=",
+    "OMPC_CHUNK_SIZE=",
+    "OMPC_INLINE_MAX=",
+    "OMPC_SPIN_US=",
+    "OMPC_POLL_MAX_US=",
+    "OMPC_DOORBELL=",
+    "OMPC_PEER_TIMEOUT=",
+    "OMPC_DEVICE_VA=",
+    "OMPC_SCHEDULER=",
+    "OMPC_LOG_LEVEL=",
+    "OMPC_SCHED_SEED=",
+    "OMPC_PERF_MODEL=",
+    "auto",
+    "heft",
+    "locality",
+    "TRACE",
+    "0.1",
+    "1e9",
+    "0x1p-4",
+    "=",
+    "\n",
+    NULL,
 };
 
 typedef struct env {

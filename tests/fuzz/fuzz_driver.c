@@ -137,10 +137,12 @@ static void fz_signal(int sig)
         _exit(1);
     }
     if (F.in_input)
-        fz_report(sig == SIGSEGV ? "SIGSEGV" : sig == SIGBUS ? "SIGBUS" :
-                  sig == SIGFPE ? "SIGFPE" : sig == SIGILL ? "SIGILL" :
-                  sig == SIGABRT ? "SIGABRT (an abort, or a wrong answer above)" :
-                  "a signal");
+        fz_report(sig == SIGSEGV   ? "SIGSEGV"
+                  : sig == SIGBUS  ? "SIGBUS"
+                  : sig == SIGFPE  ? "SIGFPE"
+                  : sig == SIGILL  ? "SIGILL"
+                  : sig == SIGABRT ? "SIGABRT (an abort, or a wrong answer above)"
+                                   : "a signal");
     signal(sig, SIG_DFL);
     raise(sig);
 }
@@ -262,22 +264,82 @@ static uint64_t fz_rand(void)
     return z ^ (z >> 31);
 }
 
-static size_t fz_below(size_t n)
-{
-    return n ? (size_t)(fz_rand() % n) : 0;
-}
+static size_t fz_below(size_t n) { return n ? (size_t)(fz_rand() % n) : 0; }
 
 static const char *const fz_tokens[] = {
-    "0", "-0", "1", "-1", "0.0", "-0.0", "1e308", "-1e308", "1e309", "1e-308",
-    "4.9e-324", "1e-400", "nan", "NaN", "-nan", "inf", "-inf", "Infinity",
-    "127", "128", "255", "256", "32767", "32768", "65535", "65536",
-    "2147483647", "2147483648", "-2147483648", "-2147483649", "4294967295",
-    "4294967296", "9223372036854775807", "9223372036854775808",
-    "-9223372036854775808", "-9223372036854775809", "18446744073709551615",
-    "18446744073709551616", "0x10", "1e", "1.", ".5", "+1", "00", "1e+",
-    " ", "\t", "\n", "\r", "\"", "\\", "\\u0000", "\\ud800", "\\udc00", "\\uffff",
-    "\xc3\xa9", "\xff", "\xf4\x90\x80\x80", "\0", "#", ",", ":", "{", "}", "[", "]",
-    "true", "false", "null", "K", "M", "G", "T",
+    "0",
+    "-0",
+    "1",
+    "-1",
+    "0.0",
+    "-0.0",
+    "1e308",
+    "-1e308",
+    "1e309",
+    "1e-308",
+    "4.9e-324",
+    "1e-400",
+    "nan",
+    "NaN",
+    "-nan",
+    "inf",
+    "-inf",
+    "Infinity",
+    "127",
+    "128",
+    "255",
+    "256",
+    "32767",
+    "32768",
+    "65535",
+    "65536",
+    "2147483647",
+    "2147483648",
+    "-2147483648",
+    "-2147483649",
+    "4294967295",
+    "4294967296",
+    "9223372036854775807",
+    "9223372036854775808",
+    "-9223372036854775808",
+    "-9223372036854775809",
+    "18446744073709551615",
+    "18446744073709551616",
+    "0x10",
+    "1e",
+    "1.",
+    ".5",
+    "+1",
+    "00",
+    "1e+",
+    " ",
+    "\t",
+    "\n",
+    "\r",
+    "\"",
+    "\\",
+    "\\u0000",
+    "\\ud800",
+    "\\udc00",
+    "\\uffff",
+    "\xc3\xa9",
+    "\xff",
+    "\xf4\x90\x80\x80",
+    "\0",
+    "#",
+    ",",
+    ":",
+    "{",
+    "}",
+    "[",
+    "]",
+    "true",
+    "false",
+    "null",
+    "K",
+    "M",
+    "G",
+    "T",
 };
 #define FZ_NTOKENS (sizeof(fz_tokens) / sizeof(fz_tokens[0]))
 
@@ -322,8 +384,8 @@ static void fz_erase(work_t *w, size_t at, size_t n)
 
 static void fz_mutate_once(work_t *w, const buf_t *seeds, size_t nseeds)
 {
-    static const uint8_t special[] = {0, 0xff, 0x7f, 0x80, '\n', '"', '\\', '\t', '0',
-                                      '9', '-', '.', 'e', ' ', '{', '['};
+    static const uint8_t special[] = {0,   0xff, 0x7f, 0x80, '\n', '"', '\\', '\t',
+                                      '0', '9',  '-',  '.',  'e',  ' ', '{',  '['};
     uint8_t tmp[4];
     switch (fz_below(10)) {
     case 0: /* flip a bit */
@@ -338,16 +400,15 @@ static void fz_mutate_once(work_t *w, const buf_t *seeds, size_t nseeds)
     case 2: { /* insert 1-4 bytes */
         size_t n = 1 + fz_below(4);
         for (size_t i = 0; i < n; i++)
-            tmp[i] = fz_below(2) ? (uint8_t)fz_rand() : special[fz_below(sizeof(special))];
+            tmp[i] = fz_below(2) ? (uint8_t)fz_rand()
+                                 : special[fz_below(sizeof(special))];
         fz_insert(w, fz_below(w->len + 1), tmp, n);
         break;
     }
     case 3: /* delete a short run */
         fz_erase(w, fz_below(w->len), 1 + fz_below(fz_below(2) ? 4 : 64));
         break;
-    case 4: /* truncate */
-        w->len = fz_below(w->len + 1);
-        break;
+    case 4: /* truncate */ w->len = fz_below(w->len + 1); break;
     case 5: { /* copy a block elsewhere */
         if (!w->len)
             break;
@@ -383,8 +444,8 @@ static void fz_mutate_once(work_t *w, const buf_t *seeds, size_t nseeds)
         while (at < w->len && !(w->p[at] >= '0' && w->p[at] <= '9'))
             at++;
         size_t end = at;
-        while (end < w->len && ((w->p[end] >= '0' && w->p[end] <= '9') || w->p[end] == '.' ||
-                                w->p[end] == 'e' || w->p[end] == '-'))
+        while (end < w->len && ((w->p[end] >= '0' && w->p[end] <= '9') ||
+                                w->p[end] == '.' || w->p[end] == 'e' || w->p[end] == '-'))
             end++;
         fz_erase(w, at, end - at);
         if (fz_below(4) == 0) {
@@ -466,9 +527,11 @@ static void fz_run(const uint8_t *data, size_t len, bool verbose, bool leak_each
 
 static void fz_usage(const char *argv0)
 {
-    fprintf(stderr, "usage: %s [--count N] [--seed S] [--max-len B] [--timeout S] "
+    fprintf(stderr,
+            "usage: %s [--count N] [--seed S] [--max-len B] [--timeout S] "
             "[--crash-dir D] [--only K] [--quiet] [--leak-each] [--verbose] SEED...\n"
-            "       %s --run FILE...\n(see tests/fuzz/README.md)\n", argv0, argv0);
+            "       %s --run FILE...\n(see tests/fuzz/README.md)\n",
+            argv0, argv0);
     exit(2);
 }
 
@@ -592,8 +655,9 @@ int main(int argc, char **argv)
             unsigned long long index = nseeds + k;
             if (only != ~0ull && only != index)
                 continue;
-            snprintf(F.what, sizeof(F.what), "input #%llu (mutant %llu of %s, --seed %llu)",
-                     index, k, seeds[from].name, seed);
+            snprintf(F.what, sizeof(F.what),
+                     "input #%llu (mutant %llu of %s, --seed %llu)", index, k,
+                     seeds[from].name, seed);
             snprintf(F.crash_path, sizeof(F.crash_path), "%s/crash-%s-%llu", crash_dir,
                      F.target, index);
             fz_run(w.p, w.len, verbose, leak_each);
@@ -603,12 +667,16 @@ int main(int argc, char **argv)
     }
     double dt = fz_now() - t0;
     if (__lsan_do_recoverable_leak_check && __lsan_do_recoverable_leak_check()) {
-        fprintf(stderr, "fuzz: %s: memory leaked (report above); run again with "
-                "--leak-each to name the input\n", F.target);
+        fprintf(stderr,
+                "fuzz: %s: memory leaked (report above); run again with "
+                "--leak-each to name the input\n",
+                F.target);
         _exit(1); /* not the same report again at exit */
     }
-    fprintf(stderr, "fuzz: %s: %zu inputs (%zu seeds) passed in %.2f s; longest %.1f ms "
-            "(%s)\n", F.target, ran, nseeds, dt, fz_longest * 1e3, fz_longest_what);
+    fprintf(stderr,
+            "fuzz: %s: %zu inputs (%zu seeds) passed in %.2f s; longest %.1f ms "
+            "(%s)\n",
+            F.target, ran, nseeds, dt, fz_longest * 1e3, fz_longest_what);
     for (size_t i = 0; i < nseeds; i++) {
         free(seeds[i].p);
         free(seeds[i].name);

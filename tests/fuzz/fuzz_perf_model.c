@@ -14,8 +14,16 @@
 #include <string.h>
 
 const char *const fuzz_dict[] = {
-    "\t", "__omp_offloading_10303_2b1e2f_main_l10", "# ompc perf model 1", "1048576",
-    "1048577", "1e6", "1000000.0000001", "0.000001", "\n#", NULL,
+    "\t",
+    "__omp_offloading_10303_2b1e2f_main_l10",
+    "# ompc perf model 1",
+    "1048576",
+    "1048577",
+    "1e6",
+    "1000000.0000001",
+    "0.000001",
+    "\n#",
+    NULL,
 };
 
 #define PATH "fuzz.tsv"
@@ -59,8 +67,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     tgt_model_reader_t rd = {.entry = on_entry, .warn = on_warn, .arg = &s};
     int64_t nbad = tgt_model_file_read(f, PATH, &rd);
     fclose(f);
-    if (nbad < 0 || s.warnings > TGT_MODEL_WARN_MAX + 2 ||
-        s.warnings > nbad + 1 || (nbad > 0 && s.warnings == 0))
+    if (nbad < 0 || s.warnings > TGT_MODEL_WARN_MAX + 2 || s.warnings > nbad + 1 ||
+        (nbad > 0 && s.warnings == 0))
         fuzz_fail("%lld bad lines but %lld warnings", (long long)nbad,
                   (long long)s.warnings);
     return 0;

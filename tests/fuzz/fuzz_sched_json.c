@@ -15,10 +15,28 @@
 #include <string.h>
 
 const char *const fuzz_dict[] = {
-    "\"workers\"", "\"tasks\"", "\"edges\"", "\"id\"", "\"cost\"", "\"ready\"",
-    "\"pinned\"", "\"from\"", "\"to\"", "\"bytes\"", "\"avail\"", "\"comm_lat\"",
-    "\"comm_inv_bw\"", "1e15", "1e16", "1000000000000001", "[]", "{}", "[0]",
-    "{\"id\": 0, \"cost\": [1]}", "\"\\ud83d\\ude00\"", NULL,
+    "\"workers\"",
+    "\"tasks\"",
+    "\"edges\"",
+    "\"id\"",
+    "\"cost\"",
+    "\"ready\"",
+    "\"pinned\"",
+    "\"from\"",
+    "\"to\"",
+    "\"bytes\"",
+    "\"avail\"",
+    "\"comm_lat\"",
+    "\"comm_inv_bw\"",
+    "1e15",
+    "1e16",
+    "1000000000000001",
+    "[]",
+    "{}",
+    "[0]",
+    "{\"id\": 0, \"cost\": [1]}",
+    "\"\\ud83d\\ude00\"",
+    NULL,
 };
 
 #define NAME "fuzz.json"
@@ -38,7 +56,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     char why[640] = "";
     sched_json_t *js = NULL;
-    ompc_status_t st = sched_json_read(NAME, (const char *)data, size, &js, why, sizeof(why));
+    ompc_status_t st = sched_json_read(NAME, (const char *)data, size, &js, why,
+                                       sizeof(why));
     if (st != OMPC_OK) {
         check_why(st, why);
         return 0;
@@ -71,7 +90,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (!isfinite(r.makespan))
             fuzz_fail("%s: makespan %g", pol->name, r.makespan);
         if (sched_check(g, &r) != OMPC_OK)
-            fuzz_fail("%s made an infeasible schedule: %s", pol->name, sched_last_error());
+            fuzz_fail("%s made an infeasible schedule: %s", pol->name,
+                      sched_last_error());
     }
     free(finish);
     free(start);

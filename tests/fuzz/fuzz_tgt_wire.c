@@ -13,9 +13,13 @@
 #include <string.h>
 
 const char *const fuzz_dict[] = {
-    "\x01\x00\x00\x00\x00\x00\x00\x00", "\x00\x00\x00\x00\x00\x00\x00\x00",
-    "\xff\xff\xff\xff\xff\xff\xff\xff", "\x06\x00\x00\x00\x00\x00\x00\x00",
-    "\x30\x00\x00\x00\x00\x00\x00\x00", "\x00\x80\x00\x00\x00\x00\x00\x00", NULL,
+    "\x01\x00\x00\x00\x00\x00\x00\x00",
+    "\x00\x00\x00\x00\x00\x00\x00\x00",
+    "\xff\xff\xff\xff\xff\xff\xff\xff",
+    "\x06\x00\x00\x00\x00\x00\x00\x00",
+    "\x30\x00\x00\x00\x00\x00\x00\x00",
+    "\x00\x80\x00\x00\x00\x00\x00\x00",
+    NULL,
 };
 
 static const unsigned char *msg_end;
@@ -114,12 +118,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     const char *bad = NULL;
     size_t n = 0;
     switch (data[0] % 6) {
-    case 0:
-        kernel(m, len);
-        break;
-    case 1:
-        batch(m, len);
-        break;
+    case 0: kernel(m, len); break;
+    case 1: batch(m, len); break;
     case 2:
         bad = tgt_wire_watches_open(m, len, &n);
         if (!bad && n * sizeof(tgt_wire_watch_t) != len)
@@ -139,7 +139,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         const void *bytes;
         bad = tgt_wire_arrive_open(m, len, &h, &bytes);
         if (!bad && tgt_wire_arrive_size(&h) != len)
-            fuzz_fail("arrive of %zu bytes accepted as %zu", len, tgt_wire_arrive_size(&h));
+            fuzz_fail("arrive of %zu bytes accepted as %zu", len,
+                      tgt_wire_arrive_size(&h));
         if (!bad && h.has_bytes)
             inside(bytes, h.size, "the forwarded bytes");
         break;

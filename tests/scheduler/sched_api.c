@@ -9,8 +9,8 @@
 
 /* -------------------------------------------- Topcuoglu et al. 2002 */
 static const double topc_cost[10 * 3] = {
-    14, 16, 9,  13, 19, 18, 11, 13, 19, 13, 8,  17, 12, 13, 10,
-    13, 16, 9,  7,  15, 11, 5,  11, 14, 18, 12, 20, 21, 7,  16,
+    14, 16, 9, 13, 19, 18, 11, 13, 19, 13, 8,  17, 12, 13, 10,
+    13, 16, 9, 7,  15, 11, 5,  11, 14, 18, 12, 20, 21, 7,  16,
 };
 /* Paper numbering minus one. */
 static const sched_edge_t topc_edges[] = {
@@ -21,17 +21,26 @@ static const sched_edge_t topc_edges[] = {
 
 static sched_graph_t topc_graph(void)
 {
-    return (sched_graph_t){.nworkers = 3, .ntasks = 10, .cost = topc_cost,
-                           .nedges = 15, .edges = topc_edges};
+    return (sched_graph_t){.nworkers = 3,
+                           .ntasks = 10,
+                           .cost = topc_cost,
+                           .nedges = 15,
+                           .edges = topc_edges};
 }
 
 static void test_topcuoglu(void)
 {
     sched_graph_t g = topc_graph();
     /* Table of the paper (its text rounds to two decimals). */
-    static const double want_rank[10] = {108.0, 77.0,  80.0,  80.0,  69.0,
-                                         63.333333333333, 42.666666666667,
-                                         35.666666666667, 44.333333333333,
+    static const double want_rank[10] = {108.0,
+                                         77.0,
+                                         80.0,
+                                         80.0,
+                                         69.0,
+                                         63.333333333333,
+                                         42.666666666667,
+                                         35.666666666667,
+                                         44.333333333333,
                                          14.666666666667};
     sched_prep_t prep;
     CHECK_OK(sched_prep_create(&g, NULL, &prep));
@@ -130,7 +139,8 @@ static void test_zero_costs(void)
     sched_edge_t e[N - 1];
     for (int i = 0; i < N - 1; i++)
         e[i] = (sched_edge_t){i + 1, i, 0, 0};
-    sched_graph_t g = {.nworkers = 2, .ntasks = N, .cost = cost, .nedges = N - 1, .edges = e};
+    sched_graph_t g = {
+        .nworkers = 2, .ntasks = N, .cost = cost, .nedges = N - 1, .edges = e};
     int32_t w[N];
     double s[N], f[N];
     sched_result_t r = {w, s, f, 0};
@@ -141,7 +151,8 @@ static void test_zero_costs(void)
     /* Random graphs with many zeros, every policy. */
     for (uint64_t seed = 1; seed <= 20; seed++) {
         st_graph_t sg;
-        st_graph_random(&sg, seed, 300, 4, 6, 3, ST_ZERO | (seed % 2 ? ST_COMM_MODEL : 0));
+        st_graph_random(&sg, seed, 300, 4, 6, 3,
+                        ST_ZERO | (seed % 2 ? ST_COMM_MODEL : 0));
         for (size_t k = 0; sched_policy_at(k); k++) {
             CHECK_OK(sched_run(sched_policy_at(k), &sg.g, seed, &sg.r));
             CHECK_VALID(&sg.g, &sg.r);
@@ -159,8 +170,12 @@ static void test_pinned_ready_avail(void)
     int32_t pinned[2] = {-1, 0};
     double ready[4] = {3, 0, 0, 0};
     double avail[2] = {0, 5};
-    sched_graph_t g = {.nworkers = 2, .ntasks = 2, .cost = cost, .pinned = pinned,
-                       .ready = ready, .avail = avail};
+    sched_graph_t g = {.nworkers = 2,
+                       .ntasks = 2,
+                       .cost = cost,
+                       .pinned = pinned,
+                       .ready = ready,
+                       .avail = avail};
     int32_t w[2];
     double s[2], f[2];
     sched_result_t r = {w, s, f, 0};
@@ -234,8 +249,13 @@ static void test_comm_model(void)
     double cost[4] = {1, 50, 20, 1};
     double lat[4] = {0, 10, 10, 0}, inv_bw[4] = {0, 1.0 / 1024, 1.0 / 1024, 0};
     sched_edge_t e[1] = {{0, 1, 999 /* ignored with the model */, 2048}};
-    sched_graph_t g = {.nworkers = 2, .ntasks = 2, .cost = cost, .nedges = 1, .edges = e,
-                       .comm_lat = lat, .comm_inv_bw = inv_bw};
+    sched_graph_t g = {.nworkers = 2,
+                       .ntasks = 2,
+                       .cost = cost,
+                       .nedges = 1,
+                       .edges = e,
+                       .comm_lat = lat,
+                       .comm_inv_bw = inv_bw};
     int32_t w[2];
     double s[2], f[2];
     sched_result_t r = {w, s, f, 0};
@@ -303,9 +323,12 @@ static void test_validation(void)
         lcost[i] = 1;
         ring[i] = (sched_edge_t){(i + 1) % L, i, 1, 0};
     }
-    sched_graph_t lg = {.nworkers = 1, .ntasks = L, .cost = lcost, .nedges = L, .edges = ring};
-    expect_invalid(&lg, "cycle: 0 -> 19 -> 18 -> 17 -> 16 -> 15 -> 14 -> 13 -> ... -> 0 "
-                        "(20 tasks)", 0);
+    sched_graph_t lg = {
+        .nworkers = 1, .ntasks = L, .cost = lcost, .nedges = L, .edges = ring};
+    expect_invalid(&lg,
+                   "cycle: 0 -> 19 -> 18 -> 17 -> 16 -> 15 -> 14 -> 13 -> ... -> 0 "
+                   "(20 tasks)",
+                   0);
 
     sched_edge_t bad[1] = {{0, 4, 1, 0}};
     b = g;
@@ -365,19 +388,19 @@ static void test_checker(void)
     memcpy(w0, w, sizeof(w));
     memcpy(s0, s, sizeof(s));
     memcpy(f0, f, sizeof(f));
-#define RESTORE()                                                             \
-    do {                                                                      \
-        memcpy(w, w0, sizeof(w));                                             \
-        memcpy(s, s0, sizeof(s));                                             \
-        memcpy(f, f0, sizeof(f));                                             \
-        r.makespan = 80;                                                      \
+#define RESTORE()                                                                        \
+    do {                                                                                 \
+        memcpy(w, w0, sizeof(w));                                                        \
+        memcpy(s, s0, sizeof(s));                                                        \
+        memcpy(f, f0, sizeof(f));                                                        \
+        r.makespan = 80;                                                                 \
     } while (0)
-#define REJECT(needle)                                                        \
-    do {                                                                      \
-        CHECK(sched_check(&g, &r) == OMPC_ERR_INVALID);                       \
-        CHECK(strstr(sched_last_error(), needle));                            \
-        CHECK(st_check(&g, &r) != NULL);                                      \
-        RESTORE();                                                            \
+#define REJECT(needle)                                                                   \
+    do {                                                                                 \
+        CHECK(sched_check(&g, &r) == OMPC_ERR_INVALID);                                  \
+        CHECK(strstr(sched_last_error(), needle));                                       \
+        CHECK(st_check(&g, &r) != NULL);                                                 \
+        RESTORE();                                                                       \
     } while (0)
     CHECK_OK(sched_check(&g, &r));
     /* n10 one unit early: its input from n8 arrives at 62 + 11 = 73. */

@@ -4,10 +4,7 @@
  * a loaded machine or a sanitizer build must not fail the test. */
 #include "sched_test.h"
 
-static double now_s(void)
-{
-    return 1e-9 * (double)ompc_now_ns();
-}
+static double now_s(void) { return 1e-9 * (double)ompc_now_ns(); }
 
 int main(int argc, char **argv)
 {

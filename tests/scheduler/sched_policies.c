@@ -12,8 +12,12 @@ static void test_all_valid(void)
     static const int32_t workers[] = {1, 2, 3, 8, 32};
     static const int64_t sizes[] = {1, 10, 200, 1000};
     static const unsigned flag_sets[] = {
-        0, ST_COMM_MODEL, ST_PINNED | ST_READY, ST_AVAIL | ST_COMM_MODEL,
-        ST_ZERO | ST_PINNED, ST_COMM_MODEL | ST_PINNED | ST_READY | ST_AVAIL,
+        0,
+        ST_COMM_MODEL,
+        ST_PINNED | ST_READY,
+        ST_AVAIL | ST_COMM_MODEL,
+        ST_ZERO | ST_PINNED,
+        ST_COMM_MODEL | ST_PINNED | ST_READY | ST_AVAIL,
     };
     int runs = 0;
     double sum_mk[4] = {0};
@@ -172,7 +176,8 @@ static void test_locality_chain(void)
     for (int i = 0; i < N - 1; i++)
         e[i] = (sched_edge_t){N - 1 - i - 1, N - 1 - i, 1, 0};
     /* Edges run 0 -> 1 -> ... -> N-1, listed backwards. */
-    sched_graph_t g = {.nworkers = P, .ntasks = N, .cost = cost, .nedges = N - 1, .edges = e};
+    sched_graph_t g = {
+        .nworkers = P, .ntasks = N, .cost = cost, .nedges = N - 1, .edges = e};
     int32_t w[N];
     double s[N], f[N];
     sched_result_t r = {w, s, f, 0};
@@ -197,7 +202,8 @@ static void test_locality_tree(void)
         cost[i] = 10;
     for (int i = 1; i < N; i++)
         e[i - 1] = (sched_edge_t){(i - 1) / 2, i, 1, 0};
-    sched_graph_t g = {.nworkers = P, .ntasks = N, .cost = cost, .nedges = N - 1, .edges = e};
+    sched_graph_t g = {
+        .nworkers = P, .ntasks = N, .cost = cost, .nedges = N - 1, .edges = e};
     int32_t w[N];
     double s[N], f[N];
     sched_result_t r = {w, s, f, 0};

@@ -12,23 +12,22 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CHECK(cond)                                                           \
-    do {                                                                      \
-        if (!(cond)) {                                                        \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__,  \
-                    #cond);                                                   \
-            exit(1);                                                          \
-        }                                                                     \
+#define CHECK(cond)                                                                      \
+    do {                                                                                 \
+        if (!(cond)) {                                                                   \
+            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);     \
+            exit(1);                                                                     \
+        }                                                                                \
     } while (0)
 
-#define CHECK_OK(expr)                                                        \
-    do {                                                                      \
-        ompc_status_t st_ = (expr);                                           \
-        if (st_ != OMPC_OK) {                                                 \
-            fprintf(stderr, "%s:%d: %s returned %s: %s\n", __FILE__, __LINE__,\
-                    #expr, ompc_status_str(st_), sched_last_error());         \
-            exit(1);                                                          \
-        }                                                                     \
+#define CHECK_OK(expr)                                                                   \
+    do {                                                                                 \
+        ompc_status_t st_ = (expr);                                                      \
+        if (st_ != OMPC_OK) {                                                            \
+            fprintf(stderr, "%s:%d: %s returned %s: %s\n", __FILE__, __LINE__, #expr,    \
+                    ompc_status_str(st_), sched_last_error());                           \
+            exit(1);                                                                     \
+        }                                                                                \
     } while (0)
 
 /* xorshift64*: the tests' own generator, unrelated to the random policy's. */
@@ -81,7 +80,8 @@ static const char *st_check(const sched_graph_t *g, const sched_result_t *r)
             return why;
         }
         if (g->pinned && g->pinned[i] >= 0 && g->pinned[i] != w) {
-            snprintf(why, sizeof(why), "task %lld not on its pinned worker", (long long)i);
+            snprintf(why, sizeof(why), "task %lld not on its pinned worker",
+                     (long long)i);
             return why;
         }
         double lb = 0.0;
@@ -106,13 +106,15 @@ static const char *st_check(const sched_graph_t *g, const sched_result_t *r)
         int32_t p = r->worker[e->from], q = r->worker[e->to];
         double comm = 0.0;
         if (p != q)
-            comm = g->comm_lat ? g->comm_lat[p * P + q] + e->bytes * g->comm_inv_bw[p * P + q]
-                               : e->cost;
+            comm = g->comm_lat
+                       ? g->comm_lat[p * P + q] + e->bytes * g->comm_inv_bw[p * P + q]
+                       : e->cost;
         double need = r->finish[e->from] + comm;
         if (r->start[e->to] < need - 1e-9 * fmax(1.0, need)) {
-            snprintf(why, sizeof(why), "task %lld starts at %g, its input from %lld "
-                     "arrives at %g", (long long)e->to, r->start[e->to],
-                     (long long)e->from, need);
+            snprintf(why, sizeof(why),
+                     "task %lld starts at %g, its input from %lld "
+                     "arrives at %g",
+                     (long long)e->to, r->start[e->to], (long long)e->from, need);
             return why;
         }
     }
@@ -137,15 +139,14 @@ static const char *st_check(const sched_graph_t *g, const sched_result_t *r)
 }
 
 /* Both checkers must accept r. */
-#define CHECK_VALID(g, r)                                                     \
-    do {                                                                      \
-        const char *why_ = st_check((g), (r));                                \
-        if (why_) {                                                           \
-            fprintf(stderr, "%s:%d: invalid schedule: %s\n", __FILE__,        \
-                    __LINE__, why_);                                          \
-            exit(1);                                                          \
-        }                                                                     \
-        CHECK_OK(sched_check((g), (r)));                                      \
+#define CHECK_VALID(g, r)                                                                \
+    do {                                                                                 \
+        const char *why_ = st_check((g), (r));                                           \
+        if (why_) {                                                                      \
+            fprintf(stderr, "%s:%d: invalid schedule: %s\n", __FILE__, __LINE__, why_);  \
+            exit(1);                                                                     \
+        }                                                                                \
+        CHECK_OK(sched_check((g), (r)));                                                 \
     } while (0)
 
 /* ---------------------------------------------------------- random DAGs */
@@ -214,7 +215,8 @@ static void st_graph_random(st_graph_t *sg, uint64_t seed, int64_t n, int32_t P,
             int64_t lo = st_rand(&s) % 5 ? (layer - 1) * per_layer : 0;
             int64_t hi = layer * per_layer;
             int64_t from = lo + (int64_t)(st_rand(&s) % (uint64_t)(hi - lo));
-            double c = (flags & ST_ZERO) && st_rand(&s) % 2 ? 0.0 : st_uniform(&s, 0.0, 50.0);
+            double c = (flags & ST_ZERO) && st_rand(&s) % 2 ? 0.0
+                                                            : st_uniform(&s, 0.0, 50.0);
             sg->edges[m++] = (sched_edge_t){perm[from], perm[pos], c,
                                             st_uniform(&s, 0.0, 1e6)};
         }
@@ -255,12 +257,19 @@ static void st_graph_random(st_graph_t *sg, uint64_t seed, int64_t n, int32_t P,
     }
     free(perm);
     sg->g = (sched_graph_t){
-        .nworkers = P, .ntasks = n, .cost = sg->cost, .pinned = sg->pinned,
-        .ready = sg->ready, .avail = sg->avail, .nedges = m, .edges = sg->edges,
-        .comm_lat = sg->lat, .comm_inv_bw = sg->inv_bw,
+        .nworkers = P,
+        .ntasks = n,
+        .cost = sg->cost,
+        .pinned = sg->pinned,
+        .ready = sg->ready,
+        .avail = sg->avail,
+        .nedges = m,
+        .edges = sg->edges,
+        .comm_lat = sg->lat,
+        .comm_inv_bw = sg->inv_bw,
     };
-    sg->r = (sched_result_t){.worker = sg->worker, .start = sg->start,
-                             .finish = sg->finish};
+    sg->r = (sched_result_t){
+        .worker = sg->worker, .start = sg->start, .finish = sg->finish};
 }
 
 static void st_graph_free(st_graph_t *sg)

@@ -66,8 +66,8 @@ static void run_task(const outputs_t *o, int64_t t, int64_t p, char *scratch)
         in[i] = out_at(o, t - 1, deps[i]);
         bytes[i] = g->output_bytes_per_task;
     }
-    tb_execute_point(g, t, p, out_at(o, t, p), g->output_bytes_per_task, in,
-                     bytes, n, scratch, g->scratch_bytes_per_task);
+    tb_execute_point(g, t, p, out_at(o, t, p), g->output_bytes_per_task, in, bytes, n,
+                     scratch, g->scratch_bytes_per_task);
     free(deps);
     free(in);
     free(bytes);
@@ -185,76 +185,111 @@ typedef struct bad_case {
     const char *expect; /* substring of the message */
 } bad_case_t;
 
-static void spoil_producer(const outputs_t *o, const char **in, size_t *bytes,
-                           size_t *n, char **scratch, size_t *out_bytes)
+static void spoil_producer(const outputs_t *o, const char **in, size_t *bytes, size_t *n,
+                           char **scratch, size_t *out_bytes)
 {
-    (void)bytes; (void)n; (void)scratch; (void)out_bytes;
+    (void)bytes;
+    (void)n;
+    (void)scratch;
+    (void)out_bytes;
     in[0] = out_at(o, 1, 2); /* point 2's output where point 1's belongs */
 }
 
-static void spoil_timestep(const outputs_t *o, const char **in, size_t *bytes,
-                           size_t *n, char **scratch, size_t *out_bytes)
+static void spoil_timestep(const outputs_t *o, const char **in, size_t *bytes, size_t *n,
+                           char **scratch, size_t *out_bytes)
 {
-    (void)bytes; (void)n; (void)scratch; (void)out_bytes;
+    (void)bytes;
+    (void)n;
+    (void)scratch;
+    (void)out_bytes;
     in[1] = out_at(o, 0, 2); /* timestep 0's output, a step too old */
 }
 
-static void spoil_truncated(const outputs_t *o, const char **in, size_t *bytes,
-                            size_t *n, char **scratch, size_t *out_bytes)
+static void spoil_truncated(const outputs_t *o, const char **in, size_t *bytes, size_t *n,
+                            char **scratch, size_t *out_bytes)
 {
-    (void)o; (void)in; (void)n; (void)scratch; (void)out_bytes;
+    (void)o;
+    (void)in;
+    (void)n;
+    (void)scratch;
+    (void)out_bytes;
     bytes[2] -= 1;
 }
 
-static void spoil_tail(const outputs_t *o, const char **in, size_t *bytes,
-                       size_t *n, char **scratch, size_t *out_bytes)
+static void spoil_tail(const outputs_t *o, const char **in, size_t *bytes, size_t *n,
+                       char **scratch, size_t *out_bytes)
 {
-    (void)in; (void)n; (void)scratch; (void)out_bytes;
+    (void)in;
+    (void)n;
+    (void)scratch;
+    (void)out_bytes;
     /* last byte of point 3's output at timestep 1 (40 bytes: records at
      * 0, 16 and a partial one at 32) */
     out_at(o, 1, 3)[bytes[2] - 1] ^= 0x40;
 }
 
-static void spoil_too_few(const outputs_t *o, const char **in, size_t *bytes,
-                          size_t *n, char **scratch, size_t *out_bytes)
+static void spoil_too_few(const outputs_t *o, const char **in, size_t *bytes, size_t *n,
+                          char **scratch, size_t *out_bytes)
 {
-    (void)o; (void)in; (void)bytes; (void)scratch; (void)out_bytes;
+    (void)o;
+    (void)in;
+    (void)bytes;
+    (void)scratch;
+    (void)out_bytes;
     *n -= 1;
 }
 
-static void spoil_too_many(const outputs_t *o, const char **in, size_t *bytes,
-                           size_t *n, char **scratch, size_t *out_bytes)
+static void spoil_too_many(const outputs_t *o, const char **in, size_t *bytes, size_t *n,
+                           char **scratch, size_t *out_bytes)
 {
-    (void)scratch; (void)out_bytes;
+    (void)scratch;
+    (void)out_bytes;
     in[*n] = out_at(o, 1, 0);
     bytes[*n] = bytes[0];
     *n += 1;
 }
 
-static void spoil_null(const outputs_t *o, const char **in, size_t *bytes,
-                       size_t *n, char **scratch, size_t *out_bytes)
+static void spoil_null(const outputs_t *o, const char **in, size_t *bytes, size_t *n,
+                       char **scratch, size_t *out_bytes)
 {
-    (void)o; (void)bytes; (void)n; (void)scratch; (void)out_bytes;
+    (void)o;
+    (void)bytes;
+    (void)n;
+    (void)scratch;
+    (void)out_bytes;
     in[0] = NULL;
 }
 
-static void spoil_nothing(const outputs_t *o, const char **in, size_t *bytes,
-                          size_t *n, char **scratch, size_t *out_bytes)
+static void spoil_nothing(const outputs_t *o, const char **in, size_t *bytes, size_t *n,
+                          char **scratch, size_t *out_bytes)
 {
-    (void)o; (void)in; (void)bytes; (void)n; (void)scratch; (void)out_bytes;
+    (void)o;
+    (void)in;
+    (void)bytes;
+    (void)n;
+    (void)scratch;
+    (void)out_bytes;
 }
 
-static void spoil_scratch(const outputs_t *o, const char **in, size_t *bytes,
-                          size_t *n, char **scratch, size_t *out_bytes)
+static void spoil_scratch(const outputs_t *o, const char **in, size_t *bytes, size_t *n,
+                          char **scratch, size_t *out_bytes)
 {
-    (void)o; (void)in; (void)bytes; (void)n; (void)out_bytes;
+    (void)o;
+    (void)in;
+    (void)bytes;
+    (void)n;
+    (void)out_bytes;
     memset(*scratch, 0, 8);
 }
 
 static void spoil_output_size(const outputs_t *o, const char **in, size_t *bytes,
                               size_t *n, char **scratch, size_t *out_bytes)
 {
-    (void)o; (void)in; (void)bytes; (void)n; (void)scratch;
+    (void)o;
+    (void)in;
+    (void)bytes;
+    (void)n;
+    (void)scratch;
     *out_bytes -= 8;
 }
 
@@ -359,8 +394,9 @@ static void test_wrong_inputs_abort(void)
          "got 2 inputs, but it depends on more points of timestep 1"},
         {"too_many", NULL, 2, 0, spoil_too_many,
          "got 3 inputs, expected 2 (the points of timestep 1 it depends on)"},
-        {"null_input", NULL, 2, 2, spoil_null, "input 0 (the output of point 1 of "
-                                                "timestep 1) is NULL"},
+        {"null_input", NULL, 2, 2, spoil_null,
+         "input 0 (the output of point 1 of "
+         "timestep 1) is NULL"},
         {"no_such_task", "-type dom -steps 5 -width 4", 2, 0, spoil_nothing,
          "task (graph 0, timestep 2, point 0): no such task: timestep 2 runs "
          "points [1, 4)"},
@@ -378,10 +414,10 @@ static void test_wrong_inputs_abort(void)
         int status = 0;
         char *text = run_bad_case(&c, &status);
         bool aborted = WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT;
-        CHECK(aborted, "%s: child did not abort (status %d), stderr: %s", c.name,
-              status, text);
-        CHECK(strstr(text, c.expect) != NULL,
-              "%s: message lacks \"%s\"; got: %s", c.name, c.expect, text);
+        CHECK(aborted, "%s: child did not abort (status %d), stderr: %s", c.name, status,
+              text);
+        CHECK(strstr(text, c.expect) != NULL, "%s: message lacks \"%s\"; got: %s", c.name,
+              c.expect, text);
         free(text);
     }
 
@@ -417,8 +453,8 @@ static char *report(const char *line, double seconds)
 static void expect_report(const char *line, double seconds, const char *want)
 {
     char *got = report(line, seconds);
-    CHECK(strcmp(got, want) == 0, "report of \"%s\":\n--- got\n%s--- want\n%s",
-          line, got, want);
+    CHECK(strcmp(got, want) == 0, "report of \"%s\":\n--- got\n%s--- want\n%s", line, got,
+          want);
     free(got);
 }
 

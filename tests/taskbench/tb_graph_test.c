@@ -48,8 +48,8 @@ static void test_siphash(void)
 }
 
 /* p in deps(t, c) for the point c of timestep t? */
-static bool has_dep(const tb_graph_t *g, int64_t t, int64_t c, int64_t p,
-                    int64_t *buf, size_t cap)
+static bool has_dep(const tb_graph_t *g, int64_t t, int64_t c, int64_t p, int64_t *buf,
+                    size_t cap)
 {
     size_t n = tb_dependencies(g, t, c, buf, cap);
     for (size_t i = 0; i < n && i < cap; ++i)
@@ -58,8 +58,8 @@ static bool has_dep(const tb_graph_t *g, int64_t t, int64_t c, int64_t p,
     return false;
 }
 
-static bool has_rdep(const tb_graph_t *g, int64_t t, int64_t p, int64_t c,
-                     int64_t *buf, size_t cap)
+static bool has_rdep(const tb_graph_t *g, int64_t t, int64_t p, int64_t c, int64_t *buf,
+                     size_t cap)
 {
     size_t n = tb_reverse_dependencies(g, t, p, buf, cap);
     for (size_t i = 0; i < n && i < cap; ++i)
@@ -83,11 +83,10 @@ static void check_graph(const tb_graph_t *g, const char *label)
     for (int64_t t = 0; t < g->timesteps; ++t) {
         int64_t off = tb_offset_at_timestep(g, t), w = tb_width_at_timestep(g, t);
         CHECK(off >= 0 && w >= 1 && off + w <= g->max_width,
-              "%s: t=%" PRId64 " offset %" PRId64 " width %" PRId64, label, t,
-              off, w);
+              "%s: t=%" PRId64 " offset %" PRId64 " width %" PRId64, label, t, off, w);
         int64_t set = tb_dependence_set_at_timestep(g, t);
-        CHECK(set >= 0 && set < tb_max_dependence_sets(g), "%s: set %" PRId64,
-              label, set);
+        CHECK(set >= 0 && set < tb_max_dependence_sets(g), "%s: set %" PRId64, label,
+              set);
         int64_t poff = tb_offset_at_timestep(g, t - 1);
         int64_t pw = tb_width_at_timestep(g, t - 1);
         int64_t noff = tb_offset_at_timestep(g, t + 1);
@@ -97,16 +96,15 @@ static void check_graph(const tb_graph_t *g, const char *label)
             size_t n = tb_dependencies(g, t, p, d, bufcap);
             size_t m = tb_reverse_dependencies(g, t, p, r, bufcap);
             if (!runs) {
-                CHECK(n == 0 && m == 0, "%s: idle point t=%" PRId64 " p=%" PRId64,
-                      label, t, p);
+                CHECK(n == 0 && m == 0, "%s: idle point t=%" PRId64 " p=%" PRId64, label,
+                      t, p);
                 continue;
             }
             CHECK(n <= cap && m <= cap,
-                  "%s: t=%" PRId64 " p=%" PRId64 ": %zu deps, %zu rdeps, max %zu",
-                  label, t, p, n, m, cap);
+                  "%s: t=%" PRId64 " p=%" PRId64 ": %zu deps, %zu rdeps, max %zu", label,
+                  t, p, n, m, cap);
             CHECK(tb_dependencies(g, t, p, NULL, 0) == n, "%s: count", label);
-            CHECK(tb_reverse_dependencies(g, t, p, NULL, 0) == m, "%s: rcount",
-                  label);
+            CHECK(tb_reverse_dependencies(g, t, p, NULL, 0) == m, "%s: rcount", label);
             if (t == 0)
                 CHECK(n == 0, "%s: timestep 0 reads %zu points", label, n);
             fwd += (long long)n;
@@ -145,10 +143,18 @@ static void check_graph(const tb_graph_t *g, const char *label)
  * an -and run, because the graph index changes the random draws. */
 static void test_inverse_parsed(void)
 {
-    static const char *const types[] = {
-        "trivial", "no_comm", "stencil_1d", "stencil_1d_periodic", "dom",
-        "tree", "fft", "all_to_all", "nearest", "spread", "random_nearest",
-        "random_spread"};
+    static const char *const types[] = {"trivial",
+                                        "no_comm",
+                                        "stencil_1d",
+                                        "stencil_1d_periodic",
+                                        "dom",
+                                        "tree",
+                                        "fft",
+                                        "all_to_all",
+                                        "nearest",
+                                        "spread",
+                                        "random_nearest",
+                                        "random_spread"};
     static const char *const fractions[] = {"0", "0.3", "0.7", "1"};
     int graphs = 0;
     for (size_t ti = 0; ti < sizeof types / sizeof *types; ++ti) {
@@ -158,56 +164,59 @@ static void test_inverse_parsed(void)
         bool periodic = random || !strcmp(type, "spread");
         bool spread = !strcmp(type, "spread") || !strcmp(type, "random_spread");
         for (int w = 1; w <= 17; ++w)
-        for (int steps = 1; steps <= 7; steps += 2)
-        for (int radix = radixed ? 0 : 3; radix <= (radixed ? 6 : 3); ++radix)
-        for (int period = periodic ? 1 : 0; period <= (periodic ? 4 : 0); ++period)
-        for (int fi = 0; fi < (random ? 4 : 1); ++fi) {
-            /* Task Bench's bound, which tb_app_parse enforces */
-            if (spread && radix > 0 && period > (w + radix - 1) / radix)
-                continue;
-            char sw[16], ss[16], sr[16], sp[16];
-            snprintf(sw, sizeof sw, "%d", w);
-            snprintf(ss, sizeof ss, "%d", steps);
-            snprintf(sr, sizeof sr, "%d", radix);
-            snprintf(sp, sizeof sp, "%d", period);
-            char *args[32];
-            int n = 0;
-            args[n++] = "tb_graph_test";
-            for (int copy = 0; copy < 2; ++copy) {
-                if (copy)
-                    args[n++] = "-and";
-                args[n++] = "-type";
-                args[n++] = (char *)type;
-                args[n++] = "-width";
-                args[n++] = sw;
-                args[n++] = "-steps";
-                args[n++] = ss;
-                args[n++] = "-radix";
-                args[n++] = sr;
-                args[n++] = "-fraction";
-                args[n++] = (char *)fractions[fi];
-                if (periodic) {
-                    args[n++] = "-period";
-                    args[n++] = sp;
-                }
-            }
-            tb_app_t app;
-            if (tb_app_parse(&app, n, args) != 0) {
-                CHECK(0, "%s w=%d radix=%d period=%d rejected", type, w, radix,
-                      period);
-                continue;
-            }
-            for (int32_t gi = 0; gi < app.ngraphs; ++gi) {
-                char label[128];
-                snprintf(label, sizeof label,
-                         "%s w=%d steps=%d radix=%d period=%d fraction=%s "
-                         "graph=%d",
-                         type, w, steps, radix, period, fractions[fi], (int)gi);
-                check_graph(&app.graphs[gi], label);
-                graphs++;
-            }
-            tb_app_free(&app);
-        }
+            for (int steps = 1; steps <= 7; steps += 2)
+                for (int radix = radixed ? 0 : 3; radix <= (radixed ? 6 : 3); ++radix)
+                    for (int period = periodic ? 1 : 0; period <= (periodic ? 4 : 0);
+                         ++period)
+                        for (int fi = 0; fi < (random ? 4 : 1); ++fi) {
+                            /* Task Bench's bound, which tb_app_parse enforces */
+                            if (spread && radix > 0 && period > (w + radix - 1) / radix)
+                                continue;
+                            char sw[16], ss[16], sr[16], sp[16];
+                            snprintf(sw, sizeof sw, "%d", w);
+                            snprintf(ss, sizeof ss, "%d", steps);
+                            snprintf(sr, sizeof sr, "%d", radix);
+                            snprintf(sp, sizeof sp, "%d", period);
+                            char *args[32];
+                            int n = 0;
+                            args[n++] = "tb_graph_test";
+                            for (int copy = 0; copy < 2; ++copy) {
+                                if (copy)
+                                    args[n++] = "-and";
+                                args[n++] = "-type";
+                                args[n++] = (char *)type;
+                                args[n++] = "-width";
+                                args[n++] = sw;
+                                args[n++] = "-steps";
+                                args[n++] = ss;
+                                args[n++] = "-radix";
+                                args[n++] = sr;
+                                args[n++] = "-fraction";
+                                args[n++] = (char *)fractions[fi];
+                                if (periodic) {
+                                    args[n++] = "-period";
+                                    args[n++] = sp;
+                                }
+                            }
+                            tb_app_t app;
+                            if (tb_app_parse(&app, n, args) != 0) {
+                                CHECK(0, "%s w=%d radix=%d period=%d rejected", type, w,
+                                      radix, period);
+                                continue;
+                            }
+                            for (int32_t gi = 0; gi < app.ngraphs; ++gi) {
+                                char label[128];
+                                snprintf(
+                                    label, sizeof label,
+                                    "%s w=%d steps=%d radix=%d period=%d fraction=%s "
+                                    "graph=%d",
+                                    type, w, steps, radix, period, fractions[fi],
+                                    (int)gi);
+                                check_graph(&app.graphs[gi], label);
+                                graphs++;
+                            }
+                            tb_app_free(&app);
+                        }
     }
     printf("inverse: %d parsed graphs, %lld edges\n", graphs, edges_checked);
     CHECK(graphs > 3000, "only %d graphs checked", graphs);
@@ -251,10 +260,9 @@ static void test_short_output_array(void)
     int64_t buf[5] = {-1, -1, -1, -1, -1};
     size_t n = tb_dependencies(&app.graphs[0], 1, 4, buf, 3);
     CHECK(n == 10, "count %zu", n);
-    CHECK(buf[0] == 0 && buf[1] == 1 && buf[2] == 2 && buf[3] == -1 &&
-              buf[4] == -1,
-          "wrote %" PRId64 " %" PRId64 " %" PRId64 " %" PRId64, buf[0], buf[1],
-          buf[2], buf[3]);
+    CHECK(buf[0] == 0 && buf[1] == 1 && buf[2] == 2 && buf[3] == -1 && buf[4] == -1,
+          "wrote %" PRId64 " %" PRId64 " %" PRId64 " %" PRId64, buf[0], buf[1], buf[2],
+          buf[3]);
     CHECK(tb_max_dependencies(&app.graphs[0]) == 10, "max");
     tb_app_free(&app);
 }

@@ -32,12 +32,11 @@ static void check_defaults(const tb_graph_t *g, int64_t index, const char *what)
     CHECK(g->graph_index == index, "%s: index %" PRId64, what, g->graph_index);
     CHECK(g->max_width == 4, "%s: width %" PRId64, what, g->max_width);
     CHECK(g->radix == 3, "%s: radix %" PRId64, what, g->radix);
-    CHECK(g->fraction_connected == 0.25, "%s: fraction %g", what,
-          g->fraction_connected);
-    CHECK(g->kernel.samples == 16 && g->kernel.imbalance == 0,
-          "%s: kernel parameters", what);
-    CHECK(g->output_bytes_per_task == 16 && g->scratch_bytes_per_task == 0,
-          "%s: bytes", what);
+    CHECK(g->fraction_connected == 0.25, "%s: fraction %g", what, g->fraction_connected);
+    CHECK(g->kernel.samples == 16 && g->kernel.imbalance == 0, "%s: kernel parameters",
+          what);
+    CHECK(g->output_bytes_per_task == 16 && g->scratch_bytes_per_task == 0, "%s: bytes",
+          what);
 }
 
 static void test_defaults(void)
@@ -47,11 +46,11 @@ static void test_defaults(void)
     CHECK(app.ngraphs == 1, "%d graphs", (int)app.ngraphs);
     const tb_graph_t *g = &app.graphs[0];
     check_defaults(g, 0, "default graph");
-    CHECK(g->timesteps == 4 && g->dependence == TB_DEP_TRIVIAL &&
-              g->period == 0 && g->kernel.type == TB_KERNEL_EMPTY &&
-              g->kernel.iterations == 0 && g->nb_fields == 4,
-          "steps %" PRId64 " period %" PRId64 " fields %d", g->timesteps,
-          g->period, (int)g->nb_fields);
+    CHECK(g->timesteps == 4 && g->dependence == TB_DEP_TRIVIAL && g->period == 0 &&
+              g->kernel.type == TB_KERNEL_EMPTY && g->kernel.iterations == 0 &&
+              g->nb_fields == 4,
+          "steps %" PRId64 " period %" PRId64 " fields %d", g->timesteps, g->period,
+          (int)g->nb_fields);
     CHECK(app.nodes == 0 && app.workers == 0 && !app.verbose && !app.dump_deps,
           "app defaults");
     tb_app_free(&app);
