@@ -19,6 +19,7 @@ packages=(
   pkg-config
   python3-yaml      # taskbench-port/bench/ompc-bench: experiment files
   python3-matplotlib # taskbench-port/bench/ompc-bench: plots
+  clang-format-19   # scripts/format.sh and the format_check test
 )
 
 missing=()
