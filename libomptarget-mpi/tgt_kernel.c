@@ -104,6 +104,8 @@ ompc_status_t tgt_kernel_run(const void *args, size_t args_size, uint64_t *ns_p,
         ompc_trace_span("kernel", k->name, t0, t1, NULL, 0);
         /* The head learns kernel costs from this (HEFT). */
         *ns_p = t1 - t0;
+        atomic_fetch_add_explicit(&tgt_rt->kernel_ns, t1 - t0, memory_order_relaxed);
+        atomic_fetch_add_explicit(&tgt_rt->kernels_here, 1, memory_order_relaxed);
     }
     free(vals);
     free(types);
