@@ -221,6 +221,8 @@ typedef struct tgt_rt {
     _Atomic uint64_t kernels_run;
     _Atomic uint64_t kernel_ns;  /* executors: run time of every kernel run
                                     here, summed (OMPC_STATS) */
+    _Atomic uint64_t kernel_cpu_ns; /* executors: CPU time of the threads
+                                       running them, during them, summed */
     _Atomic uint64_t kernels_here; /* executors: kernels run here */
     uint64_t t_start_ns;     /* head: registration began */
     uint64_t t_ready_ns;     /* head: start-up done */

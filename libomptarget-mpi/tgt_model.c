@@ -144,14 +144,16 @@ _Static_assert(OMPC_CPU_NROLES ==
 /* This rank's CPU figures (tgt_wire_cpu_t). */
 static void cpu_here(tgt_wire_cpu_t *c_p)
 {
+    /* The kernels first: the process total, read after, covers them. */
+    tgt_wire_cpu_t c = {.kernel_ns = atomic_load(&tgt_rt->kernel_ns),
+                        .kernel_cpu_ns = atomic_load(&tgt_rt->kernel_cpu_ns),
+                        .kernels = atomic_load(&tgt_rt->kernels_here)};
     ompc_cpu_sample_t s;
     ompc_cpu_sample(&s);
-    tgt_wire_cpu_t c = {.user_ns = s.user_ns,
-                        .sys_ns = s.sys_ns,
-                        .vcsw = s.vcsw,
-                        .ivcsw = s.ivcsw,
-                        .kernel_ns = atomic_load(&tgt_rt->kernel_ns),
-                        .kernels = atomic_load(&tgt_rt->kernels_here)};
+    c.user_ns = s.user_ns;
+    c.sys_ns = s.sys_ns;
+    c.vcsw = s.vcsw;
+    c.ivcsw = s.ivcsw;
     memcpy(c.role_ns, s.role_ns, sizeof(c.role_ns));
     *c_p = c;
 }
@@ -628,8 +630,8 @@ void tgt_stats_gather(void)
     }
 }
 
-/* One rank's CPU line; a worker's also shows its kernels and the rest of
- * its CPU, the runtime's share. */
+/* One rank's CPU line: with its kernels' run time and CPU time, and the
+ * rest of its CPU, the runtime's share. */
 static void cpu_print(int rank, const tgt_wire_cpu_t *c)
 {
     char roles[256];
@@ -643,14 +645,14 @@ static void cpu_print(int rank, const tgt_wire_cpu_t *c)
     uint64_t total = c->user_ns + c->sys_ns;
     fprintf(stderr,
             "[ompc stats] cpu rank %d (%s): user %.6f s, system %.6f s, context "
-            "switches %llu voluntary %llu involuntary; kernels %llu in %.6f s, "
-            "runtime %.6f s; threads: %sother %.6f s\n",
+            "switches %llu voluntary %llu involuntary; kernels %llu in %.6f s "
+            "(CPU %.6f s), runtime %.6f s; threads: %sother %.6f s\n",
             rank, rank == 0 ? "head" : "worker", (double)c->user_ns * 1e-9,
             (double)c->sys_ns * 1e-9, (unsigned long long)c->vcsw,
             (unsigned long long)c->ivcsw, (unsigned long long)c->kernels,
-            (double)c->kernel_ns * 1e-9,
-            total > c->kernel_ns ? (double)(total - c->kernel_ns) * 1e-9 : 0.0, roles,
-            total > named ? (double)(total - named) * 1e-9 : 0.0);
+            (double)c->kernel_ns * 1e-9, (double)c->kernel_cpu_ns * 1e-9,
+            total > c->kernel_cpu_ns ? (double)(total - c->kernel_cpu_ns) * 1e-9 : 0.0,
+            roles, total > named ? (double)(total - named) * 1e-9 : 0.0);
 }
 
 void tgt_stats_print(uint64_t t_shutdown0, uint64_t t_end)

@@ -66,12 +66,13 @@ typedef struct tgt_wire_cpu {
     uint64_t user_ns, sys_ns;
     uint64_t vcsw, ivcsw;    /* voluntary, involuntary context switches */
     uint64_t kernel_ns;      /* kernels' run time, summed */
+    uint64_t kernel_cpu_ns;  /* their threads' CPU time while they ran */
     uint64_t kernels;        /* kernels run */
     uint64_t role_ns[5];
 } tgt_wire_cpu_t;
 
-_Static_assert(sizeof(tgt_wire_cpu_t) == 88, "cpu reply: 11 x u64");
-_Static_assert(offsetof(tgt_wire_cpu_t, role_ns) == 48, "cpu reply: roles last");
+_Static_assert(sizeof(tgt_wire_cpu_t) == 96, "cpu reply: 12 x u64");
+_Static_assert(offsetof(tgt_wire_cpu_t, role_ns) == 56, "cpu reply: roles last");
 
 /* A kernel launch, decoded (pointers into the message). */
 typedef struct tgt_wire_kernel_view {
