@@ -129,7 +129,7 @@ static const cfg_row_t rows[] = {
         CFG_STR, trace, 0, 0),
     ROW("OMPC_STATS", "0",
         "1 prints at exit: start-up, scheduling and shutdown overheads as "
-        "fractions of wall time, tasks per worker, bytes moved",
+        "fractions of wall time, tasks per worker, bytes moved, each rank's CPU time",
         CFG_BOOL, stats, 0, 1),
     ROW("OMPC_LOG_LEVEL", "warn",
         "error, warn, info, debug or trace (trace logs every MPI message)", CFG_LEVEL,

@@ -8,6 +8,7 @@
  * the inbox (any -> gate) and the handler queue (gate -> handlers). */
 #define _GNU_SOURCE
 #include "ev_internal.h"
+#include "ompc_cpu.h"
 
 #include <errno.h>
 #include <sched.h>
@@ -1024,6 +1025,7 @@ static void *gate_main(void *arg)
     ev_ctx_t *ctx = arg;
     ompc_log_set_thread_name("gate");
     pthread_setname_np(pthread_self(), "ompc-gate");
+    ompc_cpu_thread_begin(OMPC_CPU_GATE);
     uint64_t spin_ns = ctx->spin_us * 1000u;
     uint64_t poll_max = (uint64_t)ctx->cfg->poll_max_us;
     uint64_t last_progress = ompc_now_ns();
@@ -1102,6 +1104,7 @@ static void *gate_main(void *arg)
         if (sleep_us > poll_max)
             sleep_us = poll_max;
     }
+    ompc_cpu_thread_end();
     return NULL;
 }
 
@@ -1111,6 +1114,7 @@ static void *handler_main(void *arg)
     ev_ctx_t *ctx = arg;
     ompc_log_set_thread_name("handler");
     pthread_setname_np(pthread_self(), "ompc-handler");
+    ompc_cpu_thread_begin(OMPC_CPU_HANDLER);
     uint64_t hot_until = 0;
     for (;;) {
         /* Stay hot (poll the queue, yielding) for a while after work: a
@@ -1143,6 +1147,7 @@ static void *handler_main(void *arg)
         ev_inbox_push(ctx, op);
         hot_until = ompc_now_ns() + ctx->spin_us * 1000u;
     }
+    ompc_cpu_thread_end();
     return NULL;
 }
 

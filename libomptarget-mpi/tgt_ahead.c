@@ -768,6 +768,7 @@ static void *engine_main(void *arg)
     snprintf(name, sizeof(name), "kernels %d", self->i);
     ompc_log_set_thread_name(name);
     ompc_trace_thread_name(name);
+    ompc_cpu_thread_begin(OMPC_CPU_KERNELS);
     uint64_t spin_ns = ev_spin_us(tgt_rt->ev) * 1000u;
     uint64_t hot_until = 0;
     tgt_wire_done_t out[D_RELAXED_MAX];
@@ -823,6 +824,7 @@ static void *engine_main(void *arg)
         }
     }
     pthread_mutex_unlock(&x->mtx);
+    ompc_cpu_thread_end();
     return NULL;
 }
 

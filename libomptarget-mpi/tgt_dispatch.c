@@ -620,6 +620,7 @@ static void *dispatch_main(void *arg)
     snprintf(name, sizeof(name), "dispatch %d", (int)(intptr_t)arg);
     ompc_log_set_thread_name(name);
     ompc_trace_thread_name(name);
+    ompc_cpu_thread_begin(OMPC_CPU_DISPATCH);
     /* Where the head runs the kernels itself (one rank), their teams take
      * every CPU and a thread spinning for work took one from them. */
     uint64_t spin_ns = tgt_rt->executor ? 0 : ev_spin_us(tgt_rt->ev) * 1000u;
@@ -661,6 +662,7 @@ static void *dispatch_main(void *arg)
             hot_until = ompc_now_ns() + spin_ns;
     }
     pthread_mutex_unlock(&tgt_g.mtx);
+    ompc_cpu_thread_end();
     return NULL;
 }
 

@@ -94,6 +94,8 @@ void tgt_model_share_cores(void);
 
 /* Head, at exit: OMPC_TRACE gathering and the OMPC_STATS report. */
 void tgt_trace_gather(void);
+/* Head, while the ranks still serve: every worker's CPU figures. */
+void tgt_stats_gather(void);
 void tgt_stats_print(uint64_t t_shutdown0, uint64_t t_end);
 
 /* Statistics the graph keeps for OMPC_STATS. */

@@ -3,6 +3,7 @@
 #ifndef OMPC_TGT_INTERNAL_H
 #define OMPC_TGT_INTERNAL_H
 
+#include "ompc_cpu.h"
 #include "ompc_dm.h"
 #include "ompc_ev.h"
 #include "ompc_tmap.h"
@@ -218,6 +219,11 @@ typedef struct tgt_rt {
     tgt_map_t *shadowed;     /* entries holding attached pointers */
     int *exec_cores;         /* head: cores of each executor */
     _Atomic uint64_t kernels_run;
+    _Atomic uint64_t kernel_ns;  /* executors: run time of every kernel run
+                                    here, summed (OMPC_STATS) */
+    _Atomic uint64_t kernel_cpu_ns; /* executors: CPU time of the threads
+                                       running them, during them, summed */
+    _Atomic uint64_t kernels_here; /* executors: kernels run here */
     uint64_t t_start_ns;     /* head: registration began */
     uint64_t t_ready_ns;     /* head: start-up done */
 } tgt_rt_t;

@@ -2,7 +2,8 @@
  * while the program runs (optionally kept across runs in OMPC_PERF_MODEL),
  * each executor's core count, and head <-> executor latency, bandwidth and
  * clock offset measured at start-up.  Also the end-of-run reports:
- * OMPC_STATS and the gathering of OMPC_TRACE events from every rank. */
+ * OMPC_STATS (with every rank's CPU time) and the gathering of OMPC_TRACE
+ * events from every rank. */
 #define _GNU_SOURCE
 #include "tgt_graph.h"
 
@@ -54,7 +55,9 @@ struct tgt_model {
     uint64_t hop_launches;   /* launch batches, for OMPC_STATS */
     int64_t *offset;         /* per executor: its clock minus ours, ns */
     bool *same_clock;        /* per executor: shares our CLOCK_MONOTONIC */
-    ev_fn_id_t fn_probe, fn_trace_prep, fn_trace_done;
+    ev_fn_id_t fn_probe, fn_trace_prep, fn_trace_done, fn_cpu;
+    tgt_wire_cpu_t *cpu;     /* per rank, OMPC_STATS (tgt_stats_gather) */
+    bool *cpu_ok;            /* per rank: cpu[] was received */
     dm_stats_t base;         /* data moved by the calibration itself */
 };
 
@@ -134,6 +137,40 @@ static ompc_status_t fn_trace_done(ev_exec_info_t *info)
     return OMPC_OK;
 }
 
+_Static_assert(OMPC_CPU_NROLES ==
+                   sizeof(((tgt_wire_cpu_t *)0)->role_ns) / sizeof(uint64_t),
+               "the cpu reply carries one figure per thread role");
+
+/* This rank's CPU figures (tgt_wire_cpu_t). */
+static void cpu_here(tgt_wire_cpu_t *c_p)
+{
+    /* The kernels first: the process total, read after, covers them. */
+    tgt_wire_cpu_t c = {.kernel_ns = atomic_load(&tgt_rt->kernel_ns),
+                        .kernel_cpu_ns = atomic_load(&tgt_rt->kernel_cpu_ns),
+                        .kernels = atomic_load(&tgt_rt->kernels_here)};
+    ompc_cpu_sample_t s;
+    ompc_cpu_sample(&s);
+    c.user_ns = s.user_ns;
+    c.sys_ns = s.sys_ns;
+    c.vcsw = s.vcsw;
+    c.ivcsw = s.ivcsw;
+    memcpy(c.role_ns, s.role_ns, sizeof(c.role_ns));
+    *c_p = c;
+}
+
+/* Result: tgt_wire_cpu_t.  Inline: it only reads clocks, and a handler
+ * would count its own wake-up. */
+static ompc_status_t fn_cpu(ev_exec_info_t *info)
+{
+    tgt_wire_cpu_t c;
+    if (info->result_cap < sizeof(c))
+        return OMPC_ERR_INVALID;
+    cpu_here(&c);
+    memcpy(info->result, &c, sizeof(c));
+    info->result_size = sizeof(c);
+    return OMPC_OK;
+}
+
 ompc_status_t tgt_model_fn_register(void)
 {
     ompc_status_t st = ev_fn_register(tgt_rt->ev, "tgt.probe", fn_probe, EV_FN_INLINE,
@@ -144,6 +181,8 @@ ompc_status_t tgt_model_fn_register(void)
     if (st == OMPC_OK)
         st = ev_fn_register(tgt_rt->ev, "tgt.trace_done", fn_trace_done, 0,
                             &model.fn_trace_done);
+    if (st == OMPC_OK)
+        st = ev_fn_register(tgt_rt->ev, "tgt.cpu", fn_cpu, EV_FN_INLINE, &model.fn_cpu);
     return st;
 }
 
@@ -570,6 +609,52 @@ void tgt_trace_gather(void)
 }
 
 /* ---------------------------------------------------------------- stats */
+void tgt_stats_gather(void)
+{
+    model.cpu = calloc((size_t)tgt_rt->size, sizeof(tgt_wire_cpu_t));
+    model.cpu_ok = calloc((size_t)tgt_rt->size, sizeof(bool));
+    if (!model.cpu || !model.cpu_ok) {
+        ompc_warn("OMPC_STATS: out of memory; the workers' CPU times are left out");
+        return;
+    }
+    for (int rank = 1; rank < tgt_rt->size; rank++) {
+        ev_handle_t *h = NULL;
+        ompc_status_t st = ev_finish(ev_execute(tgt_rt->ev, rank, model.fn_cpu, NULL, 0,
+                                                &model.cpu[rank], sizeof(tgt_wire_cpu_t),
+                                                &h),
+                                     h);
+        model.cpu_ok[rank] = st == OMPC_OK;
+        if (st != OMPC_OK)
+            ompc_warn("OMPC_STATS: CPU time of rank %d lost: %s", rank,
+                      ompc_status_str(st));
+    }
+}
+
+/* One rank's CPU line: with its kernels' run time and CPU time, and the
+ * rest of its CPU, the runtime's share. */
+static void cpu_print(int rank, const tgt_wire_cpu_t *c)
+{
+    char roles[256];
+    size_t n = 0;
+    uint64_t named = 0;
+    for (int r = 0; r < OMPC_CPU_NROLES; r++) {
+        n += (size_t)snprintf(roles + n, sizeof(roles) - n, "%s %.6f s, ",
+                              ompc_cpu_role_names[r], (double)c->role_ns[r] * 1e-9);
+        named += c->role_ns[r];
+    }
+    uint64_t total = c->user_ns + c->sys_ns;
+    fprintf(stderr,
+            "[ompc stats] cpu rank %d (%s): user %.6f s, system %.6f s, context "
+            "switches %llu voluntary %llu involuntary; kernels %llu in %.6f s "
+            "(CPU %.6f s), runtime %.6f s; threads: %sother %.6f s\n",
+            rank, rank == 0 ? "head" : "worker", (double)c->user_ns * 1e-9,
+            (double)c->sys_ns * 1e-9, (unsigned long long)c->vcsw,
+            (unsigned long long)c->ivcsw, (unsigned long long)c->kernels,
+            (double)c->kernel_ns * 1e-9, (double)c->kernel_cpu_ns * 1e-9,
+            total > c->kernel_cpu_ns ? (double)(total - c->kernel_cpu_ns) * 1e-9 : 0.0,
+            roles, total > named ? (double)(total - named) * 1e-9 : 0.0);
+}
+
 void tgt_stats_print(uint64_t t_shutdown0, uint64_t t_end)
 {
     const tgt_graph_stats_t *g = tgt_graph_stats();
@@ -628,4 +713,14 @@ void tgt_stats_print(uint64_t t_shutdown0, uint64_t t_end)
         (unsigned long long)(s.bytes_dev_to_host - model.base.bytes_dev_to_host),
         (unsigned long long)(s.bytes_dev_to_dev - model.base.bytes_dev_to_dev),
         (unsigned long long)(s.transfers_dev_to_dev - model.base.transfers_dev_to_dev));
+    tgt_wire_cpu_t head;
+    cpu_here(&head);
+    cpu_print(0, &head);
+    for (int rank = 1; model.cpu && rank < tgt_rt->size; rank++)
+        if (model.cpu_ok[rank])
+            cpu_print(rank, &model.cpu[rank]);
+    free(model.cpu);
+    free(model.cpu_ok);
+    model.cpu = NULL;
+    model.cpu_ok = NULL;
 }

@@ -440,6 +440,7 @@ void __tgt_register_lib(tgt_bin_desc_t *desc)
     ompc_status_t sup_st = tgt_supervise(&supervisor_pid);
     ompc_set_fatal_cleanup(kmp_forget_self);
     ompc_log_set_thread_name("main");
+    ompc_cpu_thread_begin(OMPC_CPU_MAIN);
     uint64_t t_start = ompc_now_ns();
     tgt_rt = calloc(1, sizeof(*tgt_rt));
     if (!tgt_rt)
@@ -565,6 +566,8 @@ void __tgt_unregister_lib(tgt_bin_desc_t *desc)
     }
     ompc_trace_span("runtime", "shutdown", t_sd0, ompc_now_ns(), NULL, 0);
     tgt_trace_gather();
+    if (ompc_config_get()->stats)
+        tgt_stats_gather();
     ev_ctx_shutdown(tgt_rt->ev);
     if (ompc_config_get()->stats)
         tgt_stats_print(t_sd0, ompc_now_ns());

@@ -59,6 +59,21 @@ _Static_assert(sizeof(tgt_wire_span_t) == 16, "copy: {address, length}");
 _Static_assert(offsetof(tgt_wire_span_t, len) == 8, "copy: {address, length}");
 _Static_assert(sizeof(tgt_wire_kernel_reply_t) == 8, "kernel reply: {ns}");
 
+/* The reply of "tgt.cpu" (OMPC_STATS): a worker's CPU time and context
+ * switches from getrusage, the run time of the kernels it ran, and its
+ * threads' CPU by role (ompc_cpu.h's order). */
+typedef struct tgt_wire_cpu {
+    uint64_t user_ns, sys_ns;
+    uint64_t vcsw, ivcsw;    /* voluntary, involuntary context switches */
+    uint64_t kernel_ns;      /* kernels' run time, summed */
+    uint64_t kernel_cpu_ns;  /* their threads' CPU time while they ran */
+    uint64_t kernels;        /* kernels run */
+    uint64_t role_ns[5];
+} tgt_wire_cpu_t;
+
+_Static_assert(sizeof(tgt_wire_cpu_t) == 96, "cpu reply: 12 x u64");
+_Static_assert(offsetof(tgt_wire_cpu_t, role_ns) == 56, "cpu reply: roles last");
+
 /* A kernel launch, decoded (pointers into the message). */
 typedef struct tgt_wire_kernel_view {
     uint32_t kernel, nargs;

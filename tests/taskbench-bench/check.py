@@ -150,6 +150,23 @@ def t_csv(out):
               "%s iter %d: granularity %s us, want %g" % (key, it, r["granularity_us"], g * 1e6))
         check(close(float(r["flops_per_s"]), tasks * it * 64 / (tasks * g / procs)),
               "%s iter %d: FLOP/s %s" % (key, it, r["flops_per_s"]))
+        # The runtime's OMPC_STATS CPU lines (fake-taskbench's model), which
+        # the harness asks for and parses.
+        ranks = int(r["ranks"])
+        e = tasks * g / procs
+        check(close(float(r["head_cpu_s"]), tasks * 3e-6) and r["head_csw_vol"] == "10"
+              and r["head_csw_invol"] == "3",
+              "%s iter %d: head cpu %s s, context switches %s/%s" % (
+                  key, it, r["head_cpu_s"], r["head_csw_vol"], r["head_csw_invol"]))
+        check(close(float(r["workers_cpu_s"]), (ranks - 1) * e, 1e-5)
+              and close(float(r["workers_kernel_s"]), (ranks - 1) * e / 2, 1e-5)
+              and int(r["workers_csw_vol"]) == 7 * (ranks - 1)
+              and int(r["workers_csw_invol"]) == ranks - 1,
+              "%s iter %d: workers cpu %s s, kernels %s s, context switches %s/%s" % (
+                  key, it, r["workers_cpu_s"], r["workers_kernel_s"], r["workers_csw_vol"],
+                  r["workers_csw_invol"]))
+        check(len(r["rank_cpu_s"].split(";")) == ranks,
+              "%s: rank_cpu_s %r, want %d ranks" % (key, r["rank_cpu_s"], ranks))
     check(len(seen) == total, "runs.csv repeats or misses combinations")
 
     summary = read(os.path.join(out, "summary.csv"))
