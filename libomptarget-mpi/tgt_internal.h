@@ -200,6 +200,7 @@ typedef struct tgt_rt {
     bool executor;           /* this rank runs kernels */
     tgt_offload_t offload;
     bool info;               /* OMPC_INFO */
+    bool stats;              /* OMPC_STATS */
     tgt_kernel_t *kernels;   /* sorted by host_id */
     int nkernels;
     tgt_global_t *globals;

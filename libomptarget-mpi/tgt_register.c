@@ -448,6 +448,7 @@ void __tgt_register_lib(tgt_bin_desc_t *desc)
     tgt_rt->t_start_ns = t_start;
     tgt_rt->offload = parse_offload_env();
     tgt_rt->info = ompc_config_get()->info != 0;
+    tgt_rt->stats = ompc_config_get()->stats != 0;
     pthread_mutex_init(&tgt_rt->map_mtx, NULL);
     if (desc->num_images < 1)
         ompc_fatal("the program has no device image; compile with ompcc");
