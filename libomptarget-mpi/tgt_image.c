@@ -245,15 +245,16 @@ void tgt_image_share_globals(void)
     if (n == 0)
         return;
     uint64_t *mine = calloc((size_t)n, sizeof(uint64_t));
-    uint64_t *all = calloc((size_t)n * (size_t)tgt_rt->size, sizeof(uint64_t));
-    if (!mine || !all)
+    if (!mine)
         ompc_fatal("out of memory sharing declare target addresses");
     for (int i = 0; tgt_rt->executor && i < n; i++)
         mine[i] = (uint64_t)(uintptr_t)tgt_rt->globals[i].dev_addr;
-    ev_coll_allgather(tgt_rt->ev, mine, (size_t)n * sizeof(uint64_t), all);
+    uint64_t *all = tgt_rt_allgather_u64(mine, (size_t)n, "declare target addresses");
     if (tgt_rt->rank == 0) {
         int ne = dm_num_executors(tgt_rt->dm);
         dm_addr_t *addrs = calloc((size_t)ne, sizeof(dm_addr_t));
+        if (!addrs)
+            ompc_fatal("out of memory sharing declare target addresses");
         for (int i = 0; i < n; i++) {
             for (int e = 0; e < ne; e++)
                 addrs[e] =

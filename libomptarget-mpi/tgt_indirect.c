@@ -161,13 +161,11 @@ void tgt_indirect_share(void)
     if (n == 0)
         return;
     uint64_t *mine = calloc((size_t)n, sizeof(uint64_t));
-    uint64_t *all = calloc((size_t)n * (size_t)tgt_rt->size, sizeof(uint64_t));
-    if (!mine || !all)
+    if (!mine)
         ompc_fatal("out of memory sharing indirect function addresses");
     for (int i = 0; i < n; i++)
         mine[i] = (uint64_t)(uintptr_t)tgt_rt->indirect[i].host_addr;
-    if (ev_coll_allgather(tgt_rt->ev, mine, (size_t)n * sizeof(uint64_t), all) != OMPC_OK)
-        ompc_fatal("cannot share indirect function addresses at start-up");
+    uint64_t *all = tgt_rt_allgather_u64(mine, (size_t)n, "indirect function addresses");
     for (int i = 0; i < n; i++)
         tgt_rt->indirect[i].head_addr = all[i]; /* rank 0's row */
     free(mine);

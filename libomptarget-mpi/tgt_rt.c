@@ -41,6 +41,16 @@ const char *tgt_loc(const void *ident, char *buf, size_t cap)
     return buf;
 }
 
+uint64_t *tgt_rt_allgather_u64(const uint64_t *mine, size_t n, const char *what)
+{
+    uint64_t *all = calloc(n * (size_t)tgt_rt->size, sizeof(uint64_t));
+    if (!all)
+        ompc_fatal("out of memory sharing %s", what);
+    if (ev_coll_allgather(tgt_rt->ev, mine, n * sizeof(uint64_t), all) != OMPC_OK)
+        ompc_fatal("cannot share %s at start-up", what);
+    return all;
+}
+
 void *tgt_grow(void *arr, size_t *cap, size_t n, size_t elem, const char *what)
 {
     if (n < *cap)
