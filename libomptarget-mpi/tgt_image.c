@@ -249,7 +249,8 @@ void tgt_image_share_globals(void)
         ompc_fatal("out of memory sharing declare target addresses");
     for (int i = 0; tgt_rt->executor && i < n; i++)
         mine[i] = (uint64_t)(uintptr_t)tgt_rt->globals[i].dev_addr;
-    uint64_t *all = tgt_rt_allgather_u64(mine, (size_t)n, "declare target addresses");
+    uint64_t *all = tgt_rt_allgather(mine, (size_t)n * sizeof(uint64_t),
+                                     "declare target addresses");
     if (tgt_rt->rank == 0) {
         int ne = dm_num_executors(tgt_rt->dm);
         dm_addr_t *addrs = calloc((size_t)ne, sizeof(dm_addr_t));

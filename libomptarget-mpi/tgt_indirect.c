@@ -165,7 +165,8 @@ void tgt_indirect_share(void)
         ompc_fatal("out of memory sharing indirect function addresses");
     for (int i = 0; i < n; i++)
         mine[i] = (uint64_t)(uintptr_t)tgt_rt->indirect[i].host_addr;
-    uint64_t *all = tgt_rt_allgather_u64(mine, (size_t)n, "indirect function addresses");
+    uint64_t *all = tgt_rt_allgather(mine, (size_t)n * sizeof(uint64_t),
+                                     "indirect function addresses");
     for (int i = 0; i < n; i++)
         tgt_rt->indirect[i].head_addr = all[i]; /* rank 0's row */
     free(mine);

@@ -231,10 +231,10 @@ typedef struct tgt_rt {
 
 extern tgt_rt_t *tgt_rt;
 
-/* Collective, at start-up: every rank gives n words; returns every rank's
- * words, rank by rank (size * n), for the caller to free.  Out of memory
- * or a failed exchange stops the job, naming what the words are. */
-uint64_t *tgt_rt_allgather_u64(const uint64_t *mine, size_t n, const char *what);
+/* Collective, at start-up: every rank gives len bytes; returns every
+ * rank's bytes, rank by rank (size * len), for the caller to free.  Out of
+ * memory or a failed exchange stops the job, naming what was exchanged. */
+void *tgt_rt_allgather(const void *mine, size_t len, const char *what);
 
 /* tgt_rt.c: the state above and helpers every file uses. */
 bool tgt_ready(void);

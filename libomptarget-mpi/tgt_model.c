@@ -191,11 +191,7 @@ void tgt_model_share_cores(void)
     int64_t mine = tgt_rt->kernel_threads;
     if (mine <= 0)
         mine = omp_get_max_threads ? omp_get_max_threads() : 1;
-    model.cores = calloc((size_t)tgt_rt->size, sizeof(int64_t));
-    if (!model.cores)
-        ompc_fatal("out of memory starting the offloading runtime");
-    if (ev_coll_allgather(tgt_rt->ev, &mine, sizeof(mine), model.cores) != OMPC_OK)
-        ompc_fatal("cannot exchange core counts between ranks");
+    model.cores = tgt_rt_allgather(&mine, sizeof(mine), "core counts");
 }
 
 static int64_t exec_cores(int e)

@@ -139,11 +139,7 @@ static rank_id_t *check_same_build(const tgt_bin_desc_t *desc, int64_t superviso
 {
     rank_id_t mine;
     rank_id_fill(desc, supervisor_pid, &mine);
-    rank_id_t *all = calloc((size_t)tgt_rt->size, sizeof(rank_id_t));
-    if (!all)
-        ompc_fatal("out of memory exchanging rank identities");
-    if (ev_coll_allgather(tgt_rt->ev, &mine, sizeof(mine), all) != OMPC_OK)
-        ompc_fatal("cannot exchange rank identities at start-up");
+    rank_id_t *all = tgt_rt_allgather(&mine, sizeof(mine), "rank identities");
     bool same = true;
     for (int r = 1; r < tgt_rt->size; r++)
         same = same && all[r].build == all[0].build;

@@ -41,13 +41,13 @@ const char *tgt_loc(const void *ident, char *buf, size_t cap)
     return buf;
 }
 
-uint64_t *tgt_rt_allgather_u64(const uint64_t *mine, size_t n, const char *what)
+void *tgt_rt_allgather(const void *mine, size_t len, const char *what)
 {
-    uint64_t *all = calloc(n * (size_t)tgt_rt->size, sizeof(uint64_t));
+    void *all = calloc((size_t)tgt_rt->size, len);
     if (!all)
-        ompc_fatal("out of memory sharing %s", what);
-    if (ev_coll_allgather(tgt_rt->ev, mine, n * sizeof(uint64_t), all) != OMPC_OK)
-        ompc_fatal("cannot share %s at start-up", what);
+        ompc_fatal("out of memory exchanging %s", what);
+    if (ev_coll_allgather(tgt_rt->ev, mine, len, all) != OMPC_OK)
+        ompc_fatal("cannot exchange %s at start-up", what);
     return all;
 }
 
