@@ -269,16 +269,8 @@ void graph_ahead_launch(tgt_node_t *n, int e, uint64_t t0)
                            e, ompc_status_str(st));
     }
 
-    /* pulled_tag, pulled and abufs: one block, freed through pulled_tag. */
-    size_t per = n->nbufs ? n->nbufs : 1;
-    char *blk = malloc(per * (sizeof(*n->ahead.pulled) + sizeof(*n->ahead.pulled_tag) +
-                              sizeof(*n->ahead.abufs)));
-    if (!blk)
-        ompc_fatal("out of memory launching a kernel");
-    n->ahead.pulled_tag = (uint64_t *)blk;
-    n->ahead.pulled = (dm_buf_t **)(blk + per * sizeof(*n->ahead.pulled_tag));
-    n->ahead.abufs = (ahead_buf_t **)(blk + per * (sizeof(*n->ahead.pulled_tag) +
-                                                   sizeof(*n->ahead.pulled)));
+    /* pulled_tag, pulled and abufs have a slot per buffer in the node's
+     * own block (tgt_rec_construct). */
     if (n->nbufs)
         memcpy(all, n->bufs, n->nbufs * sizeof(*all));
     memcpy(all + n->nbufs, n->inl, n->ninline * sizeof(*all));

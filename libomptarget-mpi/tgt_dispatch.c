@@ -148,8 +148,14 @@ void tgt_graph_sync_all(void)
         return;
     graph_flush();
     pthread_mutex_lock(&tgt_g.mtx);
+    if (tgt_g.sync_waiters++ == 0 || target < tgt_g.sync_upto)
+        tgt_g.sync_upto = target;
     while (tgt_g.live_head && tgt_g.live_head->seq <= target)
         help_once(NULL);
+    /* The lowest target stays while others wait (theirs are unknown
+     * here): at worst they are woken early and sleep again. */
+    if (--tgt_g.sync_waiters == 0)
+        tgt_g.sync_upto = UINT64_MAX;
     stop_helping();
     if (graph_lb_held()) {
         /* Planned while helping, for nodes after the target. */
@@ -257,20 +263,21 @@ static void node_done(tgt_node_t *n)
     pthread_mutex_lock(&tgt_g.mtx);
     n->state = N_DONE;
     tgt_g.ndone++;
-    /* Waiters sleep on cv_done for a node of their own, for the oldest live
-     * node to change (a barrier waits for every node up to a point), or
-     * for room: only those are woken.  Waking them for every node cost the
-     * head a context switch per task, and work for them to help with goes
-     * to the dispatch threads anyway. */
+    /* Waiters sleep on cv_done for a node of their own, or for the oldest
+     * live node to pass their target (a barrier waits for every node up to
+     * a point): only those are woken.  Waking them for every node, or at
+     * every change of the oldest live node, cost the head a context switch
+     * per task, and work for them to help with goes to the dispatch
+     * threads anyway. */
     bool was_head = tgt_g.live_head == n;
     graph_live_remove(n);
     graph_placed_drop(n);
-    /* Held-back recorders wait for nlive to fall to twice the window:
-     * waking them at every node done woke the recording thread once per
-     * task for as long as it was held back. */
-    bool wake = n->nwaiters > 0 || was_head ||
-                (tgt_g.room_waiters > 0 &&
-                 (int64_t)tgt_g.nlive <= 2 * ompc_config_get()->graph_window);
+    bool wake = n->nwaiters > 0 ||
+                (was_head && tgt_g.sync_waiters > 0 &&
+                 (!tgt_g.live_head || tgt_g.live_head->seq > tgt_g.sync_upto));
+    /* Held-back recorders wait for nlive to fall to twice the window. */
+    bool room = tgt_g.room_waiters > 0 &&
+                (int64_t)tgt_g.nlive <= 2 * ompc_config_get()->graph_window;
     size_t woken = 0;
     for (size_t i = 0; i < n->succs.n; i++) {
         tgt_node_t *s = n->succs.v[i];
@@ -297,6 +304,8 @@ static void node_done(tgt_node_t *n)
     graph_list_clear(&n->preds);
     if (wake)
         pthread_cond_broadcast(&tgt_g.cv_done);
+    if (room)
+        pthread_cond_broadcast(&tgt_g.cv_room);
     graph_wake_dispatchers(woken);
     /* What waited for this kernel's cost can be placed now. */
     bool reflush = n->sched.holds && tgt_g.held.n > 0;

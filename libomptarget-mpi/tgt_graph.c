@@ -8,10 +8,13 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 tgt_graph_state_t tgt_g = {.mtx = PTHREAD_MUTEX_INITIALIZER,
                            .cv_work = PTHREAD_COND_INITIALIZER,
                            .cv_done = PTHREAD_COND_INITIALIZER,
+                           .cv_room = PTHREAD_COND_INITIALIZER,
+                           .sync_upto = UINT64_MAX,
                            .sched_mtx = PTHREAD_MUTEX_INITIALIZER,
                            .ahead_mtx = PTHREAD_MUTEX_INITIALIZER};
 
@@ -34,7 +37,14 @@ void graph_list_push(node_list_t *l, tgt_node_t *n)
 {
     if (l->n == l->cap) {
         l->cap = l->cap ? 2 * l->cap : 4;
-        l->v = graph_xrealloc(l->v, l->cap * sizeof(*l->v), "task graph");
+        if (l->inl) { /* the node's own slots: copied out, never freed */
+            tgt_node_t **v = graph_xrealloc(NULL, l->cap * sizeof(*l->v), "task graph");
+            memcpy(v, l->v, l->n * sizeof(*l->v));
+            l->v = v;
+            l->inl = false;
+        } else {
+            l->v = graph_xrealloc(l->v, l->cap * sizeof(*l->v), "task graph");
+        }
     }
     l->v[l->n++] = n;
 }
@@ -49,14 +59,13 @@ void graph_node_unref(tgt_node_t *n)
         if (n->ops[i].kind == OP_WRITE && !n->ops[i].borrowed)
             free(n->ops[i].data);
     free(n->ops);
-    free(n->preds.v);
-    free(n->succs.v);
-    free(n->bufs);
-    free(n->wr);
+    if (!n->preds.inl)
+        free(n->preds.v);
+    if (!n->succs.inl)
+        free(n->succs.v);
     free(n->msg);
     free(n->reply);
-    free(n->ahead.pulled_tag); /* with pulled and abufs (graph_ahead_launch) */
-    free(n);
+    free(n); /* with bufs, wr and the ahead lists (tail) */
     atomic_fetch_sub(&tgt_g.stats.in_memory, 1);
 }
 
@@ -71,9 +80,11 @@ void graph_list_clear(node_list_t *l)
 void graph_list_free(node_list_t *l)
 {
     graph_list_clear(l);
-    free(l->v);
+    if (!l->inl)
+        free(l->v);
     l->v = NULL;
     l->cap = 0;
+    l->inl = false;
 }
 
 /* Keep only nodes not done (they alone can still order anything). */

@@ -32,8 +32,9 @@ bool tgt_graph_active(void);
  * planning lock its plan p took (tgt_plan_begin): one call makes the
  * construct a node, for kernel k (NULL: a data-only node), with p's data
  * ops (the host bytes they copy are taken now) and, for a kernel, m's
- * buffers and firstprivate copies, the buffers it may write (wr, taken)
- * and its launch message (msg, taken).  Releases the planning lock once
+ * buffers and firstprivate copies (m is emptied, its arrays go back to
+ * the planning's spares: tgt_mapped_release), the buffers it may write
+ * (wr[0..nwr), copied) and its launch message (msg, taken).  Releases the planning lock once
  * the node is in the graph (tgt_plan_end); wait=true returns only once
  * the node has run (synchronous constructs). */
 void tgt_rec_construct(const tgt_ident_t *loc, const tgt_kernel_t *k, tgt_plan_t *p,

@@ -61,7 +61,13 @@ typedef enum {
 typedef struct node_list {
     tgt_node_t **v;
     size_t n, cap;
+    bool inl;                /* v is storage inside the node: not freed */
 } node_list_t;
+
+/* Predecessors and successors a node holds inside itself before its lists
+ * go to the heap: most nodes have a handful, and a block for each list was
+ * two of the head's mallocs per task. */
+#define NODE_INL_EDGES 4
 
 struct tgt_node {
     uint64_t seq;
@@ -125,6 +131,11 @@ struct tgt_node {
     } ahead;
     tgt_node_t *qnext;       /* pending / ready / finished / blocked queue */
     tgt_node_t *lprev, *lnext; /* live list (not done), in seq order */
+    tgt_node_t *inl_preds[NODE_INL_EDGES], *inl_succs[NODE_INL_EDGES];
+    /* bufs, wr and the ahead lists (pulled_tag, pulled, abufs: one slot
+     * per buffer) live in this one block with the node (tgt_rec_construct
+     * sizes it): never freed on their own. */
+    _Alignas(uint64_t) unsigned char tail[];
 };
 
 /* ------------------------------------------------------ ordering state */
@@ -177,7 +188,17 @@ typedef struct tgt_graph_state {
     pthread_mutex_t mtx;     /* everything below but the sched_ fields */
     pthread_cond_t cv_work;  /* dispatch threads: something to do */
     pthread_cond_t cv_done;  /* waiters: a node they wait for is done */
-    int room_waiters;        /* recorders held back (nlive too high) */
+    /* Recorders held back (nlive too high) sleep on a condition of their
+     * own: woken with the waiters on cv_done, they were woken at every
+     * node done that was the oldest live one, a context switch per task
+     * on the recording thread for as long as it was held back. */
+    pthread_cond_t cv_room;
+    int room_waiters;
+    /* Threads in tgt_graph_sync_all, and a seq at or below each one's
+     * target: the oldest live node passing it wakes them (UINT64_MAX when
+     * there are none). */
+    int sync_waiters;
+    uint64_t sync_upto;
     /* Whether the head needs each completion promptly (graph_need_add):
      * threads waiting for a node, and live nodes that run on the head once
      * their predecessors are done.  Launch batches carry need > 0 and

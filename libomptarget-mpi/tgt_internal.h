@@ -377,7 +377,12 @@ ompc_status_t tgt_data_update(const tgt_args_t *a, tgt_plan_t *p);
 /* Device address for a host address inside a mapping (0 if absent). */
 uint64_t tgt_map_dev_addr(const void *host, size_t size, dm_buf_t **buf_p);
 void tgt_mapped_add(tgt_mapped_t *m, dm_buf_t *b);
-void tgt_mapped_free(tgt_mapped_t *m);
+/* An empty m whose arrays are the planning's spares (planning lock held:
+ * tgt_plan_begin); tgt_mapped_release frees the firstprivate copies still
+ * in m and gives the arrays back (still held) once their contents were
+ * taken. */
+void tgt_mapped_begin(tgt_mapped_t *m);
+void tgt_mapped_release(tgt_mapped_t *m);
 void tgt_map_add_global(tgt_global_t *g);
 /* omp_target_associate_ptr: host [host, +size) is backed by b at off until
  * disassociated; OMPC_ERR_INVALID if it overlaps another mapping. */

@@ -34,6 +34,11 @@ static bool use_device(int64_t dev, const void *loc)
                    (long long)dev);
 }
 
+/* Per-call scratch of launch_record up to this many entries lives on the
+ * stack: a heap block per list per task was a malloc and a free on the
+ * recording thread's path for every kernel. */
+#define LAUNCH_STACK 32
+
 /* The buffers a kernel may write, into wr (returns how many).  The rule
  * (docs/architecture.md, "Which data a kernel writes"): a buffer is read-only for a target
  * task only if the task's depend list names it, and names it only with
@@ -42,9 +47,13 @@ static size_t tgt_written_bufs(const tgt_mapped_t *m, const tgt_dep_t *deps,
                                dm_buf_t *const *dep_bufs, int ndeps, dm_buf_t **wr)
 {
     /* Per buffer of the kernel: named by an in dependence, by another one. */
-    bool *read = calloc(m->nbufs ? m->nbufs : 1, 2 * sizeof(bool));
+    bool stack[2 * LAUNCH_STACK];
+    bool *read = stack;
+    if (m->nbufs > LAUNCH_STACK)
+        read = malloc(m->nbufs * 2 * sizeof(bool));
     if (!read)
         ompc_fatal("out of memory classifying kernel buffers");
+    memset(read, 0, (m->nbufs ? m->nbufs : 1) * 2 * sizeof(bool));
     bool *write = read + m->nbufs;
     for (int d = 0; d < ndeps; d++)
         for (size_t i = 0; dep_bufs[d] && i < m->nbufs; i++)
@@ -58,7 +67,8 @@ static size_t tgt_written_bufs(const tgt_mapped_t *m, const tgt_dep_t *deps,
     for (size_t i = 0; i < m->nbufs; i++)
         if (write[i] || !read[i])
             wr[n++] = m->bufs[i];
-    free(read);
+    if (read != stack)
+        free(read);
     return n;
 }
 
@@ -79,7 +89,8 @@ static void launch_record(tgt_ident_t *loc, const tgt_kernel_t *k,
     uint64_t t0 = ompc_trace_on() ? ompc_now_ns() : 0;
     tgt_plan_t p;
     tgt_plan_begin(&p);
-    tgt_mapped_t m = {0};
+    tgt_mapped_t m;
+    tgt_mapped_begin(&m);
     /* A kernel may touch any declare target variable, and through a link
      * variable's pointer the data it is attached to (tgt_data_begin adds
      * what the kernel's buffers point to), even when the region does not
@@ -93,18 +104,25 @@ static void launch_record(tgt_ident_t *loc, const tgt_kernel_t *k,
     int ndeps;
     const tgt_dep_t *deps;
     tgt_ompt_current_deps(&ndeps, &deps);
-    dm_buf_t **dep_bufs = calloc(ndeps > 0 ? (size_t)ndeps : 1, sizeof(*dep_bufs));
+    dm_buf_t *dep_stack[LAUNCH_STACK];
+    dm_buf_t **dep_bufs = dep_stack;
+    if (ndeps > LAUNCH_STACK)
+        dep_bufs = malloc((size_t)ndeps * sizeof(*dep_bufs));
     if (!dep_bufs)
         ompc_fatal("out of memory launching a kernel");
+    if (ndeps > 0)
+        memset(dep_bufs, 0, (size_t)ndeps * sizeof(*dep_bufs));
     for (int d = 0; d < ndeps; d++)
         if (deps[d].type != TGT_DEP_ALL &&
             tgt_map_dev_addr((const void *)deps[d].addr, 1, &dep_bufs[d]))
             tgt_mapped_add(&m, dep_bufs[d]);
-    dm_buf_t **wr = malloc((m.nbufs ? m.nbufs : 1) * sizeof(*wr));
+    dm_buf_t *wr_stack[LAUNCH_STACK];
+    dm_buf_t **wr = m.nbufs <= LAUNCH_STACK ? wr_stack : malloc(m.nbufs * sizeof(*wr));
     if (!wr)
         ompc_fatal("out of memory launching a kernel");
     size_t nwr = tgt_written_bufs(&m, deps, dep_bufs, ndeps, wr);
-    free(dep_bufs);
+    if (dep_bufs != dep_stack)
+        free(dep_bufs);
     size_t len = tgt_wire_kernel_size((uint32_t)m.nkargs);
     char *msg = malloc(len);
     if (!msg)
@@ -114,7 +132,8 @@ static void launch_record(tgt_ident_t *loc, const tgt_kernel_t *k,
     tgt_plan_post(&p);
     tgt_data_end(&a, &p);
     tgt_rec_construct(loc, k, &p, &m, wr, nwr, msg, len, wait);
-    tgt_mapped_free(&m);
+    if (wr != wr_stack)
+        free(wr);
     if (t0 && !wait)
         ompc_trace_span("record", k->name, t0, ompc_now_ns(), NULL, 0);
 }

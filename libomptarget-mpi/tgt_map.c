@@ -23,17 +23,73 @@
  * yet. */
 static pthread_mutex_t plan_mtx = PTHREAD_MUTEX_INITIALIZER;
 
+/* The arrays every construct fills and drops (its plan's ops, its kernel's
+ * buffers, firstprivate copies and arguments), kept from one construct to
+ * the next: a heap block per list per construct was four of the head's
+ * mallocs and frees per task (docs/performance.md, "the head's CPU per
+ * task").  plan_mtx guards them: one construct plans at a time.  An
+ * array grown past SPARE_MAX entries is freed instead of kept. */
+#define SPARE_MAX 4096
+static struct {
+    tgt_plan_op_t *ops;
+    size_t capops;
+    dm_buf_t **bufs, **temps;
+    size_t capbufs, captemps;
+    uint64_t *kargs;
+    size_t capkargs;
+} spare;
+
+/* Array arr (capacity n) becomes spare field F of `spare` unless
+ * one is there already or it is too large to keep; else it is freed. */
+#define SPARE_KEEP(F, arr, n)                                                            \
+    do {                                                                                 \
+        if (!spare.F && (n) <= SPARE_MAX) {                                              \
+            spare.F = (arr);                                                             \
+            spare.cap##F = (n);                                                          \
+        } else {                                                                         \
+            free(arr);                                                                   \
+        }                                                                                \
+    } while (0)
+
 void tgt_plan_begin(tgt_plan_t *p)
 {
     memset(p, 0, sizeof(*p));
     pthread_mutex_lock(&plan_mtx);
+    p->ops = spare.ops;
+    p->cap = spare.capops;
+    spare.ops = NULL;
+    spare.capops = 0;
+}
+
+void tgt_mapped_begin(tgt_mapped_t *m)
+{
+    memset(m, 0, sizeof(*m));
+    m->bufs = spare.bufs;
+    m->capbufs = spare.capbufs;
+    m->temps = spare.temps;
+    m->captemps = spare.captemps;
+    m->kargs = spare.kargs;
+    m->capkargs = spare.capkargs;
+    spare.bufs = spare.temps = NULL;
+    spare.kargs = NULL;
+    spare.capbufs = spare.captemps = spare.capkargs = 0;
+}
+
+void tgt_mapped_release(tgt_mapped_t *m)
+{
+    for (size_t i = 0; i < m->ntemps; i++)
+        dm_free(tgt_rt->dm, m->temps[i]);
+    SPARE_KEEP(bufs, m->bufs, m->capbufs);
+    SPARE_KEEP(temps, m->temps, m->captemps);
+    SPARE_KEEP(kargs, m->kargs, m->capkargs);
+    memset(m, 0, sizeof(*m));
 }
 
 void tgt_plan_post(tgt_plan_t *p) { p->post = true; }
 
 void tgt_plan_end(tgt_plan_t *p)
 {
-    free(p->ops);
+    SPARE_KEEP(ops, p->ops, p->cap);
     memset(p, 0, sizeof(*p));
     pthread_mutex_unlock(&plan_mtx);
 }
@@ -252,16 +308,6 @@ static void mapped_add_temp(tgt_mapped_t *m, dm_buf_t *b)
     m->temps = tgt_grow(m->temps, &m->captemps, m->ntemps, sizeof(*m->temps),
                         "firstprivate copies");
     m->temps[m->ntemps++] = b;
-}
-
-void tgt_mapped_free(tgt_mapped_t *m)
-{
-    for (size_t i = 0; i < m->ntemps; i++)
-        dm_free(tgt_rt->dm, m->temps[i]);
-    free(m->bufs);
-    free(m->temps);
-    free(m->kargs);
-    memset(m, 0, sizeof(*m));
 }
 
 static void kargs_push(tgt_mapped_t *m, uint64_t v)

@@ -323,9 +323,21 @@ void tgt_rec_construct(const tgt_ident_t *loc, const tgt_kernel_t *k, tgt_plan_t
                        tgt_mapped_t *m, dm_buf_t **wr, size_t nwr, char *msg,
                        size_t msg_len, bool wait)
 {
-    tgt_node_t *n = calloc(1, sizeof(*n));
+    /* One block: the node, its buffers, those it may write, and one slot
+     * per buffer for each of launch-ahead's lists (tgt_ahead_head.c). */
+    size_t nb = m ? m->nbufs : 0, per = nb ? nb : 1;
+    size_t tail = per * sizeof(uint64_t) + (nb + nwr + 2 * per) * sizeof(void *);
+    tgt_node_t *n = calloc(1, sizeof(*n) + tail);
     if (!n)
         ompc_fatal("out of memory recording a target task");
+    n->ahead.pulled_tag = (uint64_t *)n->tail;
+    dm_buf_t **slot = (dm_buf_t **)(n->tail + per * sizeof(uint64_t));
+    n->ahead.pulled = slot;
+    n->ahead.abufs = (struct ahead_buf **)(slot + per);
+    n->bufs = slot + 2 * per;
+    n->wr = n->bufs + nb;
+    n->preds = (node_list_t){n->inl_preds, 0, NODE_INL_EDGES, true};
+    n->succs = (node_list_t){n->inl_succs, 0, NODE_INL_EDGES, true};
     atomic_init(&n->refs, 1); /* the graph's; dropped when done */
     atomic_fetch_add(&tgt_g.stats.in_memory, 1);
     n->state = N_RECORDING;
@@ -342,12 +354,13 @@ void tgt_rec_construct(const tgt_ident_t *loc, const tgt_kernel_t *k, tgt_plan_t
             op->buf = m->temps[i];
         }
         m->ntemps = 0;
-        n->bufs = m->bufs;
-        n->nbufs = m->nbufs;
-        m->bufs = NULL;
-        m->nbufs = m->capbufs = 0;
+        if (nb)
+            memcpy(n->bufs, m->bufs, nb * sizeof(*n->bufs));
+        n->nbufs = nb;
+        tgt_mapped_release(m);
     }
-    n->wr = wr;
+    if (nwr)
+        memcpy(n->wr, wr, nwr * sizeof(*n->wr));
     n->nwr = nwr;
     n->msg = msg;
     n->msg_len = msg_len;
@@ -427,7 +440,7 @@ void tgt_rec_construct(const tgt_ident_t *loc, const tgt_kernel_t *k, tgt_plan_t
         pthread_mutex_lock(&tgt_g.mtx);
         tgt_g.room_waiters++;
         while ((int64_t)tgt_g.nlive > 2 * window)
-            pthread_cond_wait(&tgt_g.cv_done, &tgt_g.mtx);
+            pthread_cond_wait(&tgt_g.cv_room, &tgt_g.mtx);
         tgt_g.room_waiters--;
         pthread_mutex_unlock(&tgt_g.mtx);
     }
