@@ -747,18 +747,25 @@ static void unmap_one(tgt_plan_t *p, const tgt_args_t *a, int32_t i, uintptr_t b
     }
 }
 
+/* Mappings a construct removes; the first DEAD_STACK on the stack (a
+ * block per construct was one of the head's mallocs per task). */
+#define DEAD_STACK 32
 typedef struct dead_list {
     tgt_map_t **v;
     size_t n, cap;
+    tgt_map_t *stk[DEAD_STACK];
 } dead_list_t;
 
 static void data_end_locked(tgt_plan_t *p, const tgt_args_t *a, dead_list_t *dead)
 {
     if (dead->n + 2 * (size_t)a->n + 1 > dead->cap) {
         size_t cap = dead->n + 2 * (size_t)a->n + 16;
-        tgt_map_t **nv = realloc(dead->v, cap * sizeof(*nv));
+        tgt_map_t **nv = realloc(dead->v == dead->stk ? NULL : dead->v,
+                                 cap * sizeof(*nv));
         if (!nv)
             ompc_fatal("out of memory unmapping");
+        if (dead->v == dead->stk)
+            memcpy(nv, dead->stk, dead->n * sizeof(*nv));
         dead->v = nv;
         dead->cap = cap;
     }
@@ -793,7 +800,10 @@ static void data_end_locked(tgt_plan_t *p, const tgt_args_t *a, dead_list_t *dea
 
 ompc_status_t tgt_data_end(const tgt_args_t *a, tgt_plan_t *p)
 {
-    dead_list_t dead = {0};
+    dead_list_t dead;
+    dead.v = dead.stk;
+    dead.n = 0;
+    dead.cap = DEAD_STACK;
     pthread_mutex_lock(&tgt_rt->map_mtx);
     data_end_locked(p, a, &dead);
     pthread_mutex_unlock(&tgt_rt->map_mtx);
@@ -806,7 +816,8 @@ ompc_status_t tgt_data_end(const tgt_args_t *a, tgt_plan_t *p)
             plan_free(p, m->buf);
         free(m);
     }
-    free(dead.v);
+    if (dead.v != dead.stk)
+        free(dead.v);
     return OMPC_OK;
 }
 

@@ -93,7 +93,7 @@ int main(int argc, char **argv)
     const char *name[2] = {"spawn", "single"};
     for (int s = 0; s < 2; s++)
         for (int i = 0; i < NT; i++)
-            printf("shape=%s threads=%d tasks_per_s=%.0f vs_1=%.2f\n", name[s], threads[i],
-                   best[s][i], best[s][i] / best[s][0]);
+            printf("shape=%s threads=%d tasks_per_s=%.0f vs_1=%.2f\n", name[s],
+                   threads[i], best[s][i], best[s][i] / best[s][0]);
     return 0;
 }
