@@ -484,22 +484,22 @@ static void learn_hop(int exec, uint64_t hop_raw, int hop_rank)
         tgt_model_learn_hop((double)hop * 1e-9, false);
 }
 
-/* tgt_g.mtx held. */
-static void ahead_done_one(uint64_t seq, uint64_t kernel_ns, ompc_status_t st,
-                           uint64_t hop_raw, int hop_rank, int from)
+/* tgt_g.mtx held.  Returns 1 if a dispatch thread should be woken for it. */
+static size_t ahead_done_one(uint64_t seq, uint64_t kernel_ns, ompc_status_t st,
+                             uint64_t hop_raw, int hop_rank, int from)
 {
     ompc_tmap_node_t *t = ompc_tmap_erase(&tgt_g.ahead_nodes, (uintptr_t)seq);
     if (!t) {
         ompc_error("an executor reported task %llu done, which is not running",
                    (unsigned long long)seq);
-        return;
+        return 0;
     }
     tgt_node_t *n = OMPC_TMAP_ENTRY(t, tgt_node_t, ahead.anode);
     if (n->exec < 0 || dm_executor_rank(tgt_rt->dm, n->exec) != from) {
         ompc_tmap_insert(&tgt_g.ahead_nodes, t);
         ompc_error("rank %d reported task %llu done, which runs elsewhere", from,
                    (unsigned long long)seq);
-        return;
+        return 0;
     }
     ahead_owed(n, -1);
     if (hop_rank >= 0)
@@ -508,18 +508,21 @@ static void ahead_done_one(uint64_t seq, uint64_t kernel_ns, ompc_status_t st,
     n->kst = st;
     n->ahead.kdone = true;
     tgt_g.stats.completions++;
-    if (n->npred_left == 0 && n->ahead.sent)
-        graph_push_finished(n);
+    return n->npred_left == 0 && n->ahead.sent && graph_push_finished_quiet(n);
 }
 
 void tgt_graph_ahead_done(const void *m, size_t n, int from)
 {
     pthread_mutex_lock(&tgt_g.mtx);
     tgt_g.stats.done_msgs++;
+    /* One wake-up for the batch, not a signal per task (each was a system
+     * call while a dispatch thread slept, on the gate thread). */
+    size_t woken = 0;
     for (size_t i = 0; i < n; i++) {
         tgt_wire_done_t d = tgt_wire_done_get(m, i);
-        ahead_done_one(d.seq, d.kernel_ns, (ompc_status_t)d.status, d.hop_raw,
-                       (int)d.hop_rank, from);
+        woken += ahead_done_one(d.seq, d.kernel_ns, (ompc_status_t)d.status, d.hop_raw,
+                                (int)d.hop_rank, from);
     }
+    graph_wake_dispatchers(woken);
     pthread_mutex_unlock(&tgt_g.mtx);
 }

@@ -277,12 +277,19 @@ void graph_wake_dispatchers(size_t woken)
  * complete before this ran, and sleeps on cv_done then; or it waits for a
  * node launched ahead, whose completion the gate thread brings here):
  * one wake-up, not a dispatch thread's and then the waiter's. */
-void graph_push_finished(tgt_node_t *n)
+bool graph_push_finished_quiet(tgt_node_t *n)
 {
     graph_work_push(&tgt_g.finished, n);
-    if (n->waited || n->nwaiters > 0)
+    if (n->waited || n->nwaiters > 0) {
         pthread_cond_broadcast(&tgt_g.cv_done);
-    else
+        return false;
+    }
+    return true;
+}
+
+void graph_push_finished(tgt_node_t *n)
+{
+    if (graph_push_finished_quiet(n))
         pthread_cond_signal(&tgt_g.cv_work);
 }
 

@@ -299,6 +299,9 @@ void graph_wake_dispatchers(size_t woken);
 /* A node whose kernel is over goes to be finished, by a thread waiting
  * for it if there is one (tgt_g.mtx held). */
 void graph_push_finished(tgt_node_t *n);
+/* The same, but wakes no dispatch thread: returns true if one should be
+ * (the caller wakes them once for a batch: graph_wake_dispatchers). */
+bool graph_push_finished_quiet(tgt_node_t *n);
 /* An OMPC_TRACE span of n from t0 until now.  Any thread, no lock. */
 void graph_span(const char *cat, const tgt_node_t *n, const char *what, uint64_t t0,
                 size_t bytes);
