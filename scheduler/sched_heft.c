@@ -90,13 +90,114 @@ static ompc_status_t heft_slot_insert(heft_timeline_t *tl, int64_t pos, double s
     return OMPC_OK;
 }
 
-/* P * rank, for ordering.  Scaling by P (the divisor of wbar) removes the
- * only division when there is no comm model, so with integral costs the
- * scaled ranks are exact and equal ranks compare equal: the tie rule (lower
- * index first) then holds as written instead of by rounding.  In the
- * published example, rank(n3) and rank(n4) are both 80, but computed as
- * means they differ in the last bit. */
-static void heft_scaled_ranks(const sched_graph_t *g, const sched_prep_t *prep,
+/* The graph as HEFT walks it, renumbered once: task u here is the u-th of
+ * the topological order (prep->topo), so that a task's inputs and
+ * successors, placed or ranked near it in time, sit near it in memory too.
+ * The caller's task indices come shuffled, and in their numbering every
+ * input's worker and every successor's count was a cache miss (most of the
+ * bounded mode's time at 10^6 tasks; docs/performance.md, "HEFT at scale").
+ * Each arc keeps what HEFT reads of its edge next to the other endpoint;
+ * each group keeps the input order of the edges, so every maximum and
+ * every tie comes out as in the caller's numbering. */
+typedef struct heft_arc {
+    int64_t v; /* the other endpoint, renumbered */
+    double c;  /* edge.cost, or edge.bytes with a comm model */
+} heft_arc_t;
+
+typedef struct heft_graph {
+    const int64_t *orig;           /* orig[u]: the caller's index of u (prep->topo) */
+    int64_t *in_off, *out_off;     /* n + 1 each */
+    heft_arc_t *in, *out;          /* nedges each */
+    double *cu;                    /* cost_uniform: cu[u] = cost[orig[u]]; else NULL */
+} heft_graph_t;
+
+static void heft_graph_free(heft_graph_t *hg)
+{
+    free(hg->in_off);
+    free(hg->out_off);
+    free(hg->in);
+    free(hg->out);
+    free(hg->cu);
+    memset(hg, 0, sizeof(*hg));
+}
+
+/* Counting sort of the edges by renumbered endpoint, edges in input order. */
+static ompc_status_t heft_graph_build(const sched_graph_t *g, const sched_prep_t *prep,
+                                      heft_graph_t *hg)
+{
+    int64_t n = g->ntasks, m = g->nedges;
+    memset(hg, 0, sizeof(*hg));
+    hg->orig = prep->topo;
+    int64_t *newof = malloc(((size_t)n + 1) * sizeof(int64_t));
+    /* Both renumbered endpoints of each edge, read once (two misses an
+     * edge), then streamed by the two passes that fill the groups. */
+    int64_t *ends = malloc(((size_t)m + 1) * 2 * sizeof(int64_t));
+    hg->in_off = calloc((size_t)n + 1, sizeof(int64_t));
+    hg->out_off = calloc((size_t)n + 1, sizeof(int64_t));
+    hg->in = malloc(((size_t)m + 1) * sizeof(heft_arc_t));
+    hg->out = malloc(((size_t)m + 1) * sizeof(heft_arc_t));
+    if (g->cost_uniform)
+        hg->cu = malloc(((size_t)n + 1) * sizeof(double));
+    if (!newof || !ends || !hg->in_off || !hg->out_off || !hg->in || !hg->out ||
+        (g->cost_uniform && !hg->cu)) {
+        free(newof);
+        free(ends);
+        heft_graph_free(hg);
+        return OMPC_ERR_NOMEM;
+    }
+    for (int64_t u = 0; u < n; u++)
+        newof[prep->topo[u]] = u;
+    if (hg->cu)
+        for (int64_t u = 0; u < n; u++)
+            hg->cu[u] = g->cost[prep->topo[u]];
+    for (int64_t k = 0; k < m; k++) {
+        int64_t a = newof[g->edges[k].from], b = newof[g->edges[k].to];
+        ends[2 * k] = a;
+        ends[2 * k + 1] = b;
+        hg->out_off[a + 1]++;
+        hg->in_off[b + 1]++;
+    }
+    for (int64_t u = 0; u < n; u++) {
+        hg->out_off[u + 1] += hg->out_off[u];
+        hg->in_off[u + 1] += hg->in_off[u];
+    }
+    /* Filling bumps off[u] to the start of group u+1; a shift restores it. */
+    for (int64_t k = 0; k < m; k++) {
+        const sched_edge_t *e = &g->edges[k];
+        double c = g->comm_lat ? e->bytes : e->cost;
+        int64_t a = ends[2 * k], b = ends[2 * k + 1];
+        hg->out[hg->out_off[a]++] = (heft_arc_t){b, c};
+        hg->in[hg->in_off[b]++] = (heft_arc_t){a, c};
+    }
+    for (int64_t u = n; u > 0; u--) {
+        hg->out_off[u] = hg->out_off[u - 1];
+        hg->in_off[u] = hg->in_off[u - 1];
+    }
+    hg->out_off[0] = hg->in_off[0] = 0;
+    free(ends);
+    free(newof);
+    return OMPC_OK;
+}
+
+/* Time of an arc's data from worker p to q: sched_comm with the arc's c. */
+static inline double heft_comm(const sched_graph_t *g, double c, int32_t p, int32_t q)
+{
+    if (p == q)
+        return 0.0;
+    if (g->comm_lat) {
+        size_t pq = (size_t)p * (size_t)g->nworkers + (size_t)q;
+        return g->comm_lat[pq] + c * g->comm_inv_bw[pq];
+    }
+    return c;
+}
+
+/* P * rank of every renumbered task, for ordering.  Scaling by P (the
+ * divisor of wbar) removes the only division when there is no comm model,
+ * so with integral costs the scaled ranks are exact and equal ranks compare
+ * equal: the tie rule (lower index first) then holds as written instead of
+ * by rounding.  In the published example, rank(n3) and rank(n4) are both
+ * 80, but computed as means they differ in the last bit. */
+static void heft_scaled_ranks(const sched_graph_t *g, const heft_graph_t *hg,
                               int32_t sample, double *rank)
 {
     int32_t P = g->nworkers;
@@ -117,11 +218,11 @@ static void heft_scaled_ranks(const sched_graph_t *g, const sched_prep_t *prep,
         mean_inv_bw /= pairs;
     }
     /* Reverse topological order: every successor is ranked first. */
-    for (int64_t k = g->ntasks - 1; k >= 0; k--) {
-        int64_t i = prep->topo[k];
+    for (int64_t u = g->ntasks - 1; u >= 0; u--) {
+        int64_t i = hg->orig[u];
         double wsum;
-        if (g->cost_uniform) {
-            wsum = fP * g->cost[i];
+        if (hg->cu) {
+            wsum = fP * hg->cu[u];
         } else if (g->pinned && g->pinned[i] >= 0) {
             wsum = fP * g->cost[(size_t)i * uP + (size_t)g->pinned[i]];
         } else if (sample < P) {
@@ -138,15 +239,13 @@ static void heft_scaled_ranks(const sched_graph_t *g, const sched_prep_t *prep,
                 wsum += c[w];
         }
         double tail = 0.0;
-        for (int64_t s = prep->adj.succ_off[i]; s < prep->adj.succ_off[i + 1]; s++) {
-            const sched_edge_t *e = &g->edges[prep->adj.succ_edge[s]];
-            double cbar = P == 1        ? 0.0
-                          : g->comm_lat ? mean_lat + e->bytes * mean_inv_bw
-                                        : e->cost;
-            if (fP * cbar + rank[e->to] > tail)
-                tail = fP * cbar + rank[e->to];
+        for (int64_t s = hg->out_off[u]; s < hg->out_off[u + 1]; s++) {
+            const heft_arc_t *a = &hg->out[s];
+            double cbar = P == 1 ? 0.0 : g->comm_lat ? mean_lat + a->c * mean_inv_bw : a->c;
+            if (fP * cbar + rank[a->v] > tail)
+                tail = fP * cbar + rank[a->v];
         }
-        rank[i] = wsum + tail;
+        rank[u] = wsum + tail;
     }
 }
 
@@ -262,9 +361,14 @@ ompc_status_t sched_entry_prefs(const sched_graph_t *g, int32_t *pref)
 
 void sched_heft_ranks(const sched_graph_t *g, const sched_prep_t *prep, double *rank)
 {
-    heft_scaled_ranks(g, prep, g->nworkers, rank);
-    for (int64_t i = 0; i < g->ntasks; i++)
-        rank[i] /= (double)g->nworkers;
+    heft_graph_t hg;
+    double *scaled = malloc(((size_t)g->ntasks + 1) * sizeof(double));
+    OMPC_ASSERT(scaled && heft_graph_build(g, prep, &hg) == OMPC_OK);
+    heft_scaled_ranks(g, &hg, g->nworkers, scaled);
+    for (int64_t u = 0; u < g->ntasks; u++)
+        rank[hg.orig[u]] = scaled[u] / (double)g->nworkers;
+    heft_graph_free(&hg);
+    free(scaled);
 }
 
 /* ------------------------------------------------- bounded candidates */
@@ -383,25 +487,47 @@ static void heft_cand_add(heft_bounded_t *b, int64_t task, int32_t w)
     }
 }
 
-/* Task i's candidates into b->cand: the workers of its inputs, its
- * preferred worker, the k whose timelines end first and k/4 at random. */
+/* Task u's candidates into b->cand (u renumbered, i the caller's index):
+ * the workers of its inputs, its preferred worker, the k whose timelines
+ * end first and k/4 at random. */
 static void heft_cand_collect(heft_bounded_t *b, const sched_graph_t *g,
-                              const sched_prep_t *prep, const int32_t *worker,
-                              const int32_t *pref, int32_t k, int64_t i)
+                              const heft_graph_t *hg, const int32_t *worker,
+                              int32_t pref, int32_t k, int64_t u, int64_t i)
 {
     int32_t P = g->nworkers;
     b->ncand = 0;
-    for (int64_t p = prep->adj.pred_off[i]; p < prep->adj.pred_off[i + 1]; p++)
-        heft_cand_add(b, i, worker[g->edges[prep->adj.pred_edge[p]].from]);
-    if (pref[i] >= 0)
-        heft_cand_add(b, i, pref[i]);
+    for (int64_t p = hg->in_off[u]; p < hg->in_off[u + 1]; p++)
+        heft_cand_add(b, u, worker[hg->in[p].v]);
+    if (pref >= 0)
+        heft_cand_add(b, u, pref);
     int32_t m = heft_wheap_smallest(&b->heap, k < P ? k : P, b->front, b->near);
     for (int32_t j = 0; j < m; j++)
-        heft_cand_add(b, i, b->near[j]);
+        heft_cand_add(b, u, b->near[j]);
     if (k < P)
         for (int32_t j = 0; j < k / 4; j++)
             heft_cand_add(
-                b, i, (int32_t)(heft_mix((uint64_t)i * 64 + (uint64_t)j) % (uint64_t)P));
+                b, u, (int32_t)(heft_mix((uint64_t)i * 64 + (uint64_t)j) % (uint64_t)P));
+}
+
+/* Earliest time renumbered task u (the caller's i) could start on worker w
+ * if w were idle: sched_data_ready's terms in its order. */
+static double heft_data_ready(const sched_graph_t *g, const heft_graph_t *hg,
+                              const int32_t *worker, const double *finish, int64_t u,
+                              int64_t i, int32_t w)
+{
+    double t = 0.0;
+    size_t uP = (size_t)g->nworkers;
+    if (g->ready && g->ready[(size_t)i * uP + (size_t)w] > t)
+        t = g->ready[(size_t)i * uP + (size_t)w];
+    if (g->avail && g->avail[w] > t)
+        t = g->avail[w];
+    for (int64_t p = hg->in_off[u]; p < hg->in_off[u + 1]; p++) {
+        const heft_arc_t *a = &hg->in[p];
+        double f = finish[a->v] + heft_comm(g, a->c, worker[a->v], w);
+        if (f > t)
+            t = f;
+    }
+    return t;
 }
 
 static ompc_status_t heft_bounded_init(heft_bounded_t *b, const sched_graph_t *g,
@@ -470,8 +596,9 @@ static ompc_status_t heft_place(const sched_graph_t *g, int32_t candidates,
     else if (candidates == 0)
         k = P <= SCHED_HEFT_FULL_MAX ? 0 : SCHED_HEFT_CANDIDATES;
     int32_t sample = k > 0 && k < P && HEFT_RANK_SAMPLE < P ? HEFT_RANK_SAMPLE : P;
-    /* The schedule is built aside and copied into r at the end, so r is
-     * untouched if a timeline cannot grow. */
+    /* The schedule is built aside, renumbered (heft_graph_t), and copied
+     * into r at the end, so r is untouched if a timeline cannot grow. */
+    heft_graph_t hg = {0};
     double *rank = calloc((size_t)n + 1, sizeof(double));
     double *start = calloc((size_t)n + 1, sizeof(double));
     double *finish = calloc((size_t)n + 1, sizeof(double));
@@ -479,34 +606,41 @@ static ompc_status_t heft_place(const sched_graph_t *g, int32_t candidates,
     int64_t *waiting = calloc((size_t)n + 1, sizeof(int64_t));
     double *dready = calloc(uP, sizeof(double));
     int32_t *pref = calloc((size_t)n + 1, sizeof(int32_t));
+    int32_t *upref = calloc((size_t)n + 1, sizeof(int32_t));
     heft_timeline_t *tl = calloc(uP, sizeof(*tl));
     sched_heap_t heap = {0};
     heft_bounded_t bd = {0};
-    if (!rank || !start || !finish || !worker || !waiting || !dready || !pref || !tl ||
-        sched_heap_init(&heap, n, rank) != OMPC_OK ||
-        (k > 0 && heft_bounded_init(&bd, g, k) != OMPC_OK)) {
+    if (!rank || !start || !finish || !worker || !waiting || !dready || !pref || !upref ||
+        !tl || sched_heap_init(&heap, n, rank) != OMPC_OK ||
+        (k > 0 && heft_bounded_init(&bd, g, k) != OMPC_OK) ||
+        heft_graph_build(g, &prep, &hg) != OMPC_OK) {
         st = OMPC_ERR_NOMEM;
         goto out;
     }
-    heft_scaled_ranks(g, &prep, sample, rank);
+    /* Equal ranks go to the lower index of the caller's numbering. */
+    heap.tie = hg.orig;
+    heft_scaled_ranks(g, &hg, sample, rank);
     if (g->prefer)
         memcpy(pref, g->prefer, (size_t)n * sizeof(*pref));
     else if ((st = heft_entry_prefs(g, &prep, pref)) != OMPC_OK)
         goto out;
+    for (int64_t u = 0; u < n; u++)
+        upref[u] = pref[hg.orig[u]];
 
     /* Decreasing rank alone is a topological order when every rank exceeds
      * its successors'; with zero costs (or rounding) a successor can tie
      * with its predecessor and, having the lower index, jump ahead.  So
      * the next task is the highest-ranked one whose predecessors are all
      * placed, which is the same order whenever ranks strictly decrease. */
-    for (int64_t i = 0; i < n; i++) {
-        waiting[i] = prep.adj.pred_off[i + 1] - prep.adj.pred_off[i];
-        if (waiting[i] == 0)
-            sched_heap_push(&heap, i);
+    for (int64_t u = 0; u < n; u++) {
+        waiting[u] = hg.in_off[u + 1] - hg.in_off[u];
+        if (waiting[u] == 0)
+            sched_heap_push(&heap, u);
     }
     while (heap.n > 0) {
-        int64_t i = sched_heap_pop(&heap);
-        int32_t best = -1;
+        int64_t u = sched_heap_pop(&heap);
+        int64_t i = hg.orig[u];
+        int32_t best = -1, pw = upref[u];
         int64_t best_pos = 0, pref_pos = 0;
         double best_start = 0.0, best_finish = 0.0, pref_start = 0.0;
         bool pref_seen = false;
@@ -517,20 +651,20 @@ static ompc_status_t heft_place(const sched_graph_t *g, int32_t candidates,
              * every worker a candidate the choice is the same). */
             if (pinned) {
                 bd.ncand = 0;
-                heft_cand_add(&bd, i, g->pinned[i]);
+                heft_cand_add(&bd, u, g->pinned[i]);
             } else {
-                heft_cand_collect(&bd, g, &prep, worker, pref, k, i);
+                heft_cand_collect(&bd, g, &hg, worker, pw, k, u, i);
             }
             for (int32_t j = 0; j < bd.ncand; j++) {
                 int32_t w = bd.cand[j];
-                double cw = sched_cost(g, i, w);
-                double t = sched_data_ready(g, &prep.adj, worker, finish, i, w);
+                double cw = hg.cu ? hg.cu[u] : sched_cost(g, i, w);
+                double t = heft_data_ready(g, &hg, worker, finish, u, i, w);
                 int64_t pos = tl[w].n;
                 double s = t;
                 /* end[w] is in cache, the timeline's last slot often not. */
                 if (bd.heap.end[w] > t)
                     s = heft_slot_find(&tl[w], t, cw, &pos);
-                if (w == pref[i]) {
+                if (w == pw) {
                     pref_seen = true;
                     pref_pos = pos;
                     pref_start = s;
@@ -560,21 +694,21 @@ static ompc_status_t heft_place(const sched_graph_t *g, int32_t candidates,
                     t = g->avail[w];
                 dready[w] = t;
             }
-            for (int64_t p = prep.adj.pred_off[i]; p < prep.adj.pred_off[i + 1]; p++) {
-                const sched_edge_t *e = &g->edges[prep.adj.pred_edge[p]];
-                double f = finish[e->from];
-                int32_t wf = worker[e->from];
+            for (int64_t p = hg.in_off[u]; p < hg.in_off[u + 1]; p++) {
+                const heft_arc_t *a = &hg.in[p];
+                double f = finish[a->v];
+                int32_t wf = worker[a->v];
                 for (int32_t w = lo; w < hi; w++) {
-                    double t = f + sched_comm(g, e, wf, w);
+                    double t = f + heft_comm(g, a->c, wf, w);
                     if (t > dready[w])
                         dready[w] = t;
                 }
             }
             for (int32_t w = lo; w < hi; w++) {
-                double cw = sched_cost(g, i, w);
+                double cw = hg.cu ? hg.cu[u] : sched_cost(g, i, w);
                 int64_t pos;
                 double s = heft_slot_find(&tl[w], dready[w], cw, &pos);
-                if (w == pref[i]) {
+                if (w == pw) {
                     pref_seen = true;
                     pref_pos = pos;
                     pref_start = s;
@@ -590,10 +724,10 @@ static ompc_status_t heft_place(const sched_graph_t *g, int32_t candidates,
         }
         /* Up to one task's cost later (and half another: inputs that
          * reach the workers microseconds apart must not tip it). */
-        if (pref_seen && pref[i] != best) {
-            double cp = sched_cost(g, i, pref[i]);
+        if (pref_seen && pw != best) {
+            double cp = hg.cu ? hg.cu[u] : sched_cost(g, i, pw);
             if (pref_start + cp <= best_finish + 1.5 * cp) {
-                best = pref[i];
+                best = pw;
                 best_pos = pref_pos;
                 best_start = pref_start;
                 best_finish = pref_start + cp;
@@ -606,19 +740,22 @@ static ompc_status_t heft_place(const sched_graph_t *g, int32_t candidates,
             bd.heap.end[best] = best_finish;
             heft_wheap_down(&bd.heap, bd.heap.pos[best]);
         }
-        worker[i] = best;
-        start[i] = best_start;
-        finish[i] = best_finish;
-        for (int64_t s = prep.adj.succ_off[i]; s < prep.adj.succ_off[i + 1]; s++) {
-            int64_t v = g->edges[prep.adj.succ_edge[s]].to;
+        worker[u] = best;
+        start[u] = best_start;
+        finish[u] = best_finish;
+        for (int64_t s = hg.out_off[u]; s < hg.out_off[u + 1]; s++) {
+            int64_t v = hg.out[s].v;
             if (--waiting[v] == 0)
                 sched_heap_push(&heap, v);
         }
     }
 
-    memcpy(r->worker, worker, (size_t)n * sizeof(*worker));
-    memcpy(r->start, start, (size_t)n * sizeof(*start));
-    memcpy(r->finish, finish, (size_t)n * sizeof(*finish));
+    for (int64_t u = 0; u < n; u++) {
+        int64_t i = hg.orig[u];
+        r->worker[i] = worker[u];
+        r->start[i] = start[u];
+        r->finish[i] = finish[u];
+    }
     sched_result_close(g, r);
     st = OMPC_OK;
 out:
@@ -627,7 +764,9 @@ out:
             free(tl[w].slot);
     heft_bounded_free(&bd);
     sched_heap_free(&heap);
+    heft_graph_free(&hg);
     free(tl);
+    free(upref);
     free(pref);
     free(dready);
     free(waiting);

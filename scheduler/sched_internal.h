@@ -14,10 +14,13 @@ ompc_status_t sched_error(int64_t task, const char *fmt, ...)
 
 /* Edges grouped by endpoint (compressed rows): the edges into task i are
  * edges[pred_edge[pred_off[i] .. pred_off[i+1]-1]], likewise out of i with
- * succ_*.  Each group keeps the input order of the edges. */
+ * succ_*.  Each group keeps the input order of the edges.  pred_from[p]
+ * and succ_to[s] repeat the other endpoint of the same edge, so that a
+ * walk over the graph does not load edges[] (a cache miss per edge when
+ * the edges come shuffled). */
 typedef struct sched_adj {
-    int64_t *pred_off, *pred_edge;
-    int64_t *succ_off, *succ_edge;
+    int64_t *pred_off, *pred_edge, *pred_from;
+    int64_t *succ_off, *succ_edge, *succ_to;
 } sched_adj_t;
 
 /* What every policy needs before placing anything: the graph checked, its
@@ -71,12 +74,15 @@ double sched_data_ready(const sched_graph_t *g, const sched_adj_t *adj,
 void sched_result_close(const sched_graph_t *g, sched_result_t *r);
 
 /* A binary heap of task indices.  With key == NULL the smallest index comes
- * out first; otherwise the largest key, ties by smallest index.  Capacity
- * is fixed at creation (every task at most once). */
+ * out first; otherwise the largest key, ties by smallest index, or by
+ * smallest tie[index] when tie is set (HEFT renumbers its tasks and breaks
+ * ties by the caller's index).  Capacity is fixed at creation (every task
+ * at most once). */
 typedef struct sched_heap {
     int64_t *v;
     int64_t n;
     const double *key;
+    const int64_t *tie;
 } sched_heap_t;
 
 ompc_status_t sched_heap_init(sched_heap_t *h, int64_t capacity, const double *key);
