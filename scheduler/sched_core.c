@@ -233,7 +233,6 @@ ompc_status_t sched_heap_init(sched_heap_t *h, int64_t capacity, const double *k
     h->v = sched_calloc(capacity, sizeof(int64_t));
     h->n = 0;
     h->key = key;
-    h->tie = NULL;
     return h->v ? OMPC_OK : OMPC_ERR_NOMEM;
 }
 
@@ -248,8 +247,6 @@ static bool sched_heap_before(const sched_heap_t *h, int64_t a, int64_t b)
 {
     if (h->key && h->key[a] != h->key[b])
         return h->key[a] > h->key[b];
-    if (h->tie)
-        return h->tie[a] < h->tie[b];
     return a < b;
 }
 

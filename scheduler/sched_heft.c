@@ -51,8 +51,15 @@ static double heft_slot_find(const heft_timeline_t *tl, double ready, double c,
         return ready;
     }
     /* Skip every interval that ends by `ready`: none of the gaps between
-     * them can hold a start >= ready followed by more work. */
-    int64_t lo = 0, hi = tl->n;
+     * them can hold a start >= ready followed by more work.  `ready` is
+     * usually near the end of the timeline, whose last slots are in cache:
+     * gallop back from there, then search the bracket found. */
+    int64_t lo = 0, hi = tl->n - 1, step = 1;
+    while (hi - step >= 0 && tl->slot[hi - step].finish > ready) {
+        hi -= step;
+        step *= 2;
+    }
+    lo = hi - step >= 0 ? hi - step + 1 : 0;
     while (lo < hi) {
         int64_t mid = lo + (hi - lo) / 2;
         if (tl->slot[mid].finish > ready)
@@ -378,12 +385,15 @@ void sched_heft_ranks(const sched_graph_t *g, const sched_prep_t *prep, double *
 #define HEFT_RANK_SAMPLE 64
 
 /* Workers by when their timelines end (the last interval's finish, or
- * avail), earliest first, ties to the lower worker: a binary heap that
- * knows where each worker sits, so that a placement moves its worker in
- * O(log P).  Gaps are ignored: this only picks whom to try. */
+ * avail), earliest first, ties to the lower worker.  Gaps are ignored:
+ * this only picks whom to try.  The k first form the set `near`, the
+ * others a binary heap `rest` that knows where each worker sits.  A
+ * placement only ever moves one worker's end later, so the set changes
+ * by at most one swap with the heap's top, O(log P), and each task reads
+ * the k it needs straight from `near` instead of searching for them. */
 typedef struct heft_wheap {
-    int32_t *v;   /* the heap */
-    int32_t *pos; /* pos[w]: w's index in v */
+    int32_t *v;   /* the heap of the workers not in near */
+    int32_t *pos; /* pos[w]: w's index in v, or -1 - (w's index in near) */
     double *end;  /* end[w]: the key */
     int32_t n;
 } heft_wheap_t;
@@ -413,54 +423,6 @@ static void heft_wheap_down(heft_wheap_t *h, int32_t k)
     h->pos[w] = k;
 }
 
-/* front holds heap indices, ordered like the workers they hold. */
-static bool heft_front_before(const heft_wheap_t *h, int32_t a, int32_t b)
-{
-    return heft_wheap_before(h, h->v[a], h->v[b]);
-}
-
-/* The m workers whose timelines end first (every worker if m >= n), into
- * out, earliest first; returns how many.  A best-first walk down the heap
- * from its root: the next smallest is always a child of one already
- * taken, so a second heap `front` (room for 2m + 1) of the children not
- * yet taken finds it, O(m log m) in all. */
-static int32_t heft_wheap_smallest(const heft_wheap_t *h, int32_t m, int32_t *front,
-                                   int32_t *out)
-{
-    int32_t got = 0, nf = 0;
-    if (h->n > 0)
-        front[nf++] = 0;
-    while (got < m && nf > 0) {
-        int32_t top = front[0];
-        out[got++] = h->v[top];
-        /* Pop front[0], then push the two children of top. */
-        int32_t last = front[--nf];
-        int32_t k = 0;
-        for (;;) {
-            int32_t c = 2 * k + 1;
-            if (c >= nf)
-                break;
-            if (c + 1 < nf && heft_front_before(h, front[c + 1], front[c]))
-                c++;
-            if (!heft_front_before(h, front[c], last))
-                break;
-            front[k] = front[c];
-            k = c;
-        }
-        if (nf > 0)
-            front[k] = last;
-        for (int32_t child = 2 * top + 1; child <= 2 * top + 2 && child < h->n; child++) {
-            int32_t j = nf++;
-            while (j > 0 && heft_front_before(h, child, front[(j - 1) / 2])) {
-                front[j] = front[(j - 1) / 2];
-                j = (j - 1) / 2;
-            }
-            front[j] = child;
-        }
-    }
-    return got;
-}
-
 /* splitmix64: the random candidates, a pure function of task and draw so
  * that a schedule does not depend on anything but the graph. */
 static uint64_t heft_mix(uint64_t x)
@@ -474,9 +436,13 @@ static uint64_t heft_mix(uint64_t x)
 /* Scratch of the bounded mode, all per worker. */
 typedef struct heft_bounded {
     heft_wheap_t heap;
+    int32_t *near;  /* the nnear workers whose timelines end first, any order */
+    int32_t nnear;
     int64_t *stamp; /* stamp[w] = task + 1 once w is a candidate of task */
-    int32_t *cand, *front, *near;
+    int32_t *cand;
+    double *cand_t; /* cand_t[j]: data-ready time of task on cand[j] */
     int32_t ncand;
+    int32_t nin; /* cand[0..nin-1]: the workers of the task's inputs */
 } heft_bounded_t;
 
 static void heft_cand_add(heft_bounded_t *b, int64_t task, int32_t w)
@@ -498,10 +464,10 @@ static void heft_cand_collect(heft_bounded_t *b, const sched_graph_t *g,
     b->ncand = 0;
     for (int64_t p = hg->in_off[u]; p < hg->in_off[u + 1]; p++)
         heft_cand_add(b, u, worker[hg->in[p].v]);
+    b->nin = b->ncand;
     if (pref >= 0)
         heft_cand_add(b, u, pref);
-    int32_t m = heft_wheap_smallest(&b->heap, k < P ? k : P, b->front, b->near);
-    for (int32_t j = 0; j < m; j++)
+    for (int32_t j = 0; j < b->nnear; j++)
         heft_cand_add(b, u, b->near[j]);
     if (k < P)
         for (int32_t j = 0; j < k / 4; j++)
@@ -530,31 +496,78 @@ static double heft_data_ready(const sched_graph_t *g, const heft_graph_t *hg,
     return t;
 }
 
+/* Orders workers for heft_bounded_init (qsort has no context argument). */
+typedef struct heft_wend {
+    double end;
+    int32_t w;
+} heft_wend_t;
+
+static int heft_wend_cmp(const void *pa, const void *pb)
+{
+    const heft_wend_t *a = pa, *b = pb;
+    if (a->end != b->end)
+        return a->end < b->end ? -1 : 1;
+    return (a->w > b->w) - (a->w < b->w);
+}
+
 static ompc_status_t heft_bounded_init(heft_bounded_t *b, const sched_graph_t *g,
                                        int32_t k)
 {
-    size_t uP = (size_t)g->nworkers;
-    size_t m = (size_t)(k < g->nworkers ? k : g->nworkers);
+    int32_t P = g->nworkers;
+    size_t uP = (size_t)P;
+    int32_t m = k < P ? k : P;
     memset(b, 0, sizeof(*b));
     b->heap.v = malloc(uP * sizeof(int32_t));
     b->heap.pos = malloc(uP * sizeof(int32_t));
     b->heap.end = malloc(uP * sizeof(double));
     b->stamp = calloc(uP, sizeof(int64_t));
     b->cand = malloc(uP * sizeof(int32_t));
-    b->front = malloc((2 * m + 2) * sizeof(int32_t));
-    b->near = malloc((m + 1) * sizeof(int32_t));
+    b->cand_t = malloc(uP * sizeof(double));
+    b->near = malloc(uP * sizeof(int32_t));
+    heft_wend_t *order = malloc(uP * sizeof(*order));
     if (!b->heap.v || !b->heap.pos || !b->heap.end || !b->stamp || !b->cand ||
-        !b->front || !b->near)
+        !b->cand_t || !b->near || !order) {
+        free(order);
         return OMPC_ERR_NOMEM;
-    b->heap.n = g->nworkers;
-    for (int32_t w = 0; w < g->nworkers; w++) {
-        b->heap.v[w] = w;
-        b->heap.pos[w] = w;
-        b->heap.end[w] = g->avail && g->avail[w] > 0.0 ? g->avail[w] : 0.0;
     }
-    for (int32_t k2 = g->nworkers / 2 - 1; k2 >= 0; k2--)
-        heft_wheap_down(&b->heap, k2);
+    for (int32_t w = 0; w < P; w++) {
+        b->heap.end[w] = g->avail && g->avail[w] > 0.0 ? g->avail[w] : 0.0;
+        order[w] = (heft_wend_t){b->heap.end[w], w};
+    }
+    qsort(order, uP, sizeof(*order), heft_wend_cmp);
+    b->nnear = m;
+    for (int32_t j = 0; j < m; j++) {
+        b->near[j] = order[j].w;
+        b->heap.pos[order[j].w] = -1 - j;
+    }
+    /* Sorted is already a heap. */
+    b->heap.n = P - m;
+    for (int32_t j = m; j < P; j++) {
+        b->heap.v[j - m] = order[j].w;
+        b->heap.pos[order[j].w] = j - m;
+    }
+    free(order);
     return OMPC_OK;
+}
+
+/* Worker w's timeline now ends at e, later than before. */
+static void heft_bounded_grow(heft_bounded_t *b, int32_t w, double e)
+{
+    heft_wheap_t *h = &b->heap;
+    h->end[w] = e;
+    if (h->pos[w] >= 0) {
+        heft_wheap_down(h, h->pos[w]);
+        return;
+    }
+    /* In near: it stays unless the heap's first now comes before it. */
+    if (h->n == 0 || !heft_wheap_before(h, h->v[0], w))
+        return;
+    int32_t j = -1 - h->pos[w], x = h->v[0];
+    b->near[j] = x;
+    h->pos[x] = -1 - j;
+    h->v[0] = w;
+    h->pos[w] = 0;
+    heft_wheap_down(h, 0);
 }
 
 static void heft_bounded_free(heft_bounded_t *b)
@@ -564,8 +577,54 @@ static void heft_bounded_free(heft_bounded_t *b)
     free(b->heap.end);
     free(b->stamp);
     free(b->cand);
-    free(b->front);
+    free(b->cand_t);
     free(b->near);
+}
+
+/* ------------------------------------------------------ the ready tasks */
+/* The tasks whose inputs are all placed, highest rank first, ties to the
+ * lower index of the caller's numbering.  Keys live in the heap entries:
+ * a sift then reads no rank[] or orig[] of tasks far away in memory. */
+typedef struct heft_ready {
+    double key;
+    int64_t tie, u;
+} heft_ready_t;
+
+static bool heft_ready_before(const heft_ready_t *a, const heft_ready_t *b)
+{
+    if (a->key != b->key)
+        return a->key > b->key;
+    return a->tie < b->tie;
+}
+
+static void heft_ready_push(heft_ready_t *h, int64_t *n_p, heft_ready_t x)
+{
+    int64_t k = (*n_p)++;
+    while (k > 0 && heft_ready_before(&x, &h[(k - 1) / 2])) {
+        h[k] = h[(k - 1) / 2];
+        k = (k - 1) / 2;
+    }
+    h[k] = x;
+}
+
+static int64_t heft_ready_pop(heft_ready_t *h, int64_t *n_p)
+{
+    int64_t top = h[0].u, n = --*n_p, k = 0;
+    heft_ready_t last = h[n];
+    for (;;) {
+        int64_t c = 2 * k + 1;
+        if (c >= n)
+            break;
+        if (c + 1 < n && heft_ready_before(&h[c + 1], &h[c]))
+            c++;
+        if (!heft_ready_before(&h[c], &last))
+            break;
+        h[k] = h[c];
+        k = c;
+    }
+    if (n > 0)
+        h[k] = last;
+    return top;
 }
 
 /* ----------------------------------------------------------- placement */
@@ -608,17 +667,16 @@ static ompc_status_t heft_place(const sched_graph_t *g, int32_t candidates,
     int32_t *pref = calloc((size_t)n + 1, sizeof(int32_t));
     int32_t *upref = calloc((size_t)n + 1, sizeof(int32_t));
     heft_timeline_t *tl = calloc(uP, sizeof(*tl));
-    sched_heap_t heap = {0};
+    heft_ready_t *heap = malloc(((size_t)n + 1) * sizeof(heft_ready_t));
+    int64_t nheap = 0;
     heft_bounded_t bd = {0};
     if (!rank || !start || !finish || !worker || !waiting || !dready || !pref || !upref ||
-        !tl || sched_heap_init(&heap, n, rank) != OMPC_OK ||
+        !tl || !heap ||
         (k > 0 && heft_bounded_init(&bd, g, k) != OMPC_OK) ||
         heft_graph_build(g, &prep, &hg) != OMPC_OK) {
         st = OMPC_ERR_NOMEM;
         goto out;
     }
-    /* Equal ranks go to the lower index of the caller's numbering. */
-    heap.tie = hg.orig;
     heft_scaled_ranks(g, &hg, sample, rank);
     if (g->prefer)
         memcpy(pref, g->prefer, (size_t)n * sizeof(*pref));
@@ -635,10 +693,10 @@ static ompc_status_t heft_place(const sched_graph_t *g, int32_t candidates,
     for (int64_t u = 0; u < n; u++) {
         waiting[u] = hg.in_off[u + 1] - hg.in_off[u];
         if (waiting[u] == 0)
-            sched_heap_push(&heap, u);
+            heft_ready_push(heap, &nheap, (heft_ready_t){rank[u], hg.orig[u], u});
     }
-    while (heap.n > 0) {
-        int64_t u = sched_heap_pop(&heap);
+    while (nheap > 0) {
+        int64_t u = heft_ready_pop(heap, &nheap);
         int64_t i = hg.orig[u];
         int32_t best = -1, pw = upref[u];
         int64_t best_pos = 0, pref_pos = 0;
@@ -655,15 +713,70 @@ static ompc_status_t heft_place(const sched_graph_t *g, int32_t candidates,
             } else {
                 heft_cand_collect(&bd, g, &hg, worker, pw, k, u, i);
             }
+            /* Two passes, same choice: first the candidates free from
+             * their data-ready time t on (no search), then the others,
+             * whose gap search is skipped when even a start at t cannot
+             * beat the best so far (s >= t, so s + c >= t + c). */
+            /* Without a comm model every input reaches a worker that
+             * holds none of the inputs at finish + edge cost: their
+             * maximum is computed once (max is exact in any order, so t
+             * is the same number).  The workers of the inputs come first
+             * in cand and take the full loop. */
+            int32_t nin = 0;
+            double remote = 0.0;
+            if (!g->comm_lat && !pinned) {
+                for (int64_t p = hg.in_off[u]; p < hg.in_off[u + 1]; p++) {
+                    const heft_arc_t *a = &hg.in[p];
+                    if (finish[a->v] + a->c > remote)
+                        remote = finish[a->v] + a->c;
+                }
+                nin = bd.nin;
+            } else {
+                nin = bd.ncand;
+            }
             for (int32_t j = 0; j < bd.ncand; j++) {
                 int32_t w = bd.cand[j];
                 double cw = hg.cu ? hg.cu[u] : sched_cost(g, i, w);
-                double t = heft_data_ready(g, &hg, worker, finish, u, i, w);
-                int64_t pos = tl[w].n;
-                double s = t;
+                double t;
+                if (j < nin) {
+                    t = heft_data_ready(g, &hg, worker, finish, u, i, w);
+                } else {
+                    t = 0.0;
+                    if (g->ready && g->ready[(size_t)i * uP + (size_t)w] > t)
+                        t = g->ready[(size_t)i * uP + (size_t)w];
+                    if (g->avail && g->avail[w] > t)
+                        t = g->avail[w];
+                    if (remote > t)
+                        t = remote;
+                }
+                bd.cand_t[j] = t;
                 /* end[w] is in cache, the timeline's last slot often not. */
                 if (bd.heap.end[w] > t)
-                    s = heft_slot_find(&tl[w], t, cw, &pos);
+                    continue;
+                if (w == pw) {
+                    pref_seen = true;
+                    pref_pos = tl[w].n;
+                    pref_start = t;
+                }
+                if (best < 0 || t + cw < best_finish ||
+                    (t + cw == best_finish && w < best)) {
+                    best = w;
+                    best_pos = tl[w].n;
+                    best_start = t;
+                    best_finish = t + cw;
+                }
+            }
+            for (int32_t j = 0; j < bd.ncand; j++) {
+                int32_t w = bd.cand[j];
+                double t = bd.cand_t[j];
+                if (bd.heap.end[w] <= t)
+                    continue;
+                double cw = hg.cu ? hg.cu[u] : sched_cost(g, i, w);
+                if (w != pw && best >= 0 &&
+                    (t + cw > best_finish || (t + cw == best_finish && w > best)))
+                    continue;
+                int64_t pos;
+                double s = heft_slot_find(&tl[w], t, cw, &pos);
                 if (w == pw) {
                     pref_seen = true;
                     pref_pos = pos;
@@ -736,17 +849,15 @@ static ompc_status_t heft_place(const sched_graph_t *g, int32_t candidates,
         st = heft_slot_insert(&tl[best], best_pos, best_start, best_finish);
         if (st != OMPC_OK)
             goto out;
-        if (k > 0 && best_finish > bd.heap.end[best]) {
-            bd.heap.end[best] = best_finish;
-            heft_wheap_down(&bd.heap, bd.heap.pos[best]);
-        }
+        if (k > 0 && best_finish > bd.heap.end[best])
+            heft_bounded_grow(&bd, best, best_finish);
         worker[u] = best;
         start[u] = best_start;
         finish[u] = best_finish;
         for (int64_t s = hg.out_off[u]; s < hg.out_off[u + 1]; s++) {
             int64_t v = hg.out[s].v;
             if (--waiting[v] == 0)
-                sched_heap_push(&heap, v);
+                heft_ready_push(heap, &nheap, (heft_ready_t){rank[v], hg.orig[v], v});
         }
     }
 
@@ -763,7 +874,7 @@ out:
         for (int32_t w = 0; w < P; w++)
             free(tl[w].slot);
     heft_bounded_free(&bd);
-    sched_heap_free(&heap);
+    free(heap);
     heft_graph_free(&hg);
     free(tl);
     free(upref);

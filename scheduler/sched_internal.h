@@ -74,15 +74,12 @@ double sched_data_ready(const sched_graph_t *g, const sched_adj_t *adj,
 void sched_result_close(const sched_graph_t *g, sched_result_t *r);
 
 /* A binary heap of task indices.  With key == NULL the smallest index comes
- * out first; otherwise the largest key, ties by smallest index, or by
- * smallest tie[index] when tie is set (HEFT renumbers its tasks and breaks
- * ties by the caller's index).  Capacity is fixed at creation (every task
- * at most once). */
+ * out first; otherwise the largest key, ties by smallest index.  Capacity
+ * is fixed at creation (every task at most once). */
 typedef struct sched_heap {
     int64_t *v;
     int64_t n;
     const double *key;
-    const int64_t *tie;
 } sched_heap_t;
 
 ompc_status_t sched_heap_init(sched_heap_t *h, int64_t capacity, const double *key);
