@@ -65,14 +65,70 @@ static void tool_read(const char *name, const char *path, char **text_p, size_t 
 /* x with the fewest significant digits, from %g's 6 up to 17, that read
  * back as exactly x: a schedule's durations then equal its costs (at 6
  * digits a long schedule's start and finish round apart), and every time
- * %g printed exactly looks as it did. */
-static const char *tool_num(char *buf, size_t size, double x)
+ * %g printed exactly looks as it did.  The plain way, a printf and a
+ * strtod per precision. */
+static const char *tool_num_slow(char *buf, size_t size, double x)
 {
     for (int prec = 6; prec < 17; prec++) {
         snprintf(buf, size, "%.*g", prec, x);
         if (strtod(buf, NULL) == x)
             return buf;
     }
+    snprintf(buf, size, "%.17g", x);
+    return buf;
+}
+
+/* Exact powers of ten (see tool_num). */
+static const double tool_pow10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
+                                    1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+                                    1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+
+/* tool_num_slow's answer with one printf of 17 digits instead of one per
+ * precision: 2*10^6 times made the plain way were most of ompc-sched's
+ * time at 10^6 tasks.  x rounded to p < 17 digits is those 17 digits
+ * rounded to p, unless they end in 5000...: rounding twice can differ
+ * only there (then the plain way).  For p <= 15 the p digits D times or
+ * divided by an exact power of ten is one correctly rounded operation,
+ * which is what strtod returns for them, so "reads back as x" needs no
+ * strtod; 16 digits do not fit that, and take the plain test. */
+static const char *tool_num(char *buf, size_t size, double x)
+{
+    char d17[40];
+    if (!(x > 0.0) || !isfinite(x))
+        return tool_num_slow(buf, size, x);
+    /* "d.dddddddddddddddde[+-]X": 17 significant digits, exponent X. */
+    snprintf(d17, sizeof(d17), "%.16e", x);
+    char dig[17];
+    dig[0] = d17[0];
+    memcpy(dig + 1, d17 + 2, 16);
+    int e10 = atoi(d17 + 19);
+    for (int p = 6; p <= 15; p++) {
+        /* Round 17 digits to p. */
+        bool tie = dig[p] == '5';
+        for (int j = p + 1; j < 17 && tie; j++)
+            tie = dig[j] == '0';
+        if (tie)
+            return tool_num_slow(buf, size, x);
+        uint64_t D = 0;
+        for (int j = 0; j < p; j++)
+            D = D * 10 + (uint64_t)(dig[j] - '0');
+        int e = e10;
+        if (dig[p] >= '5' && ++D == (uint64_t)tool_pow10[p]) {
+            D /= 10;
+            e++;
+        }
+        int k = e - p + 1; /* the value is D * 10^k */
+        if (k > 22 || k < -22)
+            return tool_num_slow(buf, size, x);
+        double v = k >= 0 ? (double)D * tool_pow10[k] : (double)D / tool_pow10[-k];
+        if (v == x) {
+            snprintf(buf, size, "%.*g", p, x);
+            return buf;
+        }
+    }
+    snprintf(buf, size, "%.16g", x);
+    if (strtod(buf, NULL) == x)
+        return buf;
     snprintf(buf, size, "%.17g", x);
     return buf;
 }
