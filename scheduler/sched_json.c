@@ -117,6 +117,12 @@ struct sched_json {
     int64_t nnum, num_cap;
 
     sj_idx_t *ids;
+    /* When the ids are at most a few times as many as the tasks (0..n-1
+     * most often): dense[id] = index or -1, for id <= dense_max, instead
+     * of a binary search of ids per edge end (cache misses, most of the
+     * read at 10^6 tasks). */
+    int64_t *dense;
+    int64_t dense_max;
     double *cost, *ready;
     int32_t *pinned;
     sched_edge_t *gedge;
@@ -139,6 +145,7 @@ static void sj_free(sj_t *t)
     free(t->ready);
     free(t->cost);
     free(t->ids);
+    free(t->dense);
     free(t->num);
     free(t->edge);
     free(t->task);
@@ -871,6 +878,8 @@ static int sj_idx_cmp(const void *pa, const void *pb)
 /* The index of task id, or -1. */
 static int64_t sj_lookup(const sj_t *t, int64_t id)
 {
+    if (t->dense)
+        return id <= t->dense_max ? t->dense[id] : -1;
     int64_t lo = 0, hi = t->ntasks;
     while (lo < hi) {
         int64_t mid = lo + (hi - lo) / 2;
@@ -940,9 +949,13 @@ static void sj_build(sj_t *t, sched_graph_t *g)
                "\"comm_lat\" and \"comm_inv_bw\" go together");
 
     t->ids = sj_alloc(t, n, sizeof(*t->ids));
-    for (int64_t i = 0; i < n; i++)
+    bool increasing = true;
+    for (int64_t i = 0; i < n; i++) {
         t->ids[i] = (sj_idx_t){t->task[i].id, i};
-    qsort(t->ids, (size_t)n, sizeof(*t->ids), sj_idx_cmp);
+        increasing = increasing && (i == 0 || t->ids[i].id > t->ids[i - 1].id);
+    }
+    if (!increasing)
+        qsort(t->ids, (size_t)n, sizeof(*t->ids), sj_idx_cmp);
     for (int64_t k = 1; k < n; k++)
         if (t->ids[k].id == t->ids[k - 1].id) {
             long line, col;
@@ -951,6 +964,15 @@ static void sj_build(sj_t *t, sched_graph_t *g)
                    "duplicate task id %lld (first at line %ld, column %ld)",
                    (long long)t->ids[k].id, line, col);
         }
+
+    if (n > 0 && t->ids[n - 1].id / 4 < n) {
+        t->dense_max = t->ids[n - 1].id;
+        t->dense = sj_alloc(t, t->dense_max + 1, sizeof(int64_t));
+        for (int64_t id = 0; id <= t->dense_max; id++)
+            t->dense[id] = -1;
+        for (int64_t k = 0; k < n; k++)
+            t->dense[t->ids[k].id] = t->ids[k].index;
+    }
 
     t->gedge = sj_alloc(t, t->nedges, sizeof(*t->gedge));
     for (int64_t k = 0; k < t->nedges; k++) {
