@@ -248,7 +248,9 @@ static void heft_scaled_ranks(const sched_graph_t *g, const heft_graph_t *hg,
         double tail = 0.0;
         for (int64_t s = hg->out_off[u]; s < hg->out_off[u + 1]; s++) {
             const heft_arc_t *a = &hg->out[s];
-            double cbar = P == 1 ? 0.0 : g->comm_lat ? mean_lat + a->c * mean_inv_bw : a->c;
+            double cbar = P == 1        ? 0.0
+                          : g->comm_lat ? mean_lat + a->c * mean_inv_bw
+                                        : a->c;
             if (fP * cbar + rank[a->v] > tail)
                 tail = fP * cbar + rank[a->v];
         }
@@ -457,8 +459,8 @@ static void heft_cand_add(heft_bounded_t *b, int64_t task, int32_t w)
  * the workers of its inputs, its preferred worker, the k whose timelines
  * end first and k/4 at random. */
 static void heft_cand_collect(heft_bounded_t *b, const sched_graph_t *g,
-                              const heft_graph_t *hg, const int32_t *worker,
-                              int32_t pref, int32_t k, int64_t u, int64_t i)
+                              const heft_graph_t *hg, const int32_t *worker, int32_t pref,
+                              int32_t k, int64_t u, int64_t i)
 {
     int32_t P = g->nworkers;
     b->ncand = 0;
@@ -671,8 +673,7 @@ static ompc_status_t heft_place(const sched_graph_t *g, int32_t candidates,
     int64_t nheap = 0;
     heft_bounded_t bd = {0};
     if (!rank || !start || !finish || !worker || !waiting || !dready || !pref || !upref ||
-        !tl || !heap ||
-        (k > 0 && heft_bounded_init(&bd, g, k) != OMPC_OK) ||
+        !tl || !heap || (k > 0 && heft_bounded_init(&bd, g, k) != OMPC_OK) ||
         heft_graph_build(g, &prep, &hg) != OMPC_OK) {
         st = OMPC_ERR_NOMEM;
         goto out;

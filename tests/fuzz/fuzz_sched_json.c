@@ -69,8 +69,8 @@ static void compare_paths(const uint8_t *data, size_t size, ompc_status_t st,
 {
     char why2[640] = "";
     sched_json_t *js2 = NULL;
-    ompc_status_t st2 = sched_json_read_flags(NAME, (const char *)data, size,
-                                              SCHED_JSON_NO_FAST, &js2, why2, sizeof(why2));
+    ompc_status_t st2 = sched_json_read_flags(
+        NAME, (const char *)data, size, SCHED_JSON_NO_FAST, &js2, why2, sizeof(why2));
     if (st2 != st)
         fuzz_fail("fast path %s, jansson path %s (%s)", ompc_status_str(st),
                   ompc_status_str(st2), why2);
