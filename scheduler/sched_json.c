@@ -20,8 +20,9 @@
  * (docs/performance.md, "ompc-sched at 10^6 tasks"), so a graph is first
  * read by sj_fast, a strict reader of the common shape straight into the
  * same arrays.  It never reports anything: on whatever it does not handle
- * or finds wrong (a byte it does not expect, an unknown or repeated key, a
- * key with an escape, a value out of range, a graph sj_build refuses) the
+ * or finds wrong (a byte it does not expect, a repeated key, a key with an
+ * escape, an ignored key whose value is not a plain ASCII string, number
+ * or literal, a value out of range, a graph sj_build refuses) the
  * read starts over on jansson, which then gives the message, so every
  * message and every accepted graph is the one jansson's path gives
  * (fuzz_sched_json compares the two on every input). */
@@ -655,6 +656,58 @@ static bool sj_fnumber(sj_cur_t *c, bool *is_int, int64_t *i_p, double *d_p)
     return true;
 }
 
+/* Keys sj_parse ignores, of one object: they may not repeat either. */
+#define SJ_FUNKNOWN_MAX 8
+typedef struct sj_funknown {
+    const char *key[SJ_FUNKNOWN_MAX];
+    size_t len[SJ_FUNKNOWN_MAX];
+    int n;
+} sj_funknown_t;
+
+/* The value of a key sj_parse ignores: a string of printable ASCII
+ * without escapes (a "comment"), a number, true, false or null. */
+static bool sj_funknown(sj_cur_t *c, sj_funknown_t *u, const char *key, size_t len)
+{
+    if (u->n == SJ_FUNKNOWN_MAX)
+        return false;
+    for (int j = 0; j < u->n; j++)
+        if (u->len[j] == len && memcmp(u->key[j], key, len) == 0)
+            return false;
+    u->key[u->n] = key;
+    u->len[u->n++] = len;
+    sj_fws(c);
+    const char *s = c->t->text;
+    size_t n = c->t->len, p = c->p;
+    if (p >= n)
+        return false;
+    if (s[p] == '"') {
+        for (p++; p < n && s[p] != '"'; p++)
+            if ((unsigned char)s[p] < 0x20 || (unsigned char)s[p] > 0x7e || s[p] == '\\')
+                return false;
+        if (p >= n)
+            return false;
+        c->p = p + 1;
+        return true;
+    }
+    if (s[p] == '-' || (s[p] >= '0' && s[p] <= '9')) {
+        bool is_int;
+        int64_t i;
+        double d;
+        return sj_fnumber(c, &is_int, &i, &d);
+    }
+    static const char *const lits[] = {"true", "false", "null"};
+    for (size_t j = 0; j < 3; j++) {
+        size_t l = strlen(lits[j]);
+        if (n - p >= l && memcmp(s + p, lits[j], l) == 0 &&
+            (p + l == n || sj_is_ws(s[p + l]) || s[p + l] == ',' || s[p + l] == ']' ||
+             s[p + l] == '}')) {
+            c->p = p + l;
+            return true;
+        }
+    }
+    return false;
+}
+
 /* A number in 0..SJ_NUM_MAX (sj_value's rule). */
 static bool sj_fvalue(sj_cur_t *c, double *d_p)
 {
@@ -701,6 +754,7 @@ static bool sj_ftask(sj_cur_t *c, sj_path_t path)
     if (sj_fchar(c, '}'))
         return true;
     unsigned seen = 0;
+    sj_funknown_t unknown = {.n = 0};
     int64_t m = 0;
     do {
         const char *key;
@@ -737,6 +791,8 @@ static bool sj_ftask(sj_cur_t *c, sj_path_t path)
             if (!sj_fint(c, -1, INT32_MAX, &k->pinned))
                 return false;
             k->pinned_path = vp;
+        } else if (sj_funknown(c, &unknown, key, kl)) {
+            bit = 0;
         } else {
             return false;
         }
@@ -758,6 +814,7 @@ static bool sj_fedge(sj_cur_t *c, sj_path_t path)
     if (sj_fchar(c, '}'))
         return true;
     unsigned seen = 0;
+    sj_funknown_t unknown = {.n = 0};
     int64_t m = 0;
     do {
         const char *key;
@@ -788,6 +845,8 @@ static bool sj_fedge(sj_cur_t *c, sj_path_t path)
             if (!sj_fvalue(c, &e->bytes))
                 return false;
             e->has_bytes = true;
+        } else if (sj_funknown(c, &unknown, key, kl)) {
+            bit = 0;
         } else {
             return false;
         }
@@ -807,6 +866,7 @@ static bool sj_fast(sj_t *t)
         return false;
     if (!sj_fchar(c, '}')) {
         unsigned seen = 0;
+        sj_funknown_t unknown = {.n = 0};
         int64_t m = 0;
         do {
             const char *key;
@@ -852,6 +912,8 @@ static bool sj_fast(sj_t *t)
                 bit = 32;
                 if (!sj_farray(c, vp, &t->inv_bw))
                     return false;
+            } else if (sj_funknown(c, &unknown, key, kl)) {
+                bit = 0;
             } else {
                 return false;
             }
