@@ -93,7 +93,8 @@ int64_t sched_heap_pop(sched_heap_t *h); /* h->n must be > 0 */
  * g must pass sched_graph_validate (r may be NULL there). */
 ompc_status_t sched_cycle_find(const sched_graph_t *g, int64_t *cycle, int64_t *len_p);
 
-/* HEFT's upward ranks (see sched_heft.c), exposed for tests. */
+/* HEFT's upward ranks (see sched_heft.c), exposed for tests: aborts if its
+ * scratch (the renumbered graph) cannot be allocated. */
 void sched_heft_ranks(const sched_graph_t *g, const sched_prep_t *prep, double *rank);
 
 /* The run of every sched_heft_policy_t (built-in: it validates). */
