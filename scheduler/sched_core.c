@@ -178,8 +178,10 @@ static void sched_adj_free(sched_adj_t *adj)
 {
     free(adj->pred_off);
     free(adj->pred_edge);
+    free(adj->pred_from);
     free(adj->succ_off);
     free(adj->succ_edge);
+    free(adj->succ_to);
     memset(adj, 0, sizeof(*adj));
 }
 
@@ -188,15 +190,19 @@ static void sched_adj_free(sched_adj_t *adj)
  * one shift restores the starts.  Scanning edges in input order keeps each
  * group in input order, which keeps every policy deterministic. */
 static void sched_adj_group(const sched_graph_t *g, int64_t *off, int64_t *out,
-                            bool by_to)
+                            int64_t *other, bool by_to)
 {
     int64_t n = g->ntasks;
     for (int64_t k = 0; k < g->nedges; k++)
         off[(by_to ? g->edges[k].to : g->edges[k].from) + 1]++;
     for (int64_t i = 0; i < n; i++)
         off[i + 1] += off[i];
-    for (int64_t k = 0; k < g->nedges; k++)
-        out[off[by_to ? g->edges[k].to : g->edges[k].from]++] = k;
+    for (int64_t k = 0; k < g->nedges; k++) {
+        const sched_edge_t *e = &g->edges[k];
+        int64_t slot = off[by_to ? e->to : e->from]++;
+        out[slot] = k;
+        other[slot] = by_to ? e->from : e->to;
+    }
     for (int64_t i = n; i > 0; i--)
         off[i] = off[i - 1];
     off[0] = 0;
@@ -209,12 +215,15 @@ static ompc_status_t sched_adj_build(const sched_graph_t *g, sched_adj_t *adj)
     adj->succ_off = sched_calloc(g->ntasks + 1, sizeof(int64_t));
     adj->pred_edge = sched_calloc(g->nedges, sizeof(int64_t));
     adj->succ_edge = sched_calloc(g->nedges, sizeof(int64_t));
-    if (!adj->pred_off || !adj->succ_off || !adj->pred_edge || !adj->succ_edge) {
+    adj->pred_from = sched_calloc(g->nedges, sizeof(int64_t));
+    adj->succ_to = sched_calloc(g->nedges, sizeof(int64_t));
+    if (!adj->pred_off || !adj->succ_off || !adj->pred_edge || !adj->succ_edge ||
+        !adj->pred_from || !adj->succ_to) {
         sched_adj_free(adj);
         return OMPC_ERR_NOMEM;
     }
-    sched_adj_group(g, adj->pred_off, adj->pred_edge, true);
-    sched_adj_group(g, adj->succ_off, adj->succ_edge, false);
+    sched_adj_group(g, adj->pred_off, adj->pred_edge, adj->pred_from, true);
+    sched_adj_group(g, adj->succ_off, adj->succ_edge, adj->succ_to, false);
     return OMPC_OK;
 }
 
@@ -294,7 +303,7 @@ static int64_t sched_kahn(const sched_graph_t *g, const sched_adj_t *adj,
         int64_t u = sched_heap_pop(heap);
         order[k++] = u;
         for (int64_t s = adj->succ_off[u]; s < adj->succ_off[u + 1]; s++) {
-            int64_t v = g->edges[adj->succ_edge[s]].to;
+            int64_t v = adj->succ_to[s];
             if (--indeg[v] == 0)
                 sched_heap_push(heap, v);
         }
@@ -331,7 +340,7 @@ static int64_t sched_cycle_walk(const sched_graph_t *g, const sched_adj_t *adj,
         path[steps++] = u;
         int64_t next = -1;
         for (int64_t p = adj->pred_off[u]; p < adj->pred_off[u + 1] && next < 0; p++) {
-            int64_t j = g->edges[adj->pred_edge[p]].from;
+            int64_t j = adj->pred_from[p];
             if (indeg[j] > 0)
                 next = j;
         }

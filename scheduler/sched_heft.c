@@ -51,8 +51,15 @@ static double heft_slot_find(const heft_timeline_t *tl, double ready, double c,
         return ready;
     }
     /* Skip every interval that ends by `ready`: none of the gaps between
-     * them can hold a start >= ready followed by more work. */
-    int64_t lo = 0, hi = tl->n;
+     * them can hold a start >= ready followed by more work.  `ready` is
+     * usually near the end of the timeline, whose last slots are in cache:
+     * gallop back from there, then search the bracket found. */
+    int64_t lo = 0, hi = tl->n - 1, step = 1;
+    while (hi - step >= 0 && tl->slot[hi - step].finish > ready) {
+        hi -= step;
+        step *= 2;
+    }
+    lo = hi - step >= 0 ? hi - step + 1 : 0;
     while (lo < hi) {
         int64_t mid = lo + (hi - lo) / 2;
         if (tl->slot[mid].finish > ready)
@@ -90,13 +97,114 @@ static ompc_status_t heft_slot_insert(heft_timeline_t *tl, int64_t pos, double s
     return OMPC_OK;
 }
 
-/* P * rank, for ordering.  Scaling by P (the divisor of wbar) removes the
- * only division when there is no comm model, so with integral costs the
- * scaled ranks are exact and equal ranks compare equal: the tie rule (lower
- * index first) then holds as written instead of by rounding.  In the
- * published example, rank(n3) and rank(n4) are both 80, but computed as
- * means they differ in the last bit. */
-static void heft_scaled_ranks(const sched_graph_t *g, const sched_prep_t *prep,
+/* The graph as HEFT walks it, renumbered once: task u here is the u-th of
+ * the topological order (prep->topo), so that a task's inputs and
+ * successors, placed or ranked near it in time, sit near it in memory too.
+ * The caller's task indices come shuffled, and in their numbering every
+ * input's worker and every successor's count was a cache miss (most of the
+ * bounded mode's time at 10^6 tasks; docs/performance.md, "HEFT at scale").
+ * Each arc keeps what HEFT reads of its edge next to the other endpoint;
+ * each group keeps the input order of the edges, so every maximum and
+ * every tie comes out as in the caller's numbering. */
+typedef struct heft_arc {
+    int64_t v; /* the other endpoint, renumbered */
+    double c;  /* edge.cost, or edge.bytes with a comm model */
+} heft_arc_t;
+
+typedef struct heft_graph {
+    const int64_t *orig;           /* orig[u]: the caller's index of u (prep->topo) */
+    int64_t *in_off, *out_off;     /* n + 1 each */
+    heft_arc_t *in, *out;          /* nedges each */
+    double *cu;                    /* cost_uniform: cu[u] = cost[orig[u]]; else NULL */
+} heft_graph_t;
+
+static void heft_graph_free(heft_graph_t *hg)
+{
+    free(hg->in_off);
+    free(hg->out_off);
+    free(hg->in);
+    free(hg->out);
+    free(hg->cu);
+    memset(hg, 0, sizeof(*hg));
+}
+
+/* Counting sort of the edges by renumbered endpoint, edges in input order. */
+static ompc_status_t heft_graph_build(const sched_graph_t *g, const sched_prep_t *prep,
+                                      heft_graph_t *hg)
+{
+    int64_t n = g->ntasks, m = g->nedges;
+    memset(hg, 0, sizeof(*hg));
+    hg->orig = prep->topo;
+    int64_t *newof = malloc(((size_t)n + 1) * sizeof(int64_t));
+    /* Both renumbered endpoints of each edge, read once (two misses an
+     * edge), then streamed by the two passes that fill the groups. */
+    int64_t *ends = malloc(((size_t)m + 1) * 2 * sizeof(int64_t));
+    hg->in_off = calloc((size_t)n + 1, sizeof(int64_t));
+    hg->out_off = calloc((size_t)n + 1, sizeof(int64_t));
+    hg->in = malloc(((size_t)m + 1) * sizeof(heft_arc_t));
+    hg->out = malloc(((size_t)m + 1) * sizeof(heft_arc_t));
+    if (g->cost_uniform)
+        hg->cu = malloc(((size_t)n + 1) * sizeof(double));
+    if (!newof || !ends || !hg->in_off || !hg->out_off || !hg->in || !hg->out ||
+        (g->cost_uniform && !hg->cu)) {
+        free(newof);
+        free(ends);
+        heft_graph_free(hg);
+        return OMPC_ERR_NOMEM;
+    }
+    for (int64_t u = 0; u < n; u++)
+        newof[prep->topo[u]] = u;
+    if (hg->cu)
+        for (int64_t u = 0; u < n; u++)
+            hg->cu[u] = g->cost[prep->topo[u]];
+    for (int64_t k = 0; k < m; k++) {
+        int64_t a = newof[g->edges[k].from], b = newof[g->edges[k].to];
+        ends[2 * k] = a;
+        ends[2 * k + 1] = b;
+        hg->out_off[a + 1]++;
+        hg->in_off[b + 1]++;
+    }
+    for (int64_t u = 0; u < n; u++) {
+        hg->out_off[u + 1] += hg->out_off[u];
+        hg->in_off[u + 1] += hg->in_off[u];
+    }
+    /* Filling bumps off[u] to the start of group u+1; a shift restores it. */
+    for (int64_t k = 0; k < m; k++) {
+        const sched_edge_t *e = &g->edges[k];
+        double c = g->comm_lat ? e->bytes : e->cost;
+        int64_t a = ends[2 * k], b = ends[2 * k + 1];
+        hg->out[hg->out_off[a]++] = (heft_arc_t){b, c};
+        hg->in[hg->in_off[b]++] = (heft_arc_t){a, c};
+    }
+    for (int64_t u = n; u > 0; u--) {
+        hg->out_off[u] = hg->out_off[u - 1];
+        hg->in_off[u] = hg->in_off[u - 1];
+    }
+    hg->out_off[0] = hg->in_off[0] = 0;
+    free(ends);
+    free(newof);
+    return OMPC_OK;
+}
+
+/* Time of an arc's data from worker p to q: sched_comm with the arc's c. */
+static inline double heft_comm(const sched_graph_t *g, double c, int32_t p, int32_t q)
+{
+    if (p == q)
+        return 0.0;
+    if (g->comm_lat) {
+        size_t pq = (size_t)p * (size_t)g->nworkers + (size_t)q;
+        return g->comm_lat[pq] + c * g->comm_inv_bw[pq];
+    }
+    return c;
+}
+
+/* P * rank of every renumbered task, for ordering.  Scaling by P (the
+ * divisor of wbar) removes the only division when there is no comm model,
+ * so with integral costs the scaled ranks are exact and equal ranks compare
+ * equal: the tie rule (lower index first) then holds as written instead of
+ * by rounding.  In the published example, rank(n3) and rank(n4) are both
+ * 80, but computed as means they differ in the last bit. */
+static void heft_scaled_ranks(const sched_graph_t *g, const heft_graph_t *hg,
                               int32_t sample, double *rank)
 {
     int32_t P = g->nworkers;
@@ -117,11 +225,11 @@ static void heft_scaled_ranks(const sched_graph_t *g, const sched_prep_t *prep,
         mean_inv_bw /= pairs;
     }
     /* Reverse topological order: every successor is ranked first. */
-    for (int64_t k = g->ntasks - 1; k >= 0; k--) {
-        int64_t i = prep->topo[k];
+    for (int64_t u = g->ntasks - 1; u >= 0; u--) {
+        int64_t i = hg->orig[u];
         double wsum;
-        if (g->cost_uniform) {
-            wsum = fP * g->cost[i];
+        if (hg->cu) {
+            wsum = fP * hg->cu[u];
         } else if (g->pinned && g->pinned[i] >= 0) {
             wsum = fP * g->cost[(size_t)i * uP + (size_t)g->pinned[i]];
         } else if (sample < P) {
@@ -138,15 +246,15 @@ static void heft_scaled_ranks(const sched_graph_t *g, const sched_prep_t *prep,
                 wsum += c[w];
         }
         double tail = 0.0;
-        for (int64_t s = prep->adj.succ_off[i]; s < prep->adj.succ_off[i + 1]; s++) {
-            const sched_edge_t *e = &g->edges[prep->adj.succ_edge[s]];
+        for (int64_t s = hg->out_off[u]; s < hg->out_off[u + 1]; s++) {
+            const heft_arc_t *a = &hg->out[s];
             double cbar = P == 1        ? 0.0
-                          : g->comm_lat ? mean_lat + e->bytes * mean_inv_bw
-                                        : e->cost;
-            if (fP * cbar + rank[e->to] > tail)
-                tail = fP * cbar + rank[e->to];
+                          : g->comm_lat ? mean_lat + a->c * mean_inv_bw
+                                        : a->c;
+            if (fP * cbar + rank[a->v] > tail)
+                tail = fP * cbar + rank[a->v];
         }
-        rank[i] = wsum + tail;
+        rank[u] = wsum + tail;
     }
 }
 
@@ -262,9 +370,14 @@ ompc_status_t sched_entry_prefs(const sched_graph_t *g, int32_t *pref)
 
 void sched_heft_ranks(const sched_graph_t *g, const sched_prep_t *prep, double *rank)
 {
-    heft_scaled_ranks(g, prep, g->nworkers, rank);
-    for (int64_t i = 0; i < g->ntasks; i++)
-        rank[i] /= (double)g->nworkers;
+    heft_graph_t hg;
+    double *scaled = malloc(((size_t)g->ntasks + 1) * sizeof(double));
+    OMPC_ASSERT(scaled && heft_graph_build(g, prep, &hg) == OMPC_OK);
+    heft_scaled_ranks(g, &hg, g->nworkers, scaled);
+    for (int64_t u = 0; u < g->ntasks; u++)
+        rank[hg.orig[u]] = scaled[u] / (double)g->nworkers;
+    heft_graph_free(&hg);
+    free(scaled);
 }
 
 /* ------------------------------------------------- bounded candidates */
@@ -274,12 +387,15 @@ void sched_heft_ranks(const sched_graph_t *g, const sched_prep_t *prep, double *
 #define HEFT_RANK_SAMPLE 64
 
 /* Workers by when their timelines end (the last interval's finish, or
- * avail), earliest first, ties to the lower worker: a binary heap that
- * knows where each worker sits, so that a placement moves its worker in
- * O(log P).  Gaps are ignored: this only picks whom to try. */
+ * avail), earliest first, ties to the lower worker.  Gaps are ignored:
+ * this only picks whom to try.  The k first form the set `near`, the
+ * others a binary heap `rest` that knows where each worker sits.  A
+ * placement only ever moves one worker's end later, so the set changes
+ * by at most one swap with the heap's top, O(log P), and each task reads
+ * the k it needs straight from `near` instead of searching for them. */
 typedef struct heft_wheap {
-    int32_t *v;   /* the heap */
-    int32_t *pos; /* pos[w]: w's index in v */
+    int32_t *v;   /* the heap of the workers not in near */
+    int32_t *pos; /* pos[w]: w's index in v, or -1 - (w's index in near) */
     double *end;  /* end[w]: the key */
     int32_t n;
 } heft_wheap_t;
@@ -309,54 +425,6 @@ static void heft_wheap_down(heft_wheap_t *h, int32_t k)
     h->pos[w] = k;
 }
 
-/* front holds heap indices, ordered like the workers they hold. */
-static bool heft_front_before(const heft_wheap_t *h, int32_t a, int32_t b)
-{
-    return heft_wheap_before(h, h->v[a], h->v[b]);
-}
-
-/* The m workers whose timelines end first (every worker if m >= n), into
- * out, earliest first; returns how many.  A best-first walk down the heap
- * from its root: the next smallest is always a child of one already
- * taken, so a second heap `front` (room for 2m + 1) of the children not
- * yet taken finds it, O(m log m) in all. */
-static int32_t heft_wheap_smallest(const heft_wheap_t *h, int32_t m, int32_t *front,
-                                   int32_t *out)
-{
-    int32_t got = 0, nf = 0;
-    if (h->n > 0)
-        front[nf++] = 0;
-    while (got < m && nf > 0) {
-        int32_t top = front[0];
-        out[got++] = h->v[top];
-        /* Pop front[0], then push the two children of top. */
-        int32_t last = front[--nf];
-        int32_t k = 0;
-        for (;;) {
-            int32_t c = 2 * k + 1;
-            if (c >= nf)
-                break;
-            if (c + 1 < nf && heft_front_before(h, front[c + 1], front[c]))
-                c++;
-            if (!heft_front_before(h, front[c], last))
-                break;
-            front[k] = front[c];
-            k = c;
-        }
-        if (nf > 0)
-            front[k] = last;
-        for (int32_t child = 2 * top + 1; child <= 2 * top + 2 && child < h->n; child++) {
-            int32_t j = nf++;
-            while (j > 0 && heft_front_before(h, child, front[(j - 1) / 2])) {
-                front[j] = front[(j - 1) / 2];
-                j = (j - 1) / 2;
-            }
-            front[j] = child;
-        }
-    }
-    return got;
-}
-
 /* splitmix64: the random candidates, a pure function of task and draw so
  * that a schedule does not depend on anything but the graph. */
 static uint64_t heft_mix(uint64_t x)
@@ -370,9 +438,13 @@ static uint64_t heft_mix(uint64_t x)
 /* Scratch of the bounded mode, all per worker. */
 typedef struct heft_bounded {
     heft_wheap_t heap;
+    int32_t *near;  /* the nnear workers whose timelines end first, any order */
+    int32_t nnear;
     int64_t *stamp; /* stamp[w] = task + 1 once w is a candidate of task */
-    int32_t *cand, *front, *near;
+    int32_t *cand;
+    double *cand_t; /* cand_t[j]: data-ready time of task on cand[j] */
     int32_t ncand;
+    int32_t nin; /* cand[0..nin-1]: the workers of the task's inputs */
 } heft_bounded_t;
 
 static void heft_cand_add(heft_bounded_t *b, int64_t task, int32_t w)
@@ -383,52 +455,121 @@ static void heft_cand_add(heft_bounded_t *b, int64_t task, int32_t w)
     }
 }
 
-/* Task i's candidates into b->cand: the workers of its inputs, its
- * preferred worker, the k whose timelines end first and k/4 at random. */
+/* Task u's candidates into b->cand (u renumbered, i the caller's index):
+ * the workers of its inputs, its preferred worker, the k whose timelines
+ * end first and k/4 at random. */
 static void heft_cand_collect(heft_bounded_t *b, const sched_graph_t *g,
-                              const sched_prep_t *prep, const int32_t *worker,
-                              const int32_t *pref, int32_t k, int64_t i)
+                              const heft_graph_t *hg, const int32_t *worker, int32_t pref,
+                              int32_t k, int64_t u, int64_t i)
 {
     int32_t P = g->nworkers;
     b->ncand = 0;
-    for (int64_t p = prep->adj.pred_off[i]; p < prep->adj.pred_off[i + 1]; p++)
-        heft_cand_add(b, i, worker[g->edges[prep->adj.pred_edge[p]].from]);
-    if (pref[i] >= 0)
-        heft_cand_add(b, i, pref[i]);
-    int32_t m = heft_wheap_smallest(&b->heap, k < P ? k : P, b->front, b->near);
-    for (int32_t j = 0; j < m; j++)
-        heft_cand_add(b, i, b->near[j]);
+    for (int64_t p = hg->in_off[u]; p < hg->in_off[u + 1]; p++)
+        heft_cand_add(b, u, worker[hg->in[p].v]);
+    b->nin = b->ncand;
+    if (pref >= 0)
+        heft_cand_add(b, u, pref);
+    for (int32_t j = 0; j < b->nnear; j++)
+        heft_cand_add(b, u, b->near[j]);
     if (k < P)
         for (int32_t j = 0; j < k / 4; j++)
             heft_cand_add(
-                b, i, (int32_t)(heft_mix((uint64_t)i * 64 + (uint64_t)j) % (uint64_t)P));
+                b, u, (int32_t)(heft_mix((uint64_t)i * 64 + (uint64_t)j) % (uint64_t)P));
+}
+
+/* Earliest time renumbered task u (the caller's i) could start on worker w
+ * if w were idle: sched_data_ready's terms in its order. */
+static double heft_data_ready(const sched_graph_t *g, const heft_graph_t *hg,
+                              const int32_t *worker, const double *finish, int64_t u,
+                              int64_t i, int32_t w)
+{
+    double t = 0.0;
+    size_t uP = (size_t)g->nworkers;
+    if (g->ready && g->ready[(size_t)i * uP + (size_t)w] > t)
+        t = g->ready[(size_t)i * uP + (size_t)w];
+    if (g->avail && g->avail[w] > t)
+        t = g->avail[w];
+    for (int64_t p = hg->in_off[u]; p < hg->in_off[u + 1]; p++) {
+        const heft_arc_t *a = &hg->in[p];
+        double f = finish[a->v] + heft_comm(g, a->c, worker[a->v], w);
+        if (f > t)
+            t = f;
+    }
+    return t;
+}
+
+/* Orders workers for heft_bounded_init (qsort has no context argument). */
+typedef struct heft_wend {
+    double end;
+    int32_t w;
+} heft_wend_t;
+
+static int heft_wend_cmp(const void *pa, const void *pb)
+{
+    const heft_wend_t *a = pa, *b = pb;
+    if (a->end != b->end)
+        return a->end < b->end ? -1 : 1;
+    return (a->w > b->w) - (a->w < b->w);
 }
 
 static ompc_status_t heft_bounded_init(heft_bounded_t *b, const sched_graph_t *g,
                                        int32_t k)
 {
-    size_t uP = (size_t)g->nworkers;
-    size_t m = (size_t)(k < g->nworkers ? k : g->nworkers);
+    int32_t P = g->nworkers;
+    size_t uP = (size_t)P;
+    int32_t m = k < P ? k : P;
     memset(b, 0, sizeof(*b));
     b->heap.v = malloc(uP * sizeof(int32_t));
     b->heap.pos = malloc(uP * sizeof(int32_t));
     b->heap.end = malloc(uP * sizeof(double));
     b->stamp = calloc(uP, sizeof(int64_t));
     b->cand = malloc(uP * sizeof(int32_t));
-    b->front = malloc((2 * m + 2) * sizeof(int32_t));
-    b->near = malloc((m + 1) * sizeof(int32_t));
+    b->cand_t = malloc(uP * sizeof(double));
+    b->near = malloc(uP * sizeof(int32_t));
+    heft_wend_t *order = malloc(uP * sizeof(*order));
     if (!b->heap.v || !b->heap.pos || !b->heap.end || !b->stamp || !b->cand ||
-        !b->front || !b->near)
+        !b->cand_t || !b->near || !order) {
+        free(order);
         return OMPC_ERR_NOMEM;
-    b->heap.n = g->nworkers;
-    for (int32_t w = 0; w < g->nworkers; w++) {
-        b->heap.v[w] = w;
-        b->heap.pos[w] = w;
-        b->heap.end[w] = g->avail && g->avail[w] > 0.0 ? g->avail[w] : 0.0;
     }
-    for (int32_t k2 = g->nworkers / 2 - 1; k2 >= 0; k2--)
-        heft_wheap_down(&b->heap, k2);
+    for (int32_t w = 0; w < P; w++) {
+        b->heap.end[w] = g->avail && g->avail[w] > 0.0 ? g->avail[w] : 0.0;
+        order[w] = (heft_wend_t){b->heap.end[w], w};
+    }
+    qsort(order, uP, sizeof(*order), heft_wend_cmp);
+    b->nnear = m;
+    for (int32_t j = 0; j < m; j++) {
+        b->near[j] = order[j].w;
+        b->heap.pos[order[j].w] = -1 - j;
+    }
+    /* Sorted is already a heap. */
+    b->heap.n = P - m;
+    for (int32_t j = m; j < P; j++) {
+        b->heap.v[j - m] = order[j].w;
+        b->heap.pos[order[j].w] = j - m;
+    }
+    free(order);
     return OMPC_OK;
+}
+
+/* Worker w's timeline now ends at e, later than before. */
+static void heft_bounded_grow(heft_bounded_t *b, int32_t w, double e)
+{
+    heft_wheap_t *h = &b->heap;
+    h->end[w] = e;
+    if (h->pos[w] >= 0) {
+        heft_wheap_down(h, h->pos[w]);
+        return;
+    }
+    /* In near: it stays unless the heap's first now comes before it. */
+    if (h->n == 0 || !heft_wheap_before(h, h->v[0], w))
+        return;
+    int32_t j = -1 - h->pos[w], x = h->v[0];
+    b->near[j] = x;
+    h->pos[x] = -1 - j;
+    h->v[0] = w;
+    h->pos[w] = 0;
+    heft_wheap_down(h, 0);
 }
 
 static void heft_bounded_free(heft_bounded_t *b)
@@ -438,8 +579,54 @@ static void heft_bounded_free(heft_bounded_t *b)
     free(b->heap.end);
     free(b->stamp);
     free(b->cand);
-    free(b->front);
+    free(b->cand_t);
     free(b->near);
+}
+
+/* ------------------------------------------------------ the ready tasks */
+/* The tasks whose inputs are all placed, highest rank first, ties to the
+ * lower index of the caller's numbering.  Keys live in the heap entries:
+ * a sift then reads no rank[] or orig[] of tasks far away in memory. */
+typedef struct heft_ready {
+    double key;
+    int64_t tie, u;
+} heft_ready_t;
+
+static bool heft_ready_before(const heft_ready_t *a, const heft_ready_t *b)
+{
+    if (a->key != b->key)
+        return a->key > b->key;
+    return a->tie < b->tie;
+}
+
+static void heft_ready_push(heft_ready_t *h, int64_t *n_p, heft_ready_t x)
+{
+    int64_t k = (*n_p)++;
+    while (k > 0 && heft_ready_before(&x, &h[(k - 1) / 2])) {
+        h[k] = h[(k - 1) / 2];
+        k = (k - 1) / 2;
+    }
+    h[k] = x;
+}
+
+static int64_t heft_ready_pop(heft_ready_t *h, int64_t *n_p)
+{
+    int64_t top = h[0].u, n = --*n_p, k = 0;
+    heft_ready_t last = h[n];
+    for (;;) {
+        int64_t c = 2 * k + 1;
+        if (c >= n)
+            break;
+        if (c + 1 < n && heft_ready_before(&h[c + 1], &h[c]))
+            c++;
+        if (!heft_ready_before(&h[c], &last))
+            break;
+        h[k] = h[c];
+        k = c;
+    }
+    if (n > 0)
+        h[k] = last;
+    return top;
 }
 
 /* ----------------------------------------------------------- placement */
@@ -470,8 +657,9 @@ static ompc_status_t heft_place(const sched_graph_t *g, int32_t candidates,
     else if (candidates == 0)
         k = P <= SCHED_HEFT_FULL_MAX ? 0 : SCHED_HEFT_CANDIDATES;
     int32_t sample = k > 0 && k < P && HEFT_RANK_SAMPLE < P ? HEFT_RANK_SAMPLE : P;
-    /* The schedule is built aside and copied into r at the end, so r is
-     * untouched if a timeline cannot grow. */
+    /* The schedule is built aside, renumbered (heft_graph_t), and copied
+     * into r at the end, so r is untouched if a timeline cannot grow. */
+    heft_graph_t hg = {0};
     double *rank = calloc((size_t)n + 1, sizeof(double));
     double *start = calloc((size_t)n + 1, sizeof(double));
     double *finish = calloc((size_t)n + 1, sizeof(double));
@@ -479,34 +667,39 @@ static ompc_status_t heft_place(const sched_graph_t *g, int32_t candidates,
     int64_t *waiting = calloc((size_t)n + 1, sizeof(int64_t));
     double *dready = calloc(uP, sizeof(double));
     int32_t *pref = calloc((size_t)n + 1, sizeof(int32_t));
+    int32_t *upref = calloc((size_t)n + 1, sizeof(int32_t));
     heft_timeline_t *tl = calloc(uP, sizeof(*tl));
-    sched_heap_t heap = {0};
+    heft_ready_t *heap = malloc(((size_t)n + 1) * sizeof(heft_ready_t));
+    int64_t nheap = 0;
     heft_bounded_t bd = {0};
-    if (!rank || !start || !finish || !worker || !waiting || !dready || !pref || !tl ||
-        sched_heap_init(&heap, n, rank) != OMPC_OK ||
-        (k > 0 && heft_bounded_init(&bd, g, k) != OMPC_OK)) {
+    if (!rank || !start || !finish || !worker || !waiting || !dready || !pref || !upref ||
+        !tl || !heap || (k > 0 && heft_bounded_init(&bd, g, k) != OMPC_OK) ||
+        heft_graph_build(g, &prep, &hg) != OMPC_OK) {
         st = OMPC_ERR_NOMEM;
         goto out;
     }
-    heft_scaled_ranks(g, &prep, sample, rank);
+    heft_scaled_ranks(g, &hg, sample, rank);
     if (g->prefer)
         memcpy(pref, g->prefer, (size_t)n * sizeof(*pref));
     else if ((st = heft_entry_prefs(g, &prep, pref)) != OMPC_OK)
         goto out;
+    for (int64_t u = 0; u < n; u++)
+        upref[u] = pref[hg.orig[u]];
 
     /* Decreasing rank alone is a topological order when every rank exceeds
      * its successors'; with zero costs (or rounding) a successor can tie
      * with its predecessor and, having the lower index, jump ahead.  So
      * the next task is the highest-ranked one whose predecessors are all
      * placed, which is the same order whenever ranks strictly decrease. */
-    for (int64_t i = 0; i < n; i++) {
-        waiting[i] = prep.adj.pred_off[i + 1] - prep.adj.pred_off[i];
-        if (waiting[i] == 0)
-            sched_heap_push(&heap, i);
+    for (int64_t u = 0; u < n; u++) {
+        waiting[u] = hg.in_off[u + 1] - hg.in_off[u];
+        if (waiting[u] == 0)
+            heft_ready_push(heap, &nheap, (heft_ready_t){rank[u], hg.orig[u], u});
     }
-    while (heap.n > 0) {
-        int64_t i = sched_heap_pop(&heap);
-        int32_t best = -1;
+    while (nheap > 0) {
+        int64_t u = heft_ready_pop(heap, &nheap);
+        int64_t i = hg.orig[u];
+        int32_t best = -1, pw = upref[u];
         int64_t best_pos = 0, pref_pos = 0;
         double best_start = 0.0, best_finish = 0.0, pref_start = 0.0;
         bool pref_seen = false;
@@ -517,20 +710,75 @@ static ompc_status_t heft_place(const sched_graph_t *g, int32_t candidates,
              * every worker a candidate the choice is the same). */
             if (pinned) {
                 bd.ncand = 0;
-                heft_cand_add(&bd, i, g->pinned[i]);
+                heft_cand_add(&bd, u, g->pinned[i]);
             } else {
-                heft_cand_collect(&bd, g, &prep, worker, pref, k, i);
+                heft_cand_collect(&bd, g, &hg, worker, pw, k, u, i);
+            }
+            /* Two passes, same choice: first the candidates free from
+             * their data-ready time t on (no search), then the others,
+             * whose gap search is skipped when even a start at t cannot
+             * beat the best so far (s >= t, so s + c >= t + c). */
+            /* Without a comm model every input reaches a worker that
+             * holds none of the inputs at finish + edge cost: their
+             * maximum is computed once (max is exact in any order, so t
+             * is the same number).  The workers of the inputs come first
+             * in cand and take the full loop. */
+            int32_t nin = 0;
+            double remote = 0.0;
+            if (!g->comm_lat && !pinned) {
+                for (int64_t p = hg.in_off[u]; p < hg.in_off[u + 1]; p++) {
+                    const heft_arc_t *a = &hg.in[p];
+                    if (finish[a->v] + a->c > remote)
+                        remote = finish[a->v] + a->c;
+                }
+                nin = bd.nin;
+            } else {
+                nin = bd.ncand;
             }
             for (int32_t j = 0; j < bd.ncand; j++) {
                 int32_t w = bd.cand[j];
-                double cw = sched_cost(g, i, w);
-                double t = sched_data_ready(g, &prep.adj, worker, finish, i, w);
-                int64_t pos = tl[w].n;
-                double s = t;
+                double cw = hg.cu ? hg.cu[u] : sched_cost(g, i, w);
+                double t;
+                if (j < nin) {
+                    t = heft_data_ready(g, &hg, worker, finish, u, i, w);
+                } else {
+                    t = 0.0;
+                    if (g->ready && g->ready[(size_t)i * uP + (size_t)w] > t)
+                        t = g->ready[(size_t)i * uP + (size_t)w];
+                    if (g->avail && g->avail[w] > t)
+                        t = g->avail[w];
+                    if (remote > t)
+                        t = remote;
+                }
+                bd.cand_t[j] = t;
                 /* end[w] is in cache, the timeline's last slot often not. */
                 if (bd.heap.end[w] > t)
-                    s = heft_slot_find(&tl[w], t, cw, &pos);
-                if (w == pref[i]) {
+                    continue;
+                if (w == pw) {
+                    pref_seen = true;
+                    pref_pos = tl[w].n;
+                    pref_start = t;
+                }
+                if (best < 0 || t + cw < best_finish ||
+                    (t + cw == best_finish && w < best)) {
+                    best = w;
+                    best_pos = tl[w].n;
+                    best_start = t;
+                    best_finish = t + cw;
+                }
+            }
+            for (int32_t j = 0; j < bd.ncand; j++) {
+                int32_t w = bd.cand[j];
+                double t = bd.cand_t[j];
+                if (bd.heap.end[w] <= t)
+                    continue;
+                double cw = hg.cu ? hg.cu[u] : sched_cost(g, i, w);
+                if (w != pw && best >= 0 &&
+                    (t + cw > best_finish || (t + cw == best_finish && w > best)))
+                    continue;
+                int64_t pos;
+                double s = heft_slot_find(&tl[w], t, cw, &pos);
+                if (w == pw) {
                     pref_seen = true;
                     pref_pos = pos;
                     pref_start = s;
@@ -560,21 +808,21 @@ static ompc_status_t heft_place(const sched_graph_t *g, int32_t candidates,
                     t = g->avail[w];
                 dready[w] = t;
             }
-            for (int64_t p = prep.adj.pred_off[i]; p < prep.adj.pred_off[i + 1]; p++) {
-                const sched_edge_t *e = &g->edges[prep.adj.pred_edge[p]];
-                double f = finish[e->from];
-                int32_t wf = worker[e->from];
+            for (int64_t p = hg.in_off[u]; p < hg.in_off[u + 1]; p++) {
+                const heft_arc_t *a = &hg.in[p];
+                double f = finish[a->v];
+                int32_t wf = worker[a->v];
                 for (int32_t w = lo; w < hi; w++) {
-                    double t = f + sched_comm(g, e, wf, w);
+                    double t = f + heft_comm(g, a->c, wf, w);
                     if (t > dready[w])
                         dready[w] = t;
                 }
             }
             for (int32_t w = lo; w < hi; w++) {
-                double cw = sched_cost(g, i, w);
+                double cw = hg.cu ? hg.cu[u] : sched_cost(g, i, w);
                 int64_t pos;
                 double s = heft_slot_find(&tl[w], dready[w], cw, &pos);
-                if (w == pref[i]) {
+                if (w == pw) {
                     pref_seen = true;
                     pref_pos = pos;
                     pref_start = s;
@@ -590,10 +838,10 @@ static ompc_status_t heft_place(const sched_graph_t *g, int32_t candidates,
         }
         /* Up to one task's cost later (and half another: inputs that
          * reach the workers microseconds apart must not tip it). */
-        if (pref_seen && pref[i] != best) {
-            double cp = sched_cost(g, i, pref[i]);
+        if (pref_seen && pw != best) {
+            double cp = hg.cu ? hg.cu[u] : sched_cost(g, i, pw);
             if (pref_start + cp <= best_finish + 1.5 * cp) {
-                best = pref[i];
+                best = pw;
                 best_pos = pref_pos;
                 best_start = pref_start;
                 best_finish = pref_start + cp;
@@ -602,23 +850,24 @@ static ompc_status_t heft_place(const sched_graph_t *g, int32_t candidates,
         st = heft_slot_insert(&tl[best], best_pos, best_start, best_finish);
         if (st != OMPC_OK)
             goto out;
-        if (k > 0 && best_finish > bd.heap.end[best]) {
-            bd.heap.end[best] = best_finish;
-            heft_wheap_down(&bd.heap, bd.heap.pos[best]);
-        }
-        worker[i] = best;
-        start[i] = best_start;
-        finish[i] = best_finish;
-        for (int64_t s = prep.adj.succ_off[i]; s < prep.adj.succ_off[i + 1]; s++) {
-            int64_t v = g->edges[prep.adj.succ_edge[s]].to;
+        if (k > 0 && best_finish > bd.heap.end[best])
+            heft_bounded_grow(&bd, best, best_finish);
+        worker[u] = best;
+        start[u] = best_start;
+        finish[u] = best_finish;
+        for (int64_t s = hg.out_off[u]; s < hg.out_off[u + 1]; s++) {
+            int64_t v = hg.out[s].v;
             if (--waiting[v] == 0)
-                sched_heap_push(&heap, v);
+                heft_ready_push(heap, &nheap, (heft_ready_t){rank[v], hg.orig[v], v});
         }
     }
 
-    memcpy(r->worker, worker, (size_t)n * sizeof(*worker));
-    memcpy(r->start, start, (size_t)n * sizeof(*start));
-    memcpy(r->finish, finish, (size_t)n * sizeof(*finish));
+    for (int64_t u = 0; u < n; u++) {
+        int64_t i = hg.orig[u];
+        r->worker[i] = worker[u];
+        r->start[i] = start[u];
+        r->finish[i] = finish[u];
+    }
     sched_result_close(g, r);
     st = OMPC_OK;
 out:
@@ -626,8 +875,10 @@ out:
         for (int32_t w = 0; w < P; w++)
             free(tl[w].slot);
     heft_bounded_free(&bd);
-    sched_heap_free(&heap);
+    free(heap);
+    heft_graph_free(&hg);
     free(tl);
+    free(upref);
     free(pref);
     free(dready);
     free(waiting);

@@ -14,10 +14,13 @@ ompc_status_t sched_error(int64_t task, const char *fmt, ...)
 
 /* Edges grouped by endpoint (compressed rows): the edges into task i are
  * edges[pred_edge[pred_off[i] .. pred_off[i+1]-1]], likewise out of i with
- * succ_*.  Each group keeps the input order of the edges. */
+ * succ_*.  Each group keeps the input order of the edges.  pred_from[p]
+ * and succ_to[s] repeat the other endpoint of the same edge, so that a
+ * walk over the graph does not load edges[] (a cache miss per edge when
+ * the edges come shuffled). */
 typedef struct sched_adj {
-    int64_t *pred_off, *pred_edge;
-    int64_t *succ_off, *succ_edge;
+    int64_t *pred_off, *pred_edge, *pred_from;
+    int64_t *succ_off, *succ_edge, *succ_to;
 } sched_adj_t;
 
 /* What every policy needs before placing anything: the graph checked, its
@@ -90,7 +93,8 @@ int64_t sched_heap_pop(sched_heap_t *h); /* h->n must be > 0 */
  * g must pass sched_graph_validate (r may be NULL there). */
 ompc_status_t sched_cycle_find(const sched_graph_t *g, int64_t *cycle, int64_t *len_p);
 
-/* HEFT's upward ranks (see sched_heft.c), exposed for tests. */
+/* HEFT's upward ranks (see sched_heft.c), exposed for tests: aborts if its
+ * scratch (the renumbered graph) cannot be allocated. */
 void sched_heft_ranks(const sched_graph_t *g, const sched_prep_t *prep, double *rank);
 
 /* The run of every sched_heft_policy_t (built-in: it validates). */

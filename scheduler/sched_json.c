@@ -14,7 +14,18 @@
  *
  * A mistake leaves through longjmp to the entry point, which frees
  * everything the reader holds (all of it hangs off sj_t) and returns a
- * status: no caller sees the jump, and no jump crosses jansson's code. */
+ * status: no caller sees the jump, and no jump crosses jansson's code.
+ *
+ * Jansson's tree of a 10^6-task graph is gigabytes of small allocations
+ * (docs/performance.md, "ompc-sched at 10^6 tasks"), so a graph is first
+ * read by sj_fast, a strict reader of the common shape straight into the
+ * same arrays.  It never reports anything: on whatever it does not handle
+ * or finds wrong (a byte it does not expect, a repeated key, a key with an
+ * escape, an ignored key whose value is not a plain ASCII string, number
+ * or literal, a value out of range, a graph sj_build refuses) the
+ * read starts over on jansson, which then gives the message, so every
+ * message and every accepted graph is the one jansson's path gives
+ * (fuzz_sched_json compares the two on every input). */
 #include "sched_json.h"
 
 #include "sched_internal.h"
@@ -93,6 +104,7 @@ struct sched_json {
     char why[512];
 
     json_t *root; /* the parsed input, until the graph is built */
+    bool fast;    /* read by sj_fast: a failure retries on jansson */
     sj_path_t top;
     int64_t workers;
     sj_path_t workers_path;
@@ -106,6 +118,12 @@ struct sched_json {
     int64_t nnum, num_cap;
 
     sj_idx_t *ids;
+    /* When the ids are at most a few times as many as the tasks (0..n-1
+     * most often): dense[id] = index or -1, for id <= dense_max, instead
+     * of a binary search of ids per edge end (cache misses, most of the
+     * read at 10^6 tasks). */
+    int64_t *dense;
+    int64_t dense_max;
     double *cost, *ready;
     int32_t *pinned;
     sched_edge_t *gedge;
@@ -128,6 +146,7 @@ static void sj_free(sj_t *t)
     free(t->ready);
     free(t->cost);
     free(t->ids);
+    free(t->dense);
     free(t->num);
     free(t->edge);
     free(t->task);
@@ -484,6 +503,431 @@ static _Noreturn void sj_syntax_error(sj_t *t, const json_error_t *err)
     sj_die(t, pos, "%s", msg);
 }
 
+/* -------------------------------------------- the fast path (sj_fast) */
+/* Cursor of sj_fast over t->text.  Every function returns false for
+ * "not handled here", never a message. */
+typedef struct sj_cur {
+    sj_t *t;
+    size_t p;
+} sj_cur_t;
+
+static void sj_fws(sj_cur_t *c)
+{
+    while (c->p < c->t->len && sj_is_ws(c->t->text[c->p]))
+        c->p++;
+}
+
+static bool sj_fchar(sj_cur_t *c, char ch)
+{
+    sj_fws(c);
+    if (c->p < c->t->len && c->t->text[c->p] == ch) {
+        c->p++;
+        return true;
+    }
+    return false;
+}
+
+/* A key of printable ASCII without escapes, then ':'; *key_p and *len_p
+ * point into the text. */
+static bool sj_fkey(sj_cur_t *c, const char **key_p, size_t *len_p)
+{
+    if (!sj_fchar(c, '"'))
+        return false;
+    size_t b = c->p;
+    while (c->p < c->t->len) {
+        unsigned char ch = (unsigned char)c->t->text[c->p];
+        if (ch == '"')
+            break;
+        if (ch < 0x20 || ch > 0x7e || ch == '\\')
+            return false;
+        c->p++;
+    }
+    if (c->p >= c->t->len)
+        return false;
+    *key_p = c->t->text + b;
+    *len_p = c->p - b;
+    c->p++;
+    return sj_fchar(c, ':');
+}
+
+static bool sj_fkey_is(const char *key, size_t len, const char *want)
+{
+    return strlen(want) == len && memcmp(key, want, len) == 0;
+}
+
+/* Exact powers of ten: a decimal of at most 15 digits times or divided by
+ * one of these is one correctly rounded operation, the value strtod
+ * gives. */
+static const double sj_pow10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
+                                  1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+                                  1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+
+/* A JSON number as jansson reads it: *is_int for the integer form (no
+ * '.', 'e' or 'E': jansson's json_integer, *i set, out of long long not
+ * handled), else a real as strtod reads it (overflow not handled). */
+static bool sj_fnumber(sj_cur_t *c, bool *is_int, int64_t *i_p, double *d_p)
+{
+    sj_fws(c);
+    const char *s = c->t->text;
+    size_t len = c->t->len, b = c->p, p = c->p;
+    bool neg = false;
+    if (p < len && s[p] == '-') {
+        neg = true;
+        p++;
+    }
+    if (p >= len || s[p] < '0' || s[p] > '9')
+        return false;
+    uint64_t mant = 0;
+    int digits = 0, exp10 = 0;
+    bool zero_lead = s[p] == '0';
+    size_t ib = p;
+    while (p < len && s[p] >= '0' && s[p] <= '9') {
+        if (digits < 19) {
+            mant = mant * 10 + (uint64_t)(s[p] - '0');
+            if (mant)
+                digits++;
+        } else {
+            exp10++;
+        }
+        p++;
+    }
+    if (zero_lead && p - ib > 1)
+        return false; /* leading zero: invalid JSON */
+    bool real = false;
+    if (p < len && s[p] == '.') {
+        real = true;
+        p++;
+        if (p >= len || s[p] < '0' || s[p] > '9')
+            return false;
+        while (p < len && s[p] >= '0' && s[p] <= '9') {
+            if (digits < 19) {
+                mant = mant * 10 + (uint64_t)(s[p] - '0');
+                if (mant)
+                    digits++;
+                exp10--;
+            }
+            p++;
+        }
+    }
+    int eval = 0;
+    if (p < len && (s[p] == 'e' || s[p] == 'E')) {
+        real = true;
+        p++;
+        bool eneg = false;
+        if (p < len && (s[p] == '+' || s[p] == '-'))
+            eneg = s[p++] == '-';
+        if (p >= len || s[p] < '0' || s[p] > '9')
+            return false;
+        while (p < len && s[p] >= '0' && s[p] <= '9') {
+            if (eval < 10000)
+                eval = eval * 10 + (s[p] - '0');
+            p++;
+        }
+        exp10 += eneg ? -eval : eval;
+    }
+    /* The number must end where jansson's token ends. */
+    if (p < len && !sj_is_ws(s[p]) && s[p] != ',' && s[p] != ']' && s[p] != '}')
+        return false;
+    c->p = p;
+    *is_int = !real;
+    if (!real) {
+        /* At most 18 digits always fit; longer ones are left to jansson. */
+        if (p - ib > 18)
+            return false;
+        *i_p = neg ? -(int64_t)mant : (int64_t)mant;
+        *d_p = (double)*i_p;
+        return true;
+    }
+    if (digits <= 15 && mant < (1ULL << 53) && exp10 >= -22 && exp10 <= 22) {
+        double d = (double)mant;
+        d = exp10 >= 0 ? d * sj_pow10[exp10] : d / sj_pow10[-exp10];
+        *d_p = neg ? -d : d;
+        return true;
+    }
+    char buf[64];
+    if (p - b >= sizeof(buf))
+        return false;
+    memcpy(buf, s + b, p - b);
+    buf[p - b] = '\0';
+    double d = strtod(buf, NULL);
+    if (isinf(d))
+        return false; /* jansson refuses an overflowing real */
+    *d_p = d;
+    return true;
+}
+
+/* Keys sj_parse ignores, of one object: they may not repeat either. */
+#define SJ_FUNKNOWN_MAX 8
+typedef struct sj_funknown {
+    const char *key[SJ_FUNKNOWN_MAX];
+    size_t len[SJ_FUNKNOWN_MAX];
+    int n;
+} sj_funknown_t;
+
+/* The value of a key sj_parse ignores: a string of printable ASCII
+ * without escapes (a "comment"), a number, true, false or null. */
+static bool sj_funknown(sj_cur_t *c, sj_funknown_t *u, const char *key, size_t len)
+{
+    if (u->n == SJ_FUNKNOWN_MAX)
+        return false;
+    for (int j = 0; j < u->n; j++)
+        if (u->len[j] == len && memcmp(u->key[j], key, len) == 0)
+            return false;
+    u->key[u->n] = key;
+    u->len[u->n++] = len;
+    sj_fws(c);
+    const char *s = c->t->text;
+    size_t n = c->t->len, p = c->p;
+    if (p >= n)
+        return false;
+    if (s[p] == '"') {
+        for (p++; p < n && s[p] != '"'; p++)
+            if ((unsigned char)s[p] < 0x20 || (unsigned char)s[p] > 0x7e || s[p] == '\\')
+                return false;
+        if (p >= n)
+            return false;
+        c->p = p + 1;
+        return true;
+    }
+    if (s[p] == '-' || (s[p] >= '0' && s[p] <= '9')) {
+        bool is_int;
+        int64_t i;
+        double d;
+        return sj_fnumber(c, &is_int, &i, &d);
+    }
+    static const char *const lits[] = {"true", "false", "null"};
+    for (size_t j = 0; j < 3; j++) {
+        size_t l = strlen(lits[j]);
+        if (n - p >= l && memcmp(s + p, lits[j], l) == 0 &&
+            (p + l == n || sj_is_ws(s[p + l]) || s[p + l] == ',' || s[p + l] == ']' ||
+             s[p + l] == '}')) {
+            c->p = p + l;
+            return true;
+        }
+    }
+    return false;
+}
+
+/* A number in 0..SJ_NUM_MAX (sj_value's rule). */
+static bool sj_fvalue(sj_cur_t *c, double *d_p)
+{
+    bool is_int;
+    int64_t i;
+    return sj_fnumber(c, &is_int, &i, d_p) && *d_p >= 0 && *d_p <= SJ_NUM_MAX;
+}
+
+/* An integer in min..max (sj_int's rule). */
+static bool sj_fint(sj_cur_t *c, int64_t min, int64_t max, int64_t *i_p)
+{
+    bool is_int;
+    double d;
+    return sj_fnumber(c, &is_int, i_p, &d) && is_int && *i_p >= min && *i_p <= max;
+}
+
+/* An array of numbers at path, appended to t->num (sj_num_array). */
+static bool sj_farray(sj_cur_t *c, sj_path_t path, sj_array_t *a)
+{
+    sj_t *t = c->t;
+    if (!sj_fchar(c, '['))
+        return false;
+    *a = (sj_array_t){.off = t->nnum, .n = 0, .path = path, .has = true};
+    if (sj_fchar(c, ']'))
+        return true;
+    do {
+        sj_reserve(t, (void **)&t->num, &t->num_cap, t->nnum + 1, sizeof(double));
+        if (!sj_fvalue(c, &t->num[t->nnum]))
+            return false;
+        t->nnum++;
+        a->n++;
+    } while (sj_fchar(c, ','));
+    return sj_fchar(c, ']');
+}
+
+static bool sj_ftask(sj_cur_t *c, sj_path_t path)
+{
+    sj_t *t = c->t;
+    if (!sj_fchar(c, '{'))
+        return false;
+    sj_reserve(t, (void **)&t->task, &t->task_cap, t->ntasks + 1, sizeof(sj_task_t));
+    sj_task_t *k = &t->task[t->ntasks++];
+    *k = (sj_task_t){.path = path, .pinned = -1};
+    if (sj_fchar(c, '}'))
+        return true;
+    unsigned seen = 0;
+    sj_funknown_t unknown = {.n = 0};
+    int64_t m = 0;
+    do {
+        const char *key;
+        size_t kl;
+        if (!sj_fkey(c, &key, &kl))
+            return false;
+        sj_path_t vp = sj_path_add(path, m++);
+        unsigned bit;
+        if (sj_fkey_is(key, kl, "id")) {
+            bit = 1;
+            if (!sj_fint(c, 0, INT64_MAX, &k->id))
+                return false;
+            k->has_id = true;
+        } else if (sj_fkey_is(key, kl, "cost")) {
+            bit = 2;
+            sj_fws(c);
+            if (c->p < t->len && t->text[c->p] == '[') {
+                if (!sj_farray(c, vp, &k->cost))
+                    return false;
+            } else {
+                sj_reserve(t, (void **)&t->num, &t->num_cap, t->nnum + 1, sizeof(double));
+                if (!sj_fvalue(c, &t->num[t->nnum]))
+                    return false;
+                k->cost = (sj_array_t){
+                    .off = t->nnum, .n = 1, .path = vp, .has = true, .scalar = true};
+                t->nnum++;
+            }
+        } else if (sj_fkey_is(key, kl, "ready")) {
+            bit = 4;
+            if (!sj_farray(c, vp, &k->ready))
+                return false;
+        } else if (sj_fkey_is(key, kl, "pinned")) {
+            bit = 8;
+            if (!sj_fint(c, -1, INT32_MAX, &k->pinned))
+                return false;
+            k->pinned_path = vp;
+        } else if (sj_funknown(c, &unknown, key, kl)) {
+            bit = 0;
+        } else {
+            return false;
+        }
+        if (seen & bit)
+            return false;
+        seen |= bit;
+    } while (sj_fchar(c, ','));
+    return sj_fchar(c, '}');
+}
+
+static bool sj_fedge(sj_cur_t *c, sj_path_t path)
+{
+    sj_t *t = c->t;
+    if (!sj_fchar(c, '{'))
+        return false;
+    sj_reserve(t, (void **)&t->edge, &t->edge_cap, t->nedges + 1, sizeof(sj_edge_t));
+    sj_edge_t *e = &t->edge[t->nedges++];
+    *e = (sj_edge_t){.path = path};
+    if (sj_fchar(c, '}'))
+        return true;
+    unsigned seen = 0;
+    sj_funknown_t unknown = {.n = 0};
+    int64_t m = 0;
+    do {
+        const char *key;
+        size_t kl;
+        if (!sj_fkey(c, &key, &kl))
+            return false;
+        sj_path_t vp = sj_path_add(path, m++);
+        unsigned bit;
+        if (sj_fkey_is(key, kl, "from")) {
+            bit = 1;
+            if (!sj_fint(c, 0, INT64_MAX, &e->from))
+                return false;
+            e->from_path = vp;
+            e->has_from = true;
+        } else if (sj_fkey_is(key, kl, "to")) {
+            bit = 2;
+            if (!sj_fint(c, 0, INT64_MAX, &e->to))
+                return false;
+            e->to_path = vp;
+            e->has_to = true;
+        } else if (sj_fkey_is(key, kl, "cost")) {
+            bit = 4;
+            if (!sj_fvalue(c, &e->cost))
+                return false;
+            e->has_cost = true;
+        } else if (sj_fkey_is(key, kl, "bytes")) {
+            bit = 8;
+            if (!sj_fvalue(c, &e->bytes))
+                return false;
+            e->has_bytes = true;
+        } else if (sj_funknown(c, &unknown, key, kl)) {
+            bit = 0;
+        } else {
+            return false;
+        }
+        if (seen & bit)
+            return false;
+        seen |= bit;
+    } while (sj_fchar(c, ','));
+    return sj_fchar(c, '}');
+}
+
+/* The whole input as sj_parse would read it from jansson's tree, or false
+ * (t then holds a partial read, which the caller throws away). */
+static bool sj_fast(sj_t *t)
+{
+    sj_cur_t cur = {t, 0}, *c = &cur;
+    if (!sj_fchar(c, '{'))
+        return false;
+    if (!sj_fchar(c, '}')) {
+        unsigned seen = 0;
+        sj_funknown_t unknown = {.n = 0};
+        int64_t m = 0;
+        do {
+            const char *key;
+            size_t kl;
+            if (!sj_fkey(c, &key, &kl))
+                return false;
+            sj_path_t vp = sj_path_add(t->top, m++);
+            unsigned bit;
+            if (sj_fkey_is(key, kl, "workers")) {
+                bit = 1;
+                if (!sj_fint(c, 1, INT32_MAX, &t->workers))
+                    return false;
+                t->workers_path = vp;
+                t->has_workers = true;
+            } else if (sj_fkey_is(key, kl, "tasks") || sj_fkey_is(key, kl, "edges")) {
+                bool tasks = key[0] == 't';
+                bit = tasks ? 2 : 4;
+                if (!sj_fchar(c, '['))
+                    return false;
+                if (!sj_fchar(c, ']')) {
+                    int64_t i = 0;
+                    do {
+                        sj_path_t ep = sj_path_add(vp, i++);
+                        if (!(tasks ? sj_ftask(c, ep) : sj_fedge(c, ep)))
+                            return false;
+                    } while (sj_fchar(c, ','));
+                    if (!sj_fchar(c, ']'))
+                        return false;
+                }
+                if (tasks)
+                    t->has_tasks = true;
+                else
+                    t->has_edges = true;
+            } else if (sj_fkey_is(key, kl, "avail")) {
+                bit = 8;
+                if (!sj_farray(c, vp, &t->avail))
+                    return false;
+            } else if (sj_fkey_is(key, kl, "comm_lat")) {
+                bit = 16;
+                if (!sj_farray(c, vp, &t->lat))
+                    return false;
+            } else if (sj_fkey_is(key, kl, "comm_inv_bw")) {
+                bit = 32;
+                if (!sj_farray(c, vp, &t->inv_bw))
+                    return false;
+            } else if (sj_funknown(c, &unknown, key, kl)) {
+                bit = 0;
+            } else {
+                return false;
+            }
+            if (seen & bit)
+                return false;
+            seen |= bit;
+        } while (sj_fchar(c, ','));
+        if (!sj_fchar(c, '}'))
+            return false;
+    }
+    sj_fws(c);
+    return c->p == t->len;
+}
+
 /* ------------------------------------------------------- graph assembly */
 static int sj_idx_cmp(const void *pa, const void *pb)
 {
@@ -496,6 +940,8 @@ static int sj_idx_cmp(const void *pa, const void *pb)
 /* The index of task id, or -1. */
 static int64_t sj_lookup(const sj_t *t, int64_t id)
 {
+    if (t->dense)
+        return id <= t->dense_max ? t->dense[id] : -1;
     int64_t lo = 0, hi = t->ntasks;
     while (lo < hi) {
         int64_t mid = lo + (hi - lo) / 2;
@@ -565,9 +1011,13 @@ static void sj_build(sj_t *t, sched_graph_t *g)
                "\"comm_lat\" and \"comm_inv_bw\" go together");
 
     t->ids = sj_alloc(t, n, sizeof(*t->ids));
-    for (int64_t i = 0; i < n; i++)
+    bool increasing = true;
+    for (int64_t i = 0; i < n; i++) {
         t->ids[i] = (sj_idx_t){t->task[i].id, i};
-    qsort(t->ids, (size_t)n, sizeof(*t->ids), sj_idx_cmp);
+        increasing = increasing && (i == 0 || t->ids[i].id > t->ids[i - 1].id);
+    }
+    if (!increasing)
+        qsort(t->ids, (size_t)n, sizeof(*t->ids), sj_idx_cmp);
     for (int64_t k = 1; k < n; k++)
         if (t->ids[k].id == t->ids[k - 1].id) {
             long line, col;
@@ -576,6 +1026,15 @@ static void sj_build(sj_t *t, sched_graph_t *g)
                    "duplicate task id %lld (first at line %ld, column %ld)",
                    (long long)t->ids[k].id, line, col);
         }
+
+    if (n > 0 && t->ids[n - 1].id / 4 < n) {
+        t->dense_max = t->ids[n - 1].id;
+        t->dense = sj_alloc(t, t->dense_max + 1, sizeof(int64_t));
+        for (int64_t id = 0; id <= t->dense_max; id++)
+            t->dense[id] = -1;
+        for (int64_t k = 0; k < n; k++)
+            t->dense[t->ids[k].id] = t->ids[k].index;
+    }
 
     t->gedge = sj_alloc(t, t->nedges, sizeof(*t->gedge));
     for (int64_t k = 0; k < t->nedges; k++) {
@@ -647,12 +1106,21 @@ static void sj_why_copy(const sj_t *t, char *why, size_t whysz)
 ompc_status_t sched_json_read(const char *name, const char *text, size_t len,
                               sched_json_t **js_p, char *why, size_t whysz)
 {
+    return sched_json_read_flags(name, text, len, 0, js_p, why, whysz);
+}
+
+ompc_status_t sched_json_read_flags(const char *name, const char *text, size_t len,
+                                    unsigned flags, sched_json_t **js_p, char *why,
+                                    size_t whysz)
+{
     sj_t *t = calloc(1, sizeof(*t));
     if (!t) {
         if (why && whysz > 0)
             snprintf(why, whysz, "%s: out of memory", name);
         return OMPC_ERR_NOMEM;
     }
+    /* volatile: changed between setjmp and longjmp, read after. */
+    volatile bool try_fast = !(flags & SCHED_JSON_NO_FAST);
     jmp_buf fail;
     t->name = name;
     t->text = text;
@@ -660,6 +1128,18 @@ ompc_status_t sched_json_read(const char *name, const char *text, size_t len,
     t->fail = &fail;
     if (setjmp(fail)) {
         ompc_status_t st = t->st;
+        if (t->fast && st == OMPC_ERR_INVALID) {
+            /* sj_build refused what sj_fast read: start over on jansson,
+             * whose read gives the message with the place. */
+            sj_free(t);
+            memset(t, 0, sizeof(*t));
+            t->name = name;
+            t->text = text;
+            t->len = len;
+            t->fail = &fail;
+            try_fast = false;
+            goto slow;
+        }
         sj_why_copy(t, why, whysz);
         sj_free(t);
         free(t);
@@ -670,6 +1150,21 @@ ompc_status_t sched_json_read(const char *name, const char *text, size_t len,
      * (jansson still refuses it in keys). */
     if (sj_ws(t, 0) == len) /* clearer than jansson's "unexpected token" */
         sj_expected(t, &t->top, "a JSON object at the top level");
+    if (try_fast) {
+        if (sj_fast(t)) {
+            t->fast = true;
+            sj_build(t, &t->graph);
+            goto done;
+        }
+        /* Not the fast path's: throw its partial read away. */
+        sj_free(t);
+        memset(t, 0, sizeof(*t));
+        t->name = name;
+        t->text = text;
+        t->len = len;
+        t->fail = &fail;
+    }
+slow:;
     json_error_t err;
     t->root = json_loadb(text, len,
                          JSON_REJECT_DUPLICATES | JSON_DECODE_ANY | JSON_ALLOW_NUL, &err);
@@ -680,6 +1175,8 @@ ompc_status_t sched_json_read(const char *name, const char *text, size_t len,
     /* The graph holds copies; messages from here on need the text only. */
     json_decref(t->root);
     t->root = NULL;
+done:
+    t->fast = false;
     t->fail = NULL;
     *js_p = t;
     return OMPC_OK;

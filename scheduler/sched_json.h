@@ -31,6 +31,13 @@ typedef struct sched_json sched_json_t;
 ompc_status_t sched_json_read(const char *name, const char *text, size_t len,
                               sched_json_t **js_p, char *why, size_t whysz);
 
+/* sched_json_read with flags: SCHED_JSON_NO_FAST reads through jansson's
+ * tree only, not the fast path first (for tests that compare the two). */
+#define SCHED_JSON_NO_FAST 1u
+ompc_status_t sched_json_read_flags(const char *name, const char *text, size_t len,
+                                    unsigned flags, sched_json_t **js_p, char *why,
+                                    size_t whysz);
+
 /* The graph, valid until sched_json_free. */
 const sched_graph_t *sched_json_graph(const sched_json_t *js);
 

@@ -65,8 +65,9 @@ static void tool_read(const char *name, const char *path, char **text_p, size_t 
 /* x with the fewest significant digits, from %g's 6 up to 17, that read
  * back as exactly x: a schedule's durations then equal its costs (at 6
  * digits a long schedule's start and finish round apart), and every time
- * %g printed exactly looks as it did. */
-static const char *tool_num(char *buf, size_t size, double x)
+ * %g printed exactly looks as it did.  The plain way, a printf and a
+ * strtod per precision. */
+static const char *tool_num_slow(char *buf, size_t size, double x)
 {
     for (int prec = 6; prec < 17; prec++) {
         snprintf(buf, size, "%.*g", prec, x);
@@ -75,6 +76,123 @@ static const char *tool_num(char *buf, size_t size, double x)
     }
     snprintf(buf, size, "%.17g", x);
     return buf;
+}
+
+/* Exact powers of ten (see tool_num). */
+static const double tool_pow10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
+                                    1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+                                    1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+
+/* The text printf's "%.{p}g" gives for the p-digit decimal dig[0..p-1]
+ * times 10^e (dig[0] not '0'), into buf (room for 32): fixed notation when
+ * -4 <= e < p, else d.ddde+XX, trailing zeros and a bare point dropped. */
+static const char *tool_g(char *buf, const char *dig, int p, int e)
+{
+    int q = p;
+    while (q > 1 && dig[q - 1] == '0')
+        q--;
+    char *o = buf;
+    if (e >= -4 && e < p) {
+        if (e < 0) {
+            *o++ = '0';
+            *o++ = '.';
+            for (int j = 0; j < -e - 1; j++)
+                *o++ = '0';
+            memcpy(o, dig, (size_t)q);
+            o += q;
+        } else {
+            for (int j = 0; j <= e; j++)
+                *o++ = j < q ? dig[j] : '0';
+            if (q > e + 1) {
+                *o++ = '.';
+                memcpy(o, dig + e + 1, (size_t)(q - e - 1));
+                o += q - e - 1;
+            }
+        }
+        *o = '\0';
+        return buf;
+    }
+    *o++ = dig[0];
+    if (q > 1) {
+        *o++ = '.';
+        memcpy(o, dig + 1, (size_t)(q - 1));
+        o += q - 1;
+    }
+    /* A double's exponent has at most 3 digits; printf shows at least 2. */
+    int a = e < 0 ? -e : e;
+    *o++ = 'e';
+    *o++ = e < 0 ? '-' : '+';
+    if (a >= 100)
+        *o++ = (char)('0' + a / 100);
+    *o++ = (char)('0' + a / 10 % 10);
+    *o++ = (char)('0' + a % 10);
+    *o = '\0';
+    return buf;
+}
+
+/* dig[0..16] rounded to p < 17 digits into out[0..p-1], *e_p adjusted for
+ * a carry out of the first digit; false when the dropped digits are 5000...
+ * (rounding x twice, to 17 and then p digits, can differ from rounding it
+ * once only there). */
+static bool tool_round(const char *dig, int p, char *out, int *e_p)
+{
+    bool tie = dig[p] == '5';
+    for (int j = p + 1; j < 17 && tie; j++)
+        tie = dig[j] == '0';
+    if (tie)
+        return false;
+    memcpy(out, dig, (size_t)p);
+    if (dig[p] >= '5') {
+        int j = p - 1;
+        while (j >= 0 && out[j] == '9')
+            out[j--] = '0';
+        if (j >= 0) {
+            out[j]++;
+        } else { /* 99..9 became 100..0 */
+            out[0] = '1';
+            ++*e_p;
+        }
+    }
+    return true;
+}
+
+/* tool_num_slow's answer from one printf of 17 digits instead of a printf
+ * and a strtod per precision: 2*10^6 times made the plain way were most of
+ * ompc-sched's time at 10^6 tasks.  x rounded to p < 17 digits is those 17
+ * digits rounded to p except after a tie (tool_round; then the plain way).
+ * For p <= 15 the p digits D times or divided by an exact power of ten is
+ * one correctly rounded operation, which is what strtod returns for them,
+ * so "reads back as x" needs no strtod; 16 digits do not fit that and take
+ * strtod.  The text is printf's %g layout (tool_g). */
+static const char *tool_num(char *buf, size_t size, double x)
+{
+    char d17[40], dig[17], r[17];
+    if (!(x > 0.0) || !isfinite(x) || size < 32)
+        return tool_num_slow(buf, size, x);
+    /* "d.dddddddddddddddde[+-]X": 17 significant digits, exponent X. */
+    snprintf(d17, sizeof(d17), "%.16e", x);
+    dig[0] = d17[0];
+    memcpy(dig + 1, d17 + 2, 16);
+    int e10 = atoi(d17 + 19);
+    for (int p = 6; p <= 16; p++) {
+        int e = e10;
+        if (!tool_round(dig, p, r, &e))
+            return tool_num_slow(buf, size, x);
+        if (p == 16) {
+            tool_g(buf, r, p, e);
+            return strtod(buf, NULL) == x ? buf : tool_g(buf, dig, 17, e10);
+        }
+        uint64_t D = 0;
+        for (int j = 0; j < p; j++)
+            D = D * 10 + (uint64_t)(r[j] - '0');
+        int k = e - p + 1; /* the value is D * 10^k */
+        if (k > 22 || k < -22)
+            return tool_num_slow(buf, size, x);
+        double v = k >= 0 ? (double)D * tool_pow10[k] : (double)D / tool_pow10[-k];
+        if (v == x)
+            return tool_g(buf, r, p, e);
+    }
+    return tool_g(buf, dig, 17, e10);
 }
 
 static void tool_usage(FILE *out)

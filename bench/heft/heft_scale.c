@@ -11,6 +11,10 @@
  *       same graph (what any policy pays to read it), and full HEFT on
  *       N/50 of the tasks, whose time is scaled up by 50 (its cost grows
  *       linearly in N at fixed P and layer width).
+ *   ompc-heft-scale json N P FILE
+ *       writes the graph `scale` uses (N tasks, P identical workers) as
+ *       ompc-sched's JSON input, costs with 10 significant digits, to
+ *       time the tool end to end.
  *
  * Every schedule is checked by sched_check and by the tests' own checker.
  * Times are the scheduling thread's CPU seconds (the wall clock of a
@@ -116,6 +120,30 @@ static void scale(int64_t n, int32_t P, int32_t k)
     st_graph_free(&sg);
 }
 
+static void write_json(int64_t n, int32_t P, const char *path)
+{
+    st_graph_t sg;
+    uniform_graph(&sg, 11, n, P);
+    FILE *f = fopen(path, "w");
+    CHECK(f);
+    fprintf(f, "{\"workers\": %d,\n \"tasks\": [\n", (int)P);
+    for (int64_t i = 0; i < n; i++)
+        fprintf(f, "  {\"id\": %lld, \"cost\": %.10g}%s\n", (long long)i, sg.g.cost[i],
+                i + 1 < n ? "," : "");
+    fprintf(f, " ],\n \"edges\": [\n");
+    for (int64_t k = 0; k < sg.g.nedges; k++) {
+        const sched_edge_t *e = &sg.g.edges[k];
+        fprintf(f, "  {\"from\": %lld, \"to\": %lld, \"cost\": %.10g}%s\n",
+                (long long)e->from, (long long)e->to, e->cost,
+                k + 1 < sg.g.nedges ? "," : "");
+    }
+    fprintf(f, " ]}\n");
+    CHECK(fclose(f) == 0);
+    printf("%lld tasks, %lld edges, %d workers: %s\n", (long long)n,
+           (long long)sg.g.nedges, (int)P, path);
+    st_graph_free(&sg);
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "quality";
@@ -127,8 +155,14 @@ int main(int argc, char **argv)
         int32_t k = argc > 4 ? (int32_t)atoi(argv[4]) : SCHED_HEFT_CANDIDATES;
         CHECK(n > 0 && P > 0);
         scale(n, P, k);
+    } else if (strcmp(mode, "json") == 0 && argc == 5) {
+        int64_t n = atoll(argv[2]);
+        int32_t P = (int32_t)atoi(argv[3]);
+        CHECK(n > 0 && P > 0);
+        write_json(n, P, argv[4]);
     } else {
-        fprintf(stderr, "usage: ompc-heft-scale quality [K] | scale [N P K]\n");
+        fprintf(stderr,
+                "usage: ompc-heft-scale quality [K] | scale [N P K] | json N P FILE\n");
         return 2;
     }
     return 0;

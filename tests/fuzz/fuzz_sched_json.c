@@ -4,7 +4,9 @@
  * Wrong answers: a status other than OK, INVALID or NOMEM; an error
  * message that is empty, spans lines or does not name the input; an
  * accepted graph that a policy schedules infeasibly (sched_check) or with
- * a time that is not finite. */
+ * a time that is not finite; the reader's fast path and its jansson path
+ * (SCHED_JSON_NO_FAST) disagreeing on the status, the message or the
+ * graph. */
 #include "fuzz.h"
 
 #include "sched_json.h"
@@ -52,12 +54,57 @@ static void check_why(ompc_status_t st, const char *why)
         fuzz_fail("the message spans lines: \"%s\"", why);
 }
 
+/* Whether arrays a and b of n elements of size sz are both NULL or equal
+ * bit for bit (-0.0 and 0.0 differ: they print differently). */
+static bool same(const void *a, const void *b, size_t n, size_t sz)
+{
+    if (!a || !b)
+        return !a && !b;
+    return n == 0 || memcmp(a, b, n * sz) == 0;
+}
+
+/* The fast path must give what jansson's path gives, message or graph. */
+static void compare_paths(const uint8_t *data, size_t size, ompc_status_t st,
+                          const char *why, const sched_json_t *js)
+{
+    char why2[640] = "";
+    sched_json_t *js2 = NULL;
+    ompc_status_t st2 = sched_json_read_flags(
+        NAME, (const char *)data, size, SCHED_JSON_NO_FAST, &js2, why2, sizeof(why2));
+    if (st2 != st)
+        fuzz_fail("fast path %s, jansson path %s (%s)", ompc_status_str(st),
+                  ompc_status_str(st2), why2);
+    if (st != OMPC_OK) {
+        if (st == OMPC_ERR_INVALID && strcmp(why, why2) != 0)
+            fuzz_fail("fast path \"%s\", jansson path \"%s\"", why, why2);
+        return;
+    }
+    const sched_graph_t *a = sched_json_graph(js), *b = sched_json_graph(js2);
+    size_t n = (size_t)a->ntasks, P = (size_t)a->nworkers;
+    if (a->nworkers != b->nworkers || a->ntasks != b->ntasks || a->nedges != b->nedges ||
+        a->cost_uniform != b->cost_uniform)
+        fuzz_fail("fast and jansson paths read different sizes");
+    bool ok = same(a->cost, b->cost, a->cost_uniform ? n : n * P, sizeof(double)) &&
+              same(a->ready, b->ready, n * P, sizeof(double)) &&
+              same(a->pinned, b->pinned, n, sizeof(int32_t)) &&
+              same(a->avail, b->avail, P, sizeof(double)) &&
+              same(a->comm_lat, b->comm_lat, P * P, sizeof(double)) &&
+              same(a->comm_inv_bw, b->comm_inv_bw, P * P, sizeof(double)) &&
+              same(a->edges, b->edges, (size_t)a->nedges, sizeof(sched_edge_t));
+    for (size_t i = 0; i < n && ok; i++)
+        ok = sched_json_task_id(js, (int64_t)i) == sched_json_task_id(js2, (int64_t)i);
+    if (!ok)
+        fuzz_fail("fast and jansson paths read different graphs");
+    sched_json_free(js2);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     char why[640] = "";
     sched_json_t *js = NULL;
     ompc_status_t st = sched_json_read(NAME, (const char *)data, size, &js, why,
                                        sizeof(why));
+    compare_paths(data, size, st, why, js);
     if (st != OMPC_OK) {
         check_why(st, why);
         return 0;
