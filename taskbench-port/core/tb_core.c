@@ -711,6 +711,25 @@ void tb_prepare_scratch(char *scratch, size_t scratch_bytes)
 
 TB_DEVICE_END
 
+/* ------------------------------------------ host-only: the kernels' ISA */
+
+#if defined(__x86_64__) && (defined(__AVX2__) || defined(__FMA__))
+/* Built with -mavx2 -mfma (OMPC_TASKBENCH_ISA in taskbench-port/
+ * CMakeLists.txt): on a CPU without them the first kernel would die of
+ * SIGILL, so say why before main runs.  The check itself has nothing to
+ * vectorise and runs on any x86-64. */
+__attribute__((constructor)) static void tb_isa_check(void)
+{
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+        return;
+    fprintf(stderr, "taskbench: this program was built with -mavx2 -mfma for its kernels "
+                    "but the CPU lacks AVX2 or FMA; rebuild with "
+                    "-DOMPC_TASKBENCH_ISA=none\n");
+    exit(2);
+}
+#endif
+
 /* ----------------------------------------------------- host-only: names */
 
 static const char *const tb_dep_names[] = {
