@@ -1065,7 +1065,8 @@ static void *gate_main(void *arg)
         /* The rank's own work for the gate (ev_set_gate_work), outside the
          * engine's lock: a thread waiting on an event may take the role
          * meanwhile. */
-        ev_gate_work_fn_t work = atomic_load_explicit(&ctx->gate_work, memory_order_acquire);
+        ev_gate_work_fn_t work = atomic_load_explicit(&ctx->gate_work,
+                                                      memory_order_acquire);
         if (work && work(atomic_load_explicit(&ctx->gate_work_arg, memory_order_relaxed)))
             progress++;
         bool done = !progress && quiet && atomic_load(&ctx->stopping) &&

@@ -754,8 +754,9 @@ static void task_done(ahd_exec_t *x, ahd_task_t *t, ompc_status_t st, uint64_t n
             ks->max_ns = ns;
         if (ns > GATE_BAN_NS)
             ks->long_runs++;
-        uint64_t judged =
-            atomic_load_explicit(&x->gate_exec, memory_order_relaxed) ? gate_cpu_ns : ns;
+        uint64_t judged = atomic_load_explicit(&x->gate_exec, memory_order_relaxed)
+                              ? gate_cpu_ns
+                              : ns;
         if (on_gate && judged > GATE_BAN_NS && !ks->gate_banned)
             banned_now = ks->gate_banned = true;
     }
@@ -808,7 +809,8 @@ static void run_task(ahd_exec_t *x, ahd_task_t *t, bool on_gate)
         clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c0);
     ompc_status_t st = tgt_kernel_run(t->kmsg, t->klen, &ns, NULL);
     if (cpu && clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c1) == 0)
-        cpu_ns = (uint64_t)((c1.tv_sec - c0.tv_sec) * 1000000000LL + (c1.tv_nsec - c0.tv_nsec));
+        cpu_ns = (uint64_t)((c1.tv_sec - c0.tv_sec) * 1000000000LL +
+                            (c1.tv_nsec - c0.tv_nsec));
     atomic_fetch_sub(&x->running, 1);
     task_done(x, t, st, ns, on_gate, cpu_ns);
 }
