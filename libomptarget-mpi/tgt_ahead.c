@@ -701,8 +701,9 @@ static void dq_send(const tgt_wire_done_t *m, size_t n)
 
 /* x->mtx held: send the waiting completions now rather than with the next
  * ones?  Yes when they are many or old, when nothing more launched here is
- * ready or waiting for inputs, or when the next task would make them old
- * before it is done. */
+ * running, ready or waiting for inputs, or when the next task would make
+ * them old before it is done.  (A task running elsewhere, on the gate or
+ * another kernel thread, sends them with its own when it is done.) */
 static bool dq_due(const ahd_exec_t *x, uint64_t now)
 {
     if (!x->dn)
@@ -710,7 +711,7 @@ static bool dq_due(const ahd_exec_t *x, uint64_t now)
     if (x->dn >= dq_max(x) || now - x->dt0 >= dq_max_age(x))
         return true;
     if (!x->rq_head)
-        return x->nwaiting == 0;
+        return x->nwaiting == 0 && atomic_load(&x->running) == 0;
     return now - x->dt0 + task_expect_ns(x, x->rq_head) >= dq_max_age(x);
 }
 
