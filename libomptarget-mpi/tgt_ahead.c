@@ -231,8 +231,8 @@ static void serve(ahd_wait_t *w)
 }
 
 /* ------------------------------------------------------------ tables */
-/* Set on the gate thread when it first does this file's work (gate_work):
- * a task the gate makes ready there it may run itself. */
+/* Set on the gate thread by gate_work (it runs after every pass): a task
+ * the gate makes ready there it may run itself. */
 static _Thread_local bool tl_on_gate;
 
 static bool gate_may_run(const ahd_exec_t *x, const ahd_task_t *t);
@@ -668,8 +668,8 @@ static uint64_t task_expect_ns(const ahd_exec_t *x, const ahd_task_t *t)
 
 /* x->mtx held: whether a task may run on the gate thread (fn_arrive,
  * gate_work).  Where the gate runs the ready queue (gate_exec) a kernel
- * may take up to GATE_BAN_NS there: the rank has one kernel slot, so
- * nothing else could run meanwhile anyway. */
+ * of up to GATE_BAN_NS may run there (GATE_LONG_FRAC): the rank has one
+ * kernel slot, so nothing else could run meanwhile anyway. */
 static bool gate_may_run(const ahd_exec_t *x, const ahd_task_t *t)
 {
     int k = task_kernel(t);
