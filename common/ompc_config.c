@@ -117,7 +117,11 @@ static const cfg_row_t rows[] = {
         "a worker's gate thread runs a task itself, when its last input "
         "arrives and nothing else runs there, if its kernel took less than "
         "this in every one of at least 4 runs (0: never); one run over 1 ms "
-        "there bans the kernel from the gate",
+        "there bans the kernel from the gate. A crowded worker with one "
+        "kernel slot runs every ready task on its gate whose kernel ran over "
+        "1 ms in under 1 of 8 of its runs (at least 4), which saves a thread "
+        "wake-up per task (0 turns this off too); one run there over 1 ms of "
+        "CPU bans the kernel",
         CFG_INT, gate_run_us, 0, 1000000),
     ROW("OMPC_PERF_MODEL", "",
         "file of learnt kernel costs: loaded at start-up if it exists, "

@@ -949,6 +949,17 @@ void ev_set_peer_describe(ev_ctx_t *ctx, ev_peer_describe_fn_t fn, void *arg)
     ctx->describe_arg = arg;
 }
 
+void ev_set_gate_work(ev_ctx_t *ctx, ev_gate_work_fn_t fn, void *arg)
+{
+    atomic_store_explicit(&ctx->gate_work_arg, arg, memory_order_relaxed);
+    atomic_store_explicit(&ctx->gate_work, fn, memory_order_release);
+}
+
+bool ev_chunks_in_flight(const ev_ctx_t *ctx)
+{
+    return atomic_load_explicit(&ctx->chunks, memory_order_relaxed) > 0;
+}
+
 long long ev_peer_pid(const ev_ctx_t *ctx, int rank)
 {
     return rank >= 0 && rank < ctx->size ? (long long)ctx->ids[rank].pid : -1;
@@ -1050,9 +1061,16 @@ static void *gate_main(void *arg)
          * give us work. */
         bool quiet = ctx->nreqs == 0 && !ctx->waitlist && !ctx->arr_head &&
                      !atomic_load(&ctx->inbox_nonempty);
+        pthread_mutex_unlock(&ctx->progress_mtx);
+        /* The rank's own work for the gate (ev_set_gate_work), outside the
+         * engine's lock: a thread waiting on an event may take the role
+         * meanwhile. */
+        ev_gate_work_fn_t work = atomic_load_explicit(&ctx->gate_work,
+                                                      memory_order_acquire);
+        if (work && work(atomic_load_explicit(&ctx->gate_work_arg, memory_order_relaxed)))
+            progress++;
         bool done = !progress && quiet && atomic_load(&ctx->stopping) &&
                     atomic_load(&ctx->origin_inflight) == 0;
-        pthread_mutex_unlock(&ctx->progress_mtx);
         if (done)
             break;
         uint64_t now = ompc_now_ns();

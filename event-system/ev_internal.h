@@ -234,6 +234,9 @@ struct ev_ctx {
     _Atomic int inbox_nonempty;
     _Atomic int gate_sleeping;   /* in ev_bell_wait: wake with ev_bell_wake */
     _Atomic uint64_t gate_busy_ns; /* the gate's last progress (EV_F_HOT) */
+    /* ev_set_gate_work: the gate reads fn (acquire) before arg. */
+    _Atomic(ev_gate_work_fn_t) gate_work;
+    void *_Atomic gate_work_arg;
 
     /* handler queue (MPMC: gate -> handlers) */
     pthread_mutex_t hq_mtx;

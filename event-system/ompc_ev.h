@@ -233,6 +233,19 @@ typedef int (*ev_peer_describe_fn_t)(void *arg, int rank, int owed, char *buf,
                                      size_t cap);
 /* Before ev_ctx_start. */
 void ev_set_peer_describe(ev_ctx_t *ctx, ev_peer_describe_fn_t fn, void *arg);
+/* Work the gate thread does between its progress passes: fn(arg) runs on
+ * the gate after each pass, with no lock of the event system held, and
+ * returns true if it did something (the gate then polls again before it
+ * may nap).  It must be short or bounded, and must not wait for events
+ * (the gate would wait for itself).  A rank that makes such work ready
+ * from another thread must wake the gate itself (it may be asleep).  Any
+ * thread, once; NULL removes it. */
+typedef bool (*ev_gate_work_fn_t)(void *arg);
+void ev_set_gate_work(ev_ctx_t *ctx, ev_gate_work_fn_t fn, void *arg);
+/* True while data chunks this rank sends or receives are in flight: both
+ * sides must progress them, so gate work should not hold the gate then.
+ * Any thread; one atomic load. */
+bool ev_chunks_in_flight(const ev_ctx_t *ctx);
 /* The process behind rank, for messages: its pid and host name. */
 long long ev_peer_pid(const ev_ctx_t *ctx, int rank);
 const char *ev_peer_host(const ev_ctx_t *ctx, int rank);

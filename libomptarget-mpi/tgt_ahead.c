@@ -74,10 +74,19 @@ typedef struct kstat {
     uint64_t last_ns;
     uint64_t runs;
     uint64_t max_ns;
+    uint64_t long_runs; /* runs over GATE_BAN_NS */
     bool gate_banned;
 } kstat_t;
 #define GATE_MIN_RUNS 4
 #define GATE_BAN_NS 1000000u
+/* Where the gate runs the ready queue (gate_exec), a kernel's time is
+ * judged by how often it runs long, not by its longest run, and a run on
+ * the gate by its CPU time: on a crowded node a 0.1 ms kernel's wall time
+ * passes 1 ms whenever it loses its CPU for a tick or two, and one such
+ * run would keep its kernel off the gate for good.  A kernel may run
+ * there while at most 1 in GATE_LONG_FRAC of its runs took over
+ * GATE_BAN_NS, and one run there of over GATE_BAN_NS of CPU bans it. */
+#define GATE_LONG_FRAC 8
 
 typedef struct ahd_exec ahd_exec_t;
 
@@ -103,6 +112,7 @@ struct ahd_exec {
     int nthr;
     ahd_thread_t *thr;
     _Atomic int hot;         /* an engine thread polls the ready queue */
+    _Atomic int gate_exec;   /* the gate runs ready short tasks (gate_work) */
     _Atomic int nready;
     _Atomic int running;     /* kernels running now */
     size_t nwaiting;         /* launched tasks waiting for inputs (tasks) */
@@ -113,6 +123,7 @@ struct ahd_exec {
     bool prompt;             /* the head may wait for a completion */
     uint64_t gen;            /* the head's generation prompt came with */
     _Atomic uint64_t watches, watch_msgs; /* data requests sent, messages */
+    _Atomic uint64_t gate_runs;          /* tasks run on the gate thread */
 };
 
 /* The event system's handlers take no argument of ours: they and the
@@ -220,6 +231,15 @@ static void serve(ahd_wait_t *w)
 }
 
 /* ------------------------------------------------------------ tables */
+/* Set on the gate thread by gate_work (it runs after every pass): a task
+ * the gate makes ready there it may run itself. */
+static _Thread_local bool tl_on_gate;
+
+static bool gate_may_run(const ahd_exec_t *x, const ahd_task_t *t);
+
+/* x->mtx held.  A task the gate makes ready and runs itself (gate_work)
+ * wakes no kernel thread: on a crowded node that wake-up costs tens of
+ * microseconds of CPU, as much as a short kernel. */
 static void make_ready(ahd_exec_t *x, ahd_task_t *t)
 {
     t->rnext = NULL;
@@ -229,6 +249,9 @@ static void make_ready(ahd_exec_t *x, ahd_task_t *t)
         x->rq_head = t;
     x->rq_tail = t;
     atomic_fetch_add(&x->nready, 1);
+    if (tl_on_gate && atomic_load_explicit(&x->gate_exec, memory_order_relaxed) &&
+        gate_may_run(x, t))
+        return;
     if (!atomic_load(&x->hot))
         pthread_cond_signal(&x->cv);
 }
@@ -264,9 +287,8 @@ static void wait_add(ahd_exec_t *x, ahd_wait_t *w)
 
 /* ----------------------------------------------------------- handlers */
 static void task_done(ahd_exec_t *x, ahd_task_t *t, ompc_status_t st, uint64_t ns,
-                      bool on_gate);
+                      bool on_gate, uint64_t gate_cpu_ns);
 static void run_task(ahd_exec_t *x, ahd_task_t *t, bool on_gate);
-static bool gate_may_run(const ahd_exec_t *x, const ahd_task_t *t);
 static int task_kernel(const ahd_task_t *t);
 
 /* No kernel running or ready here: a message arriving now is waited for. */
@@ -364,7 +386,7 @@ static void launch_one(ahd_exec_t *x, ev_exec_info_t *info,
         ompc_status_t st = dm_exec_commit(info->ctx, c.addr, c.span);
         if (st != OMPC_OK) {
             free(k);
-            task_done(x, t, st, 0, true); /* fn_launch runs on the gate */
+            task_done(x, t, st, 0, true, 0); /* fn_launch runs on the gate */
             return;
         }
     }
@@ -562,7 +584,8 @@ static ompc_status_t fn_arrive(ev_exec_info_t *info)
     bool inline_run = false;
     if (t && --t->missing == 0) {
         task_unlink(x, t);
-        if (gate_may_run(x, t) && !x->rq_head && atomic_load(&x->running) == 0) {
+        if (!atomic_load_explicit(&x->gate_exec, memory_order_relaxed) &&
+            gate_may_run(x, t) && !x->rq_head && atomic_load(&x->running) == 0) {
             atomic_fetch_add(&x->running, 1);
             inline_run = true;
         } else {
@@ -643,13 +666,21 @@ static uint64_t task_expect_ns(const ahd_exec_t *x, const ahd_task_t *t)
                                                      : dq_max_age(x);
 }
 
-/* x->mtx held: whether a task may run on the gate thread (fn_arrive). */
+/* x->mtx held: whether a task may run on the gate thread (fn_arrive,
+ * gate_work).  Where the gate runs the ready queue (gate_exec) a kernel
+ * of up to GATE_BAN_NS may run there (GATE_LONG_FRAC): the rank has one
+ * kernel slot, so nothing else could run meanwhile anyway. */
 static bool gate_may_run(const ahd_exec_t *x, const ahd_task_t *t)
 {
     int k = task_kernel(t);
-    return x->kstat && k >= 0 && !x->kstat[k].gate_banned &&
-           x->kstat[k].runs >= GATE_MIN_RUNS &&
-           x->kstat[k].max_ns < (uint64_t)ompc_config_get()->gate_run_us * 1000u;
+    if (!x->kstat || k < 0)
+        return false;
+    const kstat_t *ks = &x->kstat[k];
+    if (ks->gate_banned || ks->runs < GATE_MIN_RUNS)
+        return false;
+    if (atomic_load_explicit(&x->gate_exec, memory_order_relaxed))
+        return ks->long_runs * GATE_LONG_FRAC < ks->runs;
+    return ks->max_ns < (uint64_t)ompc_config_get()->gate_run_us * 1000u;
 }
 
 /* x->mtx held: move the completions waiting into out (D_RELAXED_MAX of
@@ -670,8 +701,9 @@ static void dq_send(const tgt_wire_done_t *m, size_t n)
 
 /* x->mtx held: send the waiting completions now rather than with the next
  * ones?  Yes when they are many or old, when nothing more launched here is
- * ready or waiting for inputs, or when the next task would make them old
- * before it is done. */
+ * running, ready or waiting for inputs, or when the next task would make
+ * them old before it is done.  (A task running elsewhere, on the gate or
+ * another kernel thread, sends them with its own when it is done.) */
 static bool dq_due(const ahd_exec_t *x, uint64_t now)
 {
     if (!x->dn)
@@ -679,15 +711,17 @@ static bool dq_due(const ahd_exec_t *x, uint64_t now)
     if (x->dn >= dq_max(x) || now - x->dt0 >= dq_max_age(x))
         return true;
     if (!x->rq_head)
-        return x->nwaiting == 0;
+        return x->nwaiting == 0 && atomic_load(&x->running) == 0;
     return now - x->dt0 + task_expect_ns(x, x->rq_head) >= dq_max_age(x);
 }
 
 /* on_gate: called on the gate thread, which does not wait on x->cv (where
- * held completions are sent once due), so they are sent now; and a kernel
- * that ran long there may not run there again. */
+ * held completions are sent once due), so they are sent now unless the
+ * gate runs the ready queue; and a kernel that ran long there may not run
+ * there again (gate_cpu_ns: the run's CPU time where the gate runs the
+ * ready queue, else its wall time ns is judged). */
 static void task_done(ahd_exec_t *x, ahd_task_t *t, ompc_status_t st, uint64_t ns,
-                      bool on_gate)
+                      bool on_gate, uint64_t gate_cpu_ns)
 {
     bool banned_now = false;
     ahd_wait_t *served = NULL;
@@ -719,7 +753,12 @@ static void task_done(ahd_exec_t *x, ahd_task_t *t, ompc_status_t st, uint64_t n
         runs = ++ks->runs;
         if (ns > ks->max_ns)
             ks->max_ns = ns;
-        if (on_gate && ns > GATE_BAN_NS && !ks->gate_banned)
+        if (ns > GATE_BAN_NS)
+            ks->long_runs++;
+        uint64_t judged = atomic_load_explicit(&x->gate_exec, memory_order_relaxed)
+                              ? gate_cpu_ns
+                              : ns;
+        if (on_gate && judged > GATE_BAN_NS && !ks->gate_banned)
             banned_now = ks->gate_banned = true;
     }
     if (x->dn == D_RELAXED_MAX)
@@ -732,14 +771,22 @@ static void task_done(ahd_exec_t *x, ahd_task_t *t, ompc_status_t st, uint64_t n
                                        .hop_raw = t->hop_raw,
                                        .hop_rank = t->hop_rank};
     /* A kernel's first run (HEFT waits for its cost) and a failure (the
-     * head ends the job naming it) go at once. */
-    if (!nout && (on_gate || runs == 1 || st != OMPC_OK || dq_due(x, now)))
+     * head ends the job naming it) go at once.  Where the gate runs the
+     * ready queue it sends them when due (gate_work); a kernel thread
+     * asleep without a time limit is woken to wait for the oldest one's
+     * age limit, since the gate may nap for up to OMPC_POLL_MAX_US. */
+    bool gate_exec = atomic_load_explicit(&x->gate_exec, memory_order_relaxed);
+    if (!nout &&
+        ((on_gate && !gate_exec) || runs == 1 || st != OMPC_OK || dq_due(x, now)))
         nout = dq_take(x, out);
+    else if (!nout && gate_exec && x->dn == 1)
+        pthread_cond_signal(&x->cv);
     pthread_mutex_unlock(&x->mtx);
     if (banned_now)
         ompc_info("rank %d: a kernel short in %llu runs took %.3f ms on the gate "
                   "thread; it runs on kernel threads from now on",
-                  tgt_rt->rank, (unsigned long long)runs - 1, (double)ns * 1e-6);
+                  tgt_rt->rank, (unsigned long long)runs - 1,
+                  (double)(gate_cpu_ns ? gate_cpu_ns : ns) * 1e-6);
     while (served) {
         ahd_wait_t *w = served;
         served = w->next;
@@ -754,10 +801,69 @@ static void task_done(ahd_exec_t *x, ahd_task_t *t, ompc_status_t st, uint64_t n
  * caller, so that no other thread starts one past the slots meanwhile). */
 static void run_task(ahd_exec_t *x, ahd_task_t *t, bool on_gate)
 {
-    uint64_t ns = 0;
+    uint64_t ns = 0, cpu_ns = 0;
+    bool cpu = on_gate && atomic_load_explicit(&x->gate_exec, memory_order_relaxed);
+    struct timespec c0 = {0}, c1 = {0};
+    if (on_gate)
+        atomic_fetch_add_explicit(&x->gate_runs, 1, memory_order_relaxed);
+    if (cpu)
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c0);
     ompc_status_t st = tgt_kernel_run(t->kmsg, t->klen, &ns, NULL);
+    if (cpu && clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c1) == 0)
+        cpu_ns = (uint64_t)((c1.tv_sec - c0.tv_sec) * 1000000000LL +
+                            (c1.tv_nsec - c0.tv_nsec));
     atomic_fetch_sub(&x->running, 1);
-    task_done(x, t, st, ns, on_gate);
+    task_done(x, t, st, ns, on_gate, cpu_ns);
+}
+
+/* The gate's own work (ev_set_gate_work), where it runs the ready queue
+ * (gate_exec): held completions that are due, then one ready task that
+ * may run there while no kernel runs.  On a crowded node with one kernel
+ * slot per worker, a task whose last input arrives would otherwise cost
+ * two wake-ups, the gate's for the message and a kernel thread's for the
+ * task (tens of microseconds of CPU each on a virtual CPU); now it costs
+ * the gate's alone, and so does a local successor the gate makes ready
+ * (docs/performance.md, "the gate runs the ready queue"). */
+static bool gate_work(void *arg)
+{
+    ahd_exec_t *x = arg;
+    tl_on_gate = true;
+    if (!atomic_load_explicit(&x->gate_exec, memory_order_relaxed))
+        return false;
+    tgt_wire_done_t out[D_RELAXED_MAX];
+    size_t nout = 0;
+    ahd_task_t *t = NULL;
+    pthread_mutex_lock(&x->mtx);
+    if (!x->stop) {
+        if (dq_due(x, ompc_now_ns()))
+            nout = dq_take(x, out);
+        /* A task queued here woke no kernel thread (make_ready); one the
+         * gate does not run after all goes to a kernel thread: its kernel
+         * ran long since it was queued, or a transfer of this rank is in
+         * flight, which the gate keeps moving. */
+        bool idle = x->rq_head && atomic_load(&x->running) == 0;
+        if (idle && (!gate_may_run(x, x->rq_head) || ev_chunks_in_flight(tgt_rt->ev))) {
+            pthread_cond_signal(&x->cv);
+        } else if (idle) {
+            t = x->rq_head;
+            x->rq_head = t->rnext;
+            if (!x->rq_head)
+                x->rq_tail = NULL;
+            atomic_fetch_sub(&x->nready, 1);
+            atomic_fetch_add(&x->running, 1);
+        }
+    }
+    pthread_mutex_unlock(&x->mtx);
+    dq_send(out, nout);
+    if (t) {
+        if (tgt_rt->info)
+            fprintf(stderr,
+                    "[ompc info] r%d runs task %llu on its gate: it is ready, its "
+                    "kernel is mostly short and nothing else runs here\n",
+                    tgt_rt->rank, (unsigned long long)t->seq);
+        run_task(x, t, true);
+    }
+    return t || nout;
 }
 
 static void *engine_main(void *arg)
@@ -845,11 +951,24 @@ void tgt_ahead_start(void)
             ompc_fatal("cannot start a kernel thread: %s", strerror(rc));
         x->nthr++;
     }
+    /* One kernel slot and no polling (a crowded node): the gate runs short
+     * ready tasks itself (gate_work).  With more slots a kernel thread may
+     * be free while the gate runs one, and a polling rank's kernel thread
+     * is awake anyway. */
+    bool gate_exec = n == 1 && ev_spin_us(tgt_rt->ev) == 0 &&
+                     ompc_config_get()->gate_run_us > 0;
+    atomic_store(&x->gate_exec, gate_exec);
+    if (gate_exec)
+        ompc_info("rank %d: one kernel slot on a crowded node: the gate thread runs "
+                  "ready kernels that mostly take under %.0f ms itself",
+                  tgt_rt->rank, GATE_BAN_NS * 1e-6);
+    ev_set_gate_work(tgt_rt->ev, gate_work, x);
 }
 
 void tgt_ahead_stop(void)
 {
     ahd_exec_t *x = &ahd_exec;
+    ev_set_gate_work(tgt_rt->ev, NULL, NULL);
     pthread_mutex_lock(&x->mtx);
     x->stop = true;
     pthread_cond_broadcast(&x->cv);
@@ -865,6 +984,10 @@ void tgt_ahead_stop(void)
                 "[ompc stats] rank %d: %llu data requests to other workers "
                 "in %llu messages\n",
                 tgt_rt->rank, (unsigned long long)nw, (unsigned long long)nm);
+    uint64_t ng = atomic_load(&x->gate_runs);
+    if (ompc_config_get()->stats && ng)
+        fprintf(stderr, "[ompc stats] rank %d: %llu kernels ran on the gate thread\n",
+                tgt_rt->rank, (unsigned long long)ng);
     size_t pos = 0;
     uint64_t v;
     while (ompc_u64map_next(&x->waits, &pos, NULL, &v)) {
