@@ -185,6 +185,9 @@ static void sched_adj_free(sched_adj_t *adj)
     memset(adj, 0, sizeof(*adj));
 }
 
+/* How many edges ahead a scatter over shuffled endpoints prefetches. */
+#define SCHED_AHEAD 16
+
 /* Counting sort of the edges by endpoint.  Filling bumps off[v] to the next
  * free slot of v's group, which leaves off[v] at the start of group v+1;
  * one shift restores the starts.  Scanning edges in input order keeps each
@@ -192,12 +195,24 @@ static void sched_adj_free(sched_adj_t *adj)
 static void sched_adj_group(const sched_graph_t *g, int64_t *off, int64_t *out,
                             int64_t *other, bool by_to)
 {
-    int64_t n = g->ntasks;
-    for (int64_t k = 0; k < g->nedges; k++)
+    int64_t n = g->ntasks, m = g->nedges;
+    /* With shuffled endpoints every off[] touched is a cache miss: the
+     * counter of an edge SCHED_AHEAD further on is fetched meanwhile. */
+    for (int64_t k = 0; k < m; k++) {
+        if (k + SCHED_AHEAD < m)
+            __builtin_prefetch(&off[(by_to ? g->edges[k + SCHED_AHEAD].to
+                                           : g->edges[k + SCHED_AHEAD].from) +
+                                    1],
+                               1);
         off[(by_to ? g->edges[k].to : g->edges[k].from) + 1]++;
+    }
     for (int64_t i = 0; i < n; i++)
         off[i + 1] += off[i];
-    for (int64_t k = 0; k < g->nedges; k++) {
+    for (int64_t k = 0; k < m; k++) {
+        if (k + SCHED_AHEAD < m)
+            __builtin_prefetch(&off[by_to ? g->edges[k + SCHED_AHEAD].to
+                                          : g->edges[k + SCHED_AHEAD].from],
+                               1);
         const sched_edge_t *e = &g->edges[k];
         int64_t slot = off[by_to ? e->to : e->from]++;
         out[slot] = k;
@@ -302,7 +317,15 @@ static int64_t sched_kahn(const sched_graph_t *g, const sched_adj_t *adj,
     while (heap->n > 0) {
         int64_t u = sched_heap_pop(heap);
         order[k++] = u;
-        for (int64_t s = adj->succ_off[u]; s < adj->succ_off[u + 1]; s++) {
+        /* The successors' counts are a cache miss each (shuffled indices):
+         * fetch them all before the first decrement can stall. */
+        int64_t s0 = adj->succ_off[u], s1 = adj->succ_off[u + 1];
+        for (int64_t s = s0; s < s1; s++)
+            __builtin_prefetch(&indeg[adj->succ_to[s]], 1);
+        /* Likely the next task (unless a successor of u takes its place). */
+        if (heap->n > 0)
+            __builtin_prefetch(&adj->succ_off[heap->v[0]]);
+        for (int64_t s = s0; s < s1; s++) {
             int64_t v = adj->succ_to[s];
             if (--indeg[v] == 0)
                 sched_heap_push(heap, v);

@@ -380,6 +380,38 @@ void sched_heft_ranks(const sched_graph_t *g, const sched_prep_t *prep, double *
     free(scaled);
 }
 
+/* The per-task state of the placement, grouped by who reads it so that
+ * each task costs one cache miss where separate arrays cost two or three
+ * (tasks are reached through arcs, far apart in memory at 10^6 tasks;
+ * docs/performance.md, "HEFT at scale").  heft_done_t is what a task's
+ * successors read once it is placed; heft_wait_t what its predecessors'
+ * placements read and write, and what its own pop reads. */
+typedef struct heft_done {
+    double finish;
+    int32_t worker;
+} heft_done_t;
+
+typedef struct heft_wait {
+    int64_t waiting; /* inputs not yet placed */
+    double rank;     /* scaled, as heft_scaled_ranks */
+    int64_t orig;    /* the caller's index: the ready order's tie */
+    int32_t pref;    /* the preferred worker, or -1 */
+} heft_wait_t;
+
+_Static_assert(64 % sizeof(heft_done_t) == 0 && 64 % sizeof(heft_wait_t) == 0,
+               "a task's state must not straddle two cache lines");
+
+/* n elements of size sz on cache-line boundaries (sz divides 64), zeroed. */
+static void *heft_lines_alloc(int64_t n, size_t sz)
+{
+    size_t bytes = ((size_t)n + 1) * sz;
+    bytes = (bytes + 63) & ~(size_t)63;
+    void *p = aligned_alloc(64, bytes);
+    if (p)
+        memset(p, 0, bytes);
+    return p;
+}
+
 /* ------------------------------------------------- bounded candidates */
 /* The bounded mode's ranks average the cost over this many workers spread
  * evenly, not all P: the ranks then cost O(N + E), and an order of tasks
@@ -459,13 +491,13 @@ static void heft_cand_add(heft_bounded_t *b, int64_t task, int32_t w)
  * the workers of its inputs, its preferred worker, the k whose timelines
  * end first and k/4 at random. */
 static void heft_cand_collect(heft_bounded_t *b, const sched_graph_t *g,
-                              const heft_graph_t *hg, const int32_t *worker, int32_t pref,
-                              int32_t k, int64_t u, int64_t i)
+                              const heft_graph_t *hg, const heft_done_t *done,
+                              int32_t pref, int32_t k, int64_t u, int64_t i)
 {
     int32_t P = g->nworkers;
     b->ncand = 0;
     for (int64_t p = hg->in_off[u]; p < hg->in_off[u + 1]; p++)
-        heft_cand_add(b, u, worker[hg->in[p].v]);
+        heft_cand_add(b, u, done[hg->in[p].v].worker);
     b->nin = b->ncand;
     if (pref >= 0)
         heft_cand_add(b, u, pref);
@@ -480,8 +512,7 @@ static void heft_cand_collect(heft_bounded_t *b, const sched_graph_t *g,
 /* Earliest time renumbered task u (the caller's i) could start on worker w
  * if w were idle: sched_data_ready's terms in its order. */
 static double heft_data_ready(const sched_graph_t *g, const heft_graph_t *hg,
-                              const int32_t *worker, const double *finish, int64_t u,
-                              int64_t i, int32_t w)
+                              const heft_done_t *done, int64_t u, int64_t i, int32_t w)
 {
     double t = 0.0;
     size_t uP = (size_t)g->nworkers;
@@ -491,7 +522,7 @@ static double heft_data_ready(const sched_graph_t *g, const heft_graph_t *hg,
         t = g->avail[w];
     for (int64_t p = hg->in_off[u]; p < hg->in_off[u + 1]; p++) {
         const heft_arc_t *a = &hg->in[p];
-        double f = finish[a->v] + heft_comm(g, a->c, worker[a->v], w);
+        double f = done[a->v].finish + heft_comm(g, a->c, done[a->v].worker, w);
         if (f > t)
             t = f;
     }
@@ -662,18 +693,16 @@ static ompc_status_t heft_place(const sched_graph_t *g, int32_t candidates,
     heft_graph_t hg = {0};
     double *rank = calloc((size_t)n + 1, sizeof(double));
     double *start = calloc((size_t)n + 1, sizeof(double));
-    double *finish = calloc((size_t)n + 1, sizeof(double));
-    int32_t *worker = calloc((size_t)n + 1, sizeof(int32_t));
-    int64_t *waiting = calloc((size_t)n + 1, sizeof(int64_t));
+    heft_done_t *done = heft_lines_alloc(n, sizeof(heft_done_t));
+    heft_wait_t *wait = heft_lines_alloc(n, sizeof(heft_wait_t));
     double *dready = calloc(uP, sizeof(double));
     int32_t *pref = calloc((size_t)n + 1, sizeof(int32_t));
-    int32_t *upref = calloc((size_t)n + 1, sizeof(int32_t));
     heft_timeline_t *tl = calloc(uP, sizeof(*tl));
     heft_ready_t *heap = malloc(((size_t)n + 1) * sizeof(heft_ready_t));
     int64_t nheap = 0;
     heft_bounded_t bd = {0};
-    if (!rank || !start || !finish || !worker || !waiting || !dready || !pref || !upref ||
-        !tl || !heap || (k > 0 && heft_bounded_init(&bd, g, k) != OMPC_OK) ||
+    if (!rank || !start || !done || !wait || !dready || !pref || !tl || !heap ||
+        (k > 0 && heft_bounded_init(&bd, g, k) != OMPC_OK) ||
         heft_graph_build(g, &prep, &hg) != OMPC_OK) {
         st = OMPC_ERR_NOMEM;
         goto out;
@@ -684,22 +713,23 @@ static ompc_status_t heft_place(const sched_graph_t *g, int32_t candidates,
     else if ((st = heft_entry_prefs(g, &prep, pref)) != OMPC_OK)
         goto out;
     for (int64_t u = 0; u < n; u++)
-        upref[u] = pref[hg.orig[u]];
+        wait[u] = (heft_wait_t){.waiting = hg.in_off[u + 1] - hg.in_off[u],
+                                .rank = rank[u],
+                                .orig = hg.orig[u],
+                                .pref = pref[hg.orig[u]]};
 
     /* Decreasing rank alone is a topological order when every rank exceeds
      * its successors'; with zero costs (or rounding) a successor can tie
      * with its predecessor and, having the lower index, jump ahead.  So
      * the next task is the highest-ranked one whose predecessors are all
      * placed, which is the same order whenever ranks strictly decrease. */
-    for (int64_t u = 0; u < n; u++) {
-        waiting[u] = hg.in_off[u + 1] - hg.in_off[u];
-        if (waiting[u] == 0)
+    for (int64_t u = 0; u < n; u++)
+        if (wait[u].waiting == 0)
             heft_ready_push(heap, &nheap, (heft_ready_t){rank[u], hg.orig[u], u});
-    }
     while (nheap > 0) {
         int64_t u = heft_ready_pop(heap, &nheap);
-        int64_t i = hg.orig[u];
-        int32_t best = -1, pw = upref[u];
+        int64_t i = wait[u].orig;
+        int32_t best = -1, pw = wait[u].pref;
         int64_t best_pos = 0, pref_pos = 0;
         double best_start = 0.0, best_finish = 0.0, pref_start = 0.0;
         bool pref_seen = false;
@@ -712,7 +742,7 @@ static ompc_status_t heft_place(const sched_graph_t *g, int32_t candidates,
                 bd.ncand = 0;
                 heft_cand_add(&bd, u, g->pinned[i]);
             } else {
-                heft_cand_collect(&bd, g, &hg, worker, pw, k, u, i);
+                heft_cand_collect(&bd, g, &hg, done, pw, k, u, i);
             }
             /* Two passes, same choice: first the candidates free from
              * their data-ready time t on (no search), then the others,
@@ -728,8 +758,8 @@ static ompc_status_t heft_place(const sched_graph_t *g, int32_t candidates,
             if (!g->comm_lat && !pinned) {
                 for (int64_t p = hg.in_off[u]; p < hg.in_off[u + 1]; p++) {
                     const heft_arc_t *a = &hg.in[p];
-                    if (finish[a->v] + a->c > remote)
-                        remote = finish[a->v] + a->c;
+                    if (done[a->v].finish + a->c > remote)
+                        remote = done[a->v].finish + a->c;
                 }
                 nin = bd.nin;
             } else {
@@ -740,7 +770,7 @@ static ompc_status_t heft_place(const sched_graph_t *g, int32_t candidates,
                 double cw = hg.cu ? hg.cu[u] : sched_cost(g, i, w);
                 double t;
                 if (j < nin) {
-                    t = heft_data_ready(g, &hg, worker, finish, u, i, w);
+                    t = heft_data_ready(g, &hg, done, u, i, w);
                 } else {
                     t = 0.0;
                     if (g->ready && g->ready[(size_t)i * uP + (size_t)w] > t)
@@ -810,8 +840,8 @@ static ompc_status_t heft_place(const sched_graph_t *g, int32_t candidates,
             }
             for (int64_t p = hg.in_off[u]; p < hg.in_off[u + 1]; p++) {
                 const heft_arc_t *a = &hg.in[p];
-                double f = finish[a->v];
-                int32_t wf = worker[a->v];
+                double f = done[a->v].finish;
+                int32_t wf = done[a->v].worker;
                 for (int32_t w = lo; w < hi; w++) {
                     double t = f + heft_comm(g, a->c, wf, w);
                     if (t > dready[w])
@@ -852,21 +882,21 @@ static ompc_status_t heft_place(const sched_graph_t *g, int32_t candidates,
             goto out;
         if (k > 0 && best_finish > bd.heap.end[best])
             heft_bounded_grow(&bd, best, best_finish);
-        worker[u] = best;
+        done[u] = (heft_done_t){.finish = best_finish, .worker = best};
         start[u] = best_start;
-        finish[u] = best_finish;
         for (int64_t s = hg.out_off[u]; s < hg.out_off[u + 1]; s++) {
             int64_t v = hg.out[s].v;
-            if (--waiting[v] == 0)
-                heft_ready_push(heap, &nheap, (heft_ready_t){rank[v], hg.orig[v], v});
+            heft_wait_t *wv = &wait[v];
+            if (--wv->waiting == 0)
+                heft_ready_push(heap, &nheap, (heft_ready_t){wv->rank, wv->orig, v});
         }
     }
 
     for (int64_t u = 0; u < n; u++) {
         int64_t i = hg.orig[u];
-        r->worker[i] = worker[u];
+        r->worker[i] = done[u].worker;
         r->start[i] = start[u];
-        r->finish[i] = finish[u];
+        r->finish[i] = done[u].finish;
     }
     sched_result_close(g, r);
     st = OMPC_OK;
@@ -878,12 +908,10 @@ out:
     free(heap);
     heft_graph_free(&hg);
     free(tl);
-    free(upref);
     free(pref);
     free(dready);
-    free(waiting);
-    free(worker);
-    free(finish);
+    free(wait);
+    free(done);
     free(start);
     free(rank);
     sched_prep_free(&prep);
