@@ -756,6 +756,15 @@ static void run_task(ahd_exec_t *x, ahd_task_t *t, bool on_gate)
 {
     uint64_t ns = 0;
     ompc_status_t st = tgt_kernel_run(t->kmsg, t->klen, &ns, NULL);
+    if (tgt_kernel_faulted) {
+        /* The gate thread must never wait for a page: it is what brings
+         * the page.  A kernel seen faulting stays off it. */
+        int k = task_kernel(t);
+        pthread_mutex_lock(&x->mtx);
+        if (x->kstat && k >= 0)
+            x->kstat[k].gate_banned = true;
+        pthread_mutex_unlock(&x->mtx);
+    }
     atomic_fetch_sub(&x->running, 1);
     task_done(x, t, st, ns, on_gate);
 }
