@@ -181,10 +181,8 @@ static void on_segv(int sig, siginfo_t *si, void *ucv)
     while ((s = atomic_load(&f.state)) == FAULT_WAITING)
         futex(&f.state, FUTEX_WAIT_PRIVATE, FAULT_WAITING);
     if (s == FAULT_REFUSED) {
-        static const char msg[] = "[ompc] fatal: a kernel reached a device address "
-                                  "that no device buffer holds (freed, or never "
-                                  "allocated); the rank stops with SIGSEGV\n";
-        say(msg, sizeof(msg) - 1);
+        /* The service thread wrote the message (not async-signal-safe
+         * work), naming the address. */
         chain(pg, sig, si, ucv);
     }
     errno = saved;
@@ -259,7 +257,8 @@ static ompc_status_t page_write(dm_ctx_t *dm, int exec, const void *args, size_t
         dm_buf_t *b = dm_buf_find(dm, addr, 1, &off);
         if (b && !b->fixed) {
             /* Bytes past the buffer's size belong to nobody. */
-            uint64_t n_in = off < b->size ? (b->size - off < len ? b->size - off : len) : 0;
+            uint64_t n_in = off < b->size ? (b->size - off < len ? b->size - off : len)
+                                          : 0;
             ompc_status_t st = n_in ? dm_write(dm, b, off, p, n_in) : OMPC_OK;
             if (st != OMPC_OK && first == OMPC_OK)
                 first = st;
@@ -290,7 +289,8 @@ static ompc_status_t dm_fn_page_fetch(ev_exec_info_t *info)
     if (!tmp)
         return OMPC_ERR_NOMEM;
     dm_fetch_hdr_t h;
-    ompc_status_t st = page_serve(dm, exec_of_rank(dm, info->origin), a[0], a[1], &h, tmp);
+    ompc_status_t st = page_serve(dm, exec_of_rank(dm, info->origin), a[0], a[1], &h,
+                                  tmp);
     if (st == OMPC_OK) {
         ev_handle_t *hs = NULL;
         st = ev_finish(ev_submit(info->ctx, info->origin, tmp, a[2], h.len, &hs), hs);
@@ -379,7 +379,8 @@ static ompc_status_t fpage_make_writable(dm_fpage_t *e)
     return OMPC_OK;
 }
 
-static void fetch_info(dm_pages_t *pg, const dm_fetch_hdr_t *h, uintptr_t addr, bool write)
+static void fetch_info(dm_pages_t *pg, const dm_fetch_hdr_t *h, uintptr_t addr,
+                       bool write)
 {
     char kernel[256] = "?", msg[768];
     if (pg->namer)
@@ -475,8 +476,8 @@ static ompc_status_t serve_fault(dm_pages_t *pg, uintptr_t addr, bool write)
         }
         for (uint64_t q = off; q < run; q += DM_PAGE) {
             dm_fpage_t *n = calloc(1, sizeof(*n));
-            if (!n || ompc_u64map_put(&pg->pages, h.start + q,
-                                      (uint64_t)(uintptr_t)n) != OMPC_OK) {
+            if (!n || ompc_u64map_put(&pg->pages, h.start + q, (uint64_t)(uintptr_t)n) !=
+                          OMPC_OK) {
                 free(n);
                 st = OMPC_ERR_NOMEM;
                 break;
@@ -537,7 +538,16 @@ static void *service_main(void *arg)
             if (st != OMPC_OK)
                 ompc_debug("rank %d: fault at %#llx: %s", ev_ctx_rank(pg->dm->ev),
                            (unsigned long long)f->addr, ompc_status_str(st));
-            if (st != OMPC_OK && st != OMPC_ERR_INVALID)
+            if (st == OMPC_ERR_INVALID) {
+                char msg[256];
+                int n = snprintf(msg, sizeof(msg),
+                                 "[ompc r%d] fatal: a kernel reached device address "
+                                 "%#llx, which no device buffer holds (freed, or never "
+                                 "allocated); the rank stops with SIGSEGV\n",
+                                 ev_ctx_rank(pg->dm->ev), (unsigned long long)f->addr);
+                if (n > 0)
+                    say(msg, (size_t)n < sizeof(msg) ? (size_t)n : sizeof(msg) - 1);
+            } else if (st != OMPC_OK)
                 ompc_error("rank %d: cannot fetch device page %#llx for a kernel: %s",
                            ev_ctx_rank(pg->dm->ev), (unsigned long long)f->addr,
                            ompc_status_str(st));
@@ -554,8 +564,8 @@ ompc_status_t dm_pages_create(dm_ctx_t *dm, bool executor)
     if (!dm->pstats)
         return OMPC_ERR_NOMEM;
     atomic_store(&dm_fn_owner, dm);
-    ompc_status_t st =
-        ev_fn_register(dm->ev, "dm.page_fetch", dm_fn_page_fetch, 0, &dm->fn_page_fetch);
+    ompc_status_t st = ev_fn_register(dm->ev, "dm.page_fetch", dm_fn_page_fetch, 0,
+                                      &dm->fn_page_fetch);
     if (st == OMPC_OK)
         st = ev_fn_register(dm->ev, "dm.page_write", dm_fn_page_write, 0,
                             &dm->fn_page_write);
@@ -565,7 +575,8 @@ ompc_status_t dm_pages_create(dm_ctx_t *dm, bool executor)
     if (!pg)
         return OMPC_ERR_NOMEM;
     pg->dm = dm;
-    pg->block = ((size_t)ompc_config_get()->fault_block + DM_PAGE - 1) / DM_PAGE * DM_PAGE;
+    pg->block = ((size_t)ompc_config_get()->fault_block + DM_PAGE - 1) / DM_PAGE *
+                DM_PAGE;
     /* The head sends fetched bytes here. */
     pg->fetch_buf = mmap(NULL, pg->block, PROT_READ | PROT_WRITE,
                          MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
