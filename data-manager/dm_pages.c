@@ -95,6 +95,7 @@ struct dm_pages {
     pthread_mutex_t mtx;
     ompc_u64map_t pages;
     void *fetch_buf;               /* block bytes, exposed to events */
+    unsigned char *reply;          /* EV_EXEC_MAX_RESULT: a fetch's reply */
     /* This executor's counts (its own figures; the head keeps per-worker
      * totals for OMPC_STATS). */
     _Atomic uint64_t faults;
@@ -291,14 +292,18 @@ static ompc_status_t dm_fn_page_fetch(ev_exec_info_t *info)
     dm_fetch_hdr_t h;
     ompc_status_t st = page_serve(dm, exec_of_rank(dm, info->origin), a[0], a[1], &h,
                                   tmp);
-    if (st == OMPC_OK) {
+    bool inline_bytes = st == OMPC_OK && sizeof(h) + h.len <= info->result_cap;
+    if (inline_bytes) {
+        /* With the reply: one message fewer on the fault's path. */
+        memcpy((char *)info->result + sizeof(h), tmp, h.len);
+    } else if (st == OMPC_OK) {
         ev_handle_t *hs = NULL;
         st = ev_finish(ev_submit(info->ctx, info->origin, tmp, a[2], h.len, &hs), hs);
     }
     free(tmp);
     if (st == OMPC_OK) {
         memcpy(info->result, &h, sizeof(h));
-        info->result_size = sizeof(h);
+        info->result_size = sizeof(h) + (inline_bytes ? h.len : 0);
     }
     return st;
 }
@@ -407,15 +412,25 @@ static ompc_status_t fetch(dm_pages_t *pg, uintptr_t page, dm_fetch_hdr_t *h_p)
     if (ev_ctx_rank(dm->ev) == 0) { /* one rank: the head serves itself */
         st = page_serve(dm, 0, page, pg->block, h_p, pg->fetch_buf);
     } else {
+        /* Blocks that fit come back with the reply, larger ones into
+         * fetch_buf. */
         uint64_t args[3] = {page, pg->block, (uint64_t)(uintptr_t)pg->fetch_buf};
         ev_handle_t *h = NULL;
-        st = ev_execute(dm->ev, 0, dm->fn_page_fetch, args, sizeof(args), h_p,
-                        sizeof(*h_p), &h);
+        st = ev_execute(dm->ev, 0, dm->fn_page_fetch, args, sizeof(args), pg->reply,
+                        EV_EXEC_MAX_RESULT, &h);
         if (st == OMPC_OK) {
             st = ev_wait(h);
-            if (st == OMPC_OK && ev_handle_result_size(h) != sizeof(*h_p))
-                st = OMPC_ERR_INVALID;
+            size_t got = ev_handle_result_size(h);
             ev_handle_release(h);
+            if (st == OMPC_OK && got < sizeof(*h_p))
+                st = OMPC_ERR_INVALID;
+            if (st == OMPC_OK) {
+                memcpy(h_p, pg->reply, sizeof(*h_p));
+                if (got == sizeof(*h_p) + h_p->len && h_p->len <= pg->block)
+                    memcpy(pg->fetch_buf, pg->reply + sizeof(*h_p), h_p->len);
+                else if (got != sizeof(*h_p))
+                    st = OMPC_ERR_INVALID;
+            }
         }
     }
     if (st != OMPC_OK)
@@ -577,11 +592,17 @@ ompc_status_t dm_pages_create(dm_ctx_t *dm, bool executor)
     pg->dm = dm;
     pg->block = ((size_t)ompc_config_get()->fault_block + DM_PAGE - 1) / DM_PAGE *
                 DM_PAGE;
-    /* The head sends fetched bytes here. */
+    pg->reply = malloc(EV_EXEC_MAX_RESULT);
+    if (!pg->reply) {
+        free(pg);
+        return OMPC_ERR_NOMEM;
+    }
+    /* The head sends fetched bytes here when they do not fit its reply. */
     pg->fetch_buf = mmap(NULL, pg->block, PROT_READ | PROT_WRITE,
                          MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     pthread_mutex_init(&pg->mtx, NULL);
     if (pg->fetch_buf == MAP_FAILED) {
+        free(pg->reply);
         free(pg);
         return OMPC_ERR_NOMEM;
     }
@@ -589,6 +610,7 @@ ompc_status_t dm_pages_create(dm_ctx_t *dm, bool executor)
         pipe2(pg->wake, O_CLOEXEC) != 0) {
         ev_mem_unregister(dm->ev, pg->fetch_buf);
         munmap(pg->fetch_buf, pg->block);
+        free(pg->reply);
         free(pg);
         return OMPC_ERR_NOMEM;
     }
@@ -597,6 +619,7 @@ ompc_status_t dm_pages_create(dm_ctx_t *dm, bool executor)
         close(pg->wake[1]);
         ev_mem_unregister(dm->ev, pg->fetch_buf);
         munmap(pg->fetch_buf, pg->block);
+        free(pg->reply);
         free(pg);
         return OMPC_ERR_THREAD;
     }
@@ -645,6 +668,7 @@ void dm_pages_destroy(dm_ctx_t *dm)
     pthread_mutex_destroy(&pg->mtx);
     ev_mem_unregister(dm->ev, pg->fetch_buf);
     munmap(pg->fetch_buf, pg->block);
+    free(pg->reply);
     free(pg);
     dm->pg = NULL;
 }
