@@ -720,11 +720,12 @@ uint64_t dm_pages_task_begin(dm_ctx_t *dm)
     return atomic_load(&pg->faults);
 }
 
-/* Appends to *msg the runs where page differs from twin. */
-static ompc_status_t diff_page(const dm_fpage_t *e, unsigned char **msg, size_t *len,
-                               size_t *cap)
+/* Appends to *msg the runs where cur (a copy of the page taken now)
+ * differs from the page's twin. */
+static ompc_status_t diff_page(const dm_fpage_t *e, const unsigned char *cur,
+                               unsigned char **msg, size_t *len, size_t *cap)
 {
-    const unsigned char *cur = (const unsigned char *)e->addr, *old = e->twin;
+    const unsigned char *old = e->twin;
     size_t i = 0;
     while (i < DM_PAGE) {
         if (cur[i] == old[i]) {
@@ -792,30 +793,42 @@ ompc_status_t dm_pages_task_end(dm_ctx_t *dm, uint64_t faults_at_begin, bool *fa
     pthread_mutex_lock(&pg->mtx);
     if (ompc_u64map_size(&pg->pages) > 0) {
         uint64_t t0 = ompc_now_ns();
-        unsigned char *msg = NULL;
-        size_t len = 0, cap = 0;
-        size_t pos = 0;
+        /* Each writable page is copied once, diffed against its twin, and
+         * that copy becomes the twin once the head has the bytes: kernels
+         * still running may write the page meanwhile, and what they write
+         * after the copy must show in the next diff. */
+        size_t nw = 0, pos = 0;
         uint64_t k, v;
+        while (ompc_u64map_next(&pg->pages, &pos, &k, &v))
+            nw += ((dm_fpage_t *)(uintptr_t)v)->twin != NULL;
+        dm_fpage_t **ents = calloc(nw ? nw : 1, sizeof(*ents));
+        unsigned char *copies = malloc(nw ? nw * DM_PAGE : 1);
+        unsigned char *msg = NULL;
+        size_t len = 0, cap = 0, i = 0;
+        if (!ents || !copies)
+            st = OMPC_ERR_NOMEM;
+        pos = 0;
         while (st == OMPC_OK && ompc_u64map_next(&pg->pages, &pos, &k, &v)) {
             dm_fpage_t *e = (dm_fpage_t *)(uintptr_t)v;
-            if (e->twin)
-                st = diff_page(e, &msg, &len, &cap);
+            if (!e->twin)
+                continue;
+            unsigned char *cur = copies + i * DM_PAGE;
+            memcpy(cur, (const void *)e->addr, DM_PAGE);
+            ents[i++] = e;
+            st = diff_page(e, cur, &msg, &len, &cap);
         }
         if (st == OMPC_OK && len > 0)
             st = write_back(dm, msg, len);
         free(msg);
         if (st == OMPC_OK && atomic_load(&pg->running) > 1) {
-            /* Kernels still running keep their pages; what was written
-             * back is the twin now. */
-            pos = 0;
-            while (ompc_u64map_next(&pg->pages, &pos, &k, &v)) {
-                dm_fpage_t *e = (dm_fpage_t *)(uintptr_t)v;
-                if (e->twin)
-                    memcpy(e->twin, (const void *)e->addr, DM_PAGE);
-            }
+            /* Kernels still running keep their pages. */
+            for (size_t j = 0; j < i; j++)
+                memcpy(ents[j]->twin, copies + j * DM_PAGE, DM_PAGE);
         } else if (st == OMPC_OK) {
             drop_pages(pg, true);
         }
+        free(ents);
+        free(copies);
         if (len > 0 && ompc_trace_on()) {
             const ompc_trace_arg_t args[] = {OMPC_TRACE_U64("bytes", len)};
             ompc_trace_span("pages", "write back", t0, ompc_now_ns(), args, 1);

@@ -40,16 +40,16 @@ int main(void)
     if (!seq || omp_target_memcpy(seq, ones, SEQ, 0, 0, dev, host))
         return 2;
     uintptr_t hseq = (uintptr_t)seq ^ key;
-#pragma omp target enter data map(to : host_pages[:NP * 512])
+#pragma omp target enter data map(to : host_pages[ : NP * 512])
     double best_fault = 1e30, best_seq = 1e30;
     for (int rep = 0; rep < 5; rep++) {
         long s1 = 0, s2 = 0, s3 = 0;
         double t0 = omp_get_wtime();
-#pragma omp target map(to : ptrs[:NP]) map(tofrom : s1) firstprivate(key)
+#pragma omp target map(to : ptrs[ : NP]) map(tofrom : s1) firstprivate(key)
         for (int i = 0; i < NP; i++)
             s1 += *(long *)(ptrs[i] ^ key);
         double t1 = omp_get_wtime();
-#pragma omp target map(tofrom : s2) map(to : ptrs[:NP])
+#pragma omp target map(tofrom : s2) map(to : ptrs[ : NP])
         for (int i = 0; i < NP; i++)
             s2 += host_pages[i * 512] + (long)(ptrs[i] & 0);
         double t2 = omp_get_wtime();
