@@ -256,6 +256,20 @@ static ompc_status_t page_write(dm_ctx_t *dm, int exec, const void *args, size_t
             return OMPC_ERR_INVALID;
         size_t off;
         dm_buf_t *b = dm_buf_find(dm, addr, 1, &off);
+        pthread_mutex_lock(&dm->mtx);
+        int named_by = b && b->pin_count > 0 && b->pin_exec != exec ? b->pin_exec : -1;
+        pthread_mutex_unlock(&dm->mtx);
+        if (named_by >= 0)
+            /* That kernel's completion makes its own copy the only valid
+             * one: these bytes would be lost.  Never silently. */
+            ompc_fatal_user(
+                "a kernel on rank %d wrote device buffer %#llx (%zu bytes) through "
+                "page faults while a kernel running at the same time on rank %d "
+                "names that buffer and may write it: the two writes cannot be "
+                "merged; order the two target tasks with depend, or name the "
+                "buffer in both (OMPC_INFO=1 names the kernels)",
+                exec >= 0 ? dm->exec_rank[exec] : -1, (unsigned long long)b->node.key,
+                b->size, dm->exec_rank[named_by]);
         if (b && !b->fixed) {
             /* Bytes past the buffer's size belong to nobody. */
             uint64_t n_in = off < b->size ? (b->size - off < len ? b->size - off : len)

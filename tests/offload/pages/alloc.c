@@ -10,7 +10,10 @@
  *           iteration reads the shared first block and writes its own.
  *   merge:  two kernels with no order between them write different bytes
  *           of one page (on two workers under roundrobin): both writes
- *           survive. */
+ *           survive.
+ *   clash:  a kernel writes through faults a buffer that another kernel
+ *           running at the same time on another worker names: refused by
+ *           name (the named writer's copy wins when it completes). */
 #include <omp.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -201,6 +204,36 @@ static int merge(void)
     return 0;
 }
 
+/* A kernel that names a buffer (is_device_ptr: it may write it) runs
+ * while another, with no order between them, writes that buffer through
+ * a pointer it does not name: the runtime must refuse by name, since the
+ * named writer's copy becomes the only valid one when it completes. */
+static int clash(void)
+{
+    long *buf = omp_target_alloc(4096, dev);
+    long zero[512] = {0};
+    if (!buf || omp_target_memcpy(buf, zero, sizeof(zero), 0, 0, dev, host))
+        return 2;
+    const uintptr_t key = 0x5a5a5a5a5a5a5a5aull;
+    uintptr_t a = (uintptr_t)buf ^ key;
+    int t1 = 0, t2 = 0;
+#pragma omp parallel num_threads(1)
+#pragma omp single
+    {
+#pragma omp target nowait depend(out : t1) is_device_ptr(buf)
+        {
+            double t0 = omp_get_wtime();
+            while (omp_get_wtime() - t0 < 2.0)
+                ;
+            buf[0] = 1;
+        }
+#pragma omp target nowait depend(out : t2) firstprivate(a, key)
+        ((long *)(a ^ key))[1] = 2;
+    }
+    printf("clash: not refused\n");
+    return 1;
+}
+
 int main(int argc, char **argv)
 {
     dev = omp_get_default_device();
@@ -214,6 +247,8 @@ int main(int argc, char **argv)
         return par();
     if (!strcmp(mode, "merge"))
         return merge();
-    fprintf(stderr, "usage: %s chain|tree|par|merge\n", argv[0]);
+    if (!strcmp(mode, "clash"))
+        return clash();
+    fprintf(stderr, "usage: %s chain|tree|par|merge|clash\n", argv[0]);
     return 2;
 }
