@@ -107,6 +107,8 @@ typedef struct ompc_config {
     int64_t peer_timeout_ms;
     int64_t device_va;
     int64_t device_keep;     /* bytes of freed buffers kept per executor */
+    int64_t page_faults;     /* 0/1: fetch device pages on demand */
+    int64_t fault_block;     /* bytes fetched per fault */
     int64_t info;
     int64_t supervise;       /* 0/1 */
     const char *scheduler;   /* a policy name, checked where the policy is

@@ -76,6 +76,16 @@ static const cfg_row_t rows[] = {
         "unmaps large arrays then skips the page faults); 0 gives their "
         "memory back at once",
         CFG_BYTES, device_keep, 0, (int64_t)1 << 46),
+    ROW("OMPC_PAGE_FAULTS", "1",
+        "1 lets a kernel on a worker reach device memory no clause names: "
+        "a page it does not hold is fetched on demand from the valid copy "
+        "of its buffer (docs/architecture.md); 0 ends the job at such an "
+        "access, naming the kernel",
+        CFG_BOOL, page_faults, 0, 1),
+    ROW("OMPC_FAULT_BLOCK", "64K",
+        "bytes fetched per page fault, from the faulting page on, within its "
+        "buffer (rounded up to whole pages; from 4K to 64M)",
+        CFG_BYTES, fault_block, 4096, (int64_t)1 << 26),
     ROW("OMPC_INFO", "0",
         "1 prints, per rank, what the offloading runtime maps, moves and runs", CFG_BOOL,
         info, 0, 1),

@@ -26,13 +26,17 @@ static ompc_status_t dm_fn_commit(ev_exec_info_t *info)
  * replace their data with zeros. */
 ompc_status_t dm_exec_commit(ev_ctx_t *ev, dm_addr_t addr, size_t span)
 {
-    if (ev_mem_contains(ev, (const void *)(uintptr_t)addr, span))
-        return OMPC_OK;
-    void *p = mmap((void *)(uintptr_t)addr, span, PROT_READ | PROT_WRITE,
-                   MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED)
-        return OMPC_ERR_NOMEM;
-    return ev_mem_register(ev, p, span);
+    dm_pages_map_lock();
+    ompc_status_t st = OMPC_OK;
+    if (!ev_mem_contains(ev, (const void *)(uintptr_t)addr, span)) {
+        /* Pages a kernel holds through faults are replaced: the launch
+         * that commits the buffer brings its data. */
+        void *p = mmap((void *)(uintptr_t)addr, span, PROT_READ | PROT_WRITE,
+                       MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        st = p == MAP_FAILED ? OMPC_ERR_NOMEM : ev_mem_register(ev, p, span);
+    }
+    dm_pages_map_unlock();
+    return st;
 }
 
 /* args {addr, span}: forget the pages (memory goes back to the system, the
@@ -43,12 +47,15 @@ static ompc_status_t dm_fn_decommit(ev_exec_info_t *info)
     if (info->args_size != sizeof(a))
         return OMPC_ERR_INVALID;
     memcpy(a, info->args, sizeof(a));
+    dm_pages_map_lock();
     ompc_status_t st = ev_mem_unregister(info->ctx, (void *)(uintptr_t)a[0]);
-    if (st != OMPC_OK)
-        return st;
-    void *p = mmap((void *)(uintptr_t)a[0], a[1], PROT_NONE,
-                   MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    return p == MAP_FAILED ? OMPC_ERR_NOMEM : OMPC_OK;
+    if (st == OMPC_OK) {
+        void *p = mmap((void *)(uintptr_t)a[0], a[1], PROT_NONE,
+                       MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        st = p == MAP_FAILED ? OMPC_ERR_NOMEM : OMPC_OK;
+    }
+    dm_pages_map_unlock();
+    return st;
 }
 
 /* ------------------------------------------------------------ lifecycle */
@@ -147,6 +154,9 @@ ompc_status_t dm_ctx_create(ev_ctx_t *ev, dm_ctx_t **dm_p)
     }
     dm_reserve(dm);
     dm->bump = dm->va_base;
+    st = dm_pages_create(dm, size == 1 || ev_ctx_rank(ev) != 0);
+    if (st != OMPC_OK)
+        ompc_fatal("cannot start the device page service: %s", ompc_status_str(st));
     *dm_p = dm;
     return OMPC_OK;
 }
@@ -169,6 +179,7 @@ void dm_ctx_destroy(dm_ctx_t *dm)
 {
     if (!dm)
         return;
+    dm_pages_destroy(dm);
     /* Executors unmap the whole range below; no need to decommit each. */
     pthread_mutex_lock(&dm->mtx);
     ompc_tmap_drain(&dm->bufs, dm_drop_node, NULL);
@@ -185,6 +196,7 @@ void dm_ctx_destroy(dm_ctx_t *dm)
     pthread_cond_destroy(&dm->pin_cond);
     free(dm->exec_rank);
     free(dm->kept);
+    free(dm->pstats);
     free(dm);
 }
 
@@ -408,6 +420,11 @@ ompc_status_t dm_write(dm_ctx_t *dm, dm_buf_t *b, size_t off, const void *src, s
             }
             if (b->snap && b->snap_valid && !whole)
                 memcpy(own, b->snap, b->size);
+            else if (!whole)
+                /* Bytes nobody wrote read as zeros, as a fresh page does
+                 * (a write-back of a fault page sends only bytes that
+                 * changed). */
+                memset(own, 0, b->size);
             b->snap = own;
             b->snap_borrowed = false;
         }

@@ -34,6 +34,8 @@ struct dm_buf {
                                 drop to 0 is broadcast on pin_cond */
     int pin_exec;            /* executor of the kernels pinning it */
     int pin_count;           /* kernels in flight that may write it */
+    bool faulted;            /* a kernel reached it through a page fault
+                                (OMPC_INFO names the first) */
 };
 
 /* committed[] states.  A commit in flight may have been sent by another
@@ -72,6 +74,20 @@ struct dm_ctx {
     size_t keep_max;         /* OMPC_DEVICE_KEEP */
     size_t *kept;            /* per executor: bytes of free spans above
                                 DM_KEEP_COMMITTED still mapped there */
+    /* Device pages on demand (dm_pages.c). */
+    ev_fn_id_t fn_page_fetch, fn_page_write;
+    dm_page_stats_t *pstats; /* head, under mtx: per executor */
+    dm_pages_t *pg;          /* executors: the fault service, or NULL */
 };
+
+/* dm_pages.c.  dm_pages_create registers the head's page functions (every
+ * rank, in dm_ctx_create) and, on an executor, installs the SIGSEGV
+ * handler and starts the fault service thread. */
+ompc_status_t dm_pages_create(dm_ctx_t *dm, bool executor);
+void dm_pages_destroy(dm_ctx_t *dm);
+/* Around every change of an executor's page mappings (commit, decommit,
+ * fault pages). */
+void dm_pages_map_lock(void);
+void dm_pages_map_unlock(void);
 
 #endif

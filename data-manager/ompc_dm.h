@@ -144,6 +144,29 @@ void dm_count_forward(dm_ctx_t *dm, size_t bytes);
 /* Bytes brought to the host another way (with a kernel's reply). */
 void dm_count_read(dm_ctx_t *dm, size_t bytes);
 
+/* ------------------------------------------------ device pages on demand
+ * A kernel may reach device memory no clause named (pointers stored in
+ * device data).  On an executor, a page it does not hold is fetched from
+ * the valid copy of its buffer when the kernel touches it, and the bytes
+ * it writes there go back at the end of the task (dm_pages.c). */
+typedef struct dm_pages dm_pages_t;
+/* Executor side, on the thread that runs the kernel: around each kernel.
+ * task_begin returns a token for task_end; task_end writes back what the
+ * kernel wrote through faults (blocks until the head has it) and says
+ * whether faults were served on this executor meanwhile. */
+uint64_t dm_pages_task_begin(dm_ctx_t *dm);
+ompc_status_t dm_pages_task_end(dm_ctx_t *dm, uint64_t token, bool *faulted_p);
+/* How OMPC_INFO names the running kernel (called on the fault service
+ * thread; writes a string into buf). */
+void dm_pages_set_namer(dm_ctx_t *dm, void (*namer)(char *buf, size_t cap));
+typedef struct dm_page_stats {
+    uint64_t faults;              /* fetches served */
+    uint64_t bytes_fetched;
+    uint64_t bytes_written_back;
+} dm_page_stats_t;
+/* Head: one executor's figures. */
+void dm_page_stats_of(dm_ctx_t *dm, int exec, dm_page_stats_t *stats_p);
+
 typedef struct dm_stats {
     uint64_t bytes_host_to_dev;
     uint64_t bytes_dev_to_host;

@@ -812,6 +812,15 @@ static void run_task(ahd_exec_t *x, ahd_task_t *t, bool on_gate)
     if (cpu && clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c1) == 0)
         cpu_ns = (uint64_t)((c1.tv_sec - c0.tv_sec) * 1000000000LL +
                             (c1.tv_nsec - c0.tv_nsec));
+    if (tgt_kernel_faulted) {
+        /* The gate thread must never wait for a page: it is what brings
+         * the page.  A kernel seen faulting stays off it. */
+        int k = task_kernel(t);
+        pthread_mutex_lock(&x->mtx);
+        if (x->kstat && k >= 0)
+            x->kstat[k].gate_banned = true;
+        pthread_mutex_unlock(&x->mtx);
+    }
     atomic_fetch_sub(&x->running, 1);
     task_done(x, t, st, ns, on_gate, cpu_ns);
 }

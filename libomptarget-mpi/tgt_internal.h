@@ -305,6 +305,11 @@ typedef struct tgt_kernel_rec {
     atomic_int exit_outside;         /* exit() was called outside kernels */
 } tgt_kernel_rec_t;
 extern tgt_kernel_rec_t *tgt_kernel_rec;
+/* " (function, line N)" from clang's name of a target region, or "". */
+void tgt_kernel_where(const char *name, char *buf, size_t cap);
+/* Set by tgt_kernel_run on its thread: device pages were fetched on demand
+ * on this executor while the kernel ran. */
+extern _Thread_local bool tgt_kernel_faulted;
 /* Around each kernel's call (tgt_kernel.c); the first start also installs
  * the exit() hook (see tgt_supervise.c). */
 void tgt_kernel_rec_start(const char *name);

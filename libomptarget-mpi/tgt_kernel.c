@@ -12,6 +12,18 @@
 #include <time.h>
 
 /* ---------------------------------------------------------- executors */
+_Thread_local bool tgt_kernel_faulted;
+
+/* OMPC_INFO's name of the kernel behind a page fault: the last one started
+ * on this rank (the fault service cannot tell which of several running
+ * kernels' threads faulted). */
+static void kernel_namer(char *buf, size_t cap)
+{
+    const char *name = atomic_load(&tgt_kernel_rec->running);
+    char where[160];
+    tgt_kernel_where(name, where, sizeof(where));
+    snprintf(buf, cap, "%s%s", name ? name : "?", where);
+}
 /* The launch message is tgt_wire.h's.  The device image's kernels take an
  * implicit leading pointer (clang's dyn_ptr, unused on the host target)
  * and then one pointer-sized value per argument. */
@@ -101,9 +113,17 @@ ompc_status_t tgt_kernel_run(const void *args, size_t args_size, uint64_t *ns_p,
             clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c0);
         uint64_t t0 = ompc_now_ns();
         tgt_kernel_rec_start(k->name);
+        uint64_t pages = dm_pages_task_begin(tgt_rt->dm);
         tgt_in_kernel = true;
         ffi_call(&cif, FFI_FN(k->fn), NULL, ptrs);
         tgt_in_kernel = false;
+        /* Bytes the kernel wrote in pages it got through faults go back
+         * before anyone hears that it is done. */
+        st = dm_pages_task_end(tgt_rt->dm, pages, &tgt_kernel_faulted);
+        if (st != OMPC_OK)
+            ompc_error("rank %d: kernel %s wrote device pages that cannot be "
+                       "written back: %s",
+                       tgt_rt->rank, k->name, ompc_status_str(st));
         tgt_kernel_rec_end();
         uint64_t t1 = ompc_now_ns();
         ompc_trace_span("kernel", k->name, t0, t1, NULL, 0);
@@ -157,5 +177,6 @@ static ompc_status_t tgt_fn_kernel(ev_exec_info_t *info)
 
 ompc_status_t tgt_kernel_fn_register(void)
 {
+    dm_pages_set_namer(tgt_rt->dm, kernel_namer);
     return ev_fn_register(tgt_rt->ev, "tgt.kernel", tgt_fn_kernel, 0, &tgt_rt->fn_kernel);
 }

@@ -688,6 +688,20 @@ void tgt_stats_print(uint64_t t_shutdown0, uint64_t t_end)
         fprintf(stderr, "[ompc stats] worker %d (rank %d, %lld cores): %llu tasks\n", e,
                 dm_executor_rank(tgt_rt->dm, e), (long long)exec_cores(e),
                 (unsigned long long)g->tasks_per_exec[e]);
+    /* Device pages on demand: only when some kernel faulted, so that a
+     * program that maps all it uses reads as before. */
+    for (int e = 0; e < dm_num_executors(tgt_rt->dm); e++) {
+        dm_page_stats_t ps;
+        dm_page_stats_of(tgt_rt->dm, e, &ps);
+        if (ps.faults)
+            fprintf(stderr,
+                    "[ompc stats] worker %d (rank %d): %llu page faults fetched %llu "
+                    "bytes on demand, %llu bytes written back (a map clause would "
+                    "move them with the kernel)\n",
+                    e, dm_executor_rank(tgt_rt->dm, e), (unsigned long long)ps.faults,
+                    (unsigned long long)ps.bytes_fetched,
+                    (unsigned long long)ps.bytes_written_back);
+    }
     pthread_mutex_lock(&model.mtx);
     double hop = model.hop;
     uint64_t hops = model.hop_samples, hopl = model.hop_launches;

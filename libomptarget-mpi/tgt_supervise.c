@@ -249,7 +249,7 @@ void tgt_kernel_rec_end(void)
 
 /* "__omp_offloading_<dev>_<file>_<function>_l<line>": clang's name of a
  * target region says where it is. */
-static void kernel_where(const char *name, char *buf, size_t cap)
+void tgt_kernel_where(const char *name, char *buf, size_t cap)
 {
     static const char prefix[] = "__omp_offloading_";
     buf[0] = '\0';
@@ -295,7 +295,7 @@ static void report_kernel(pid_t child, int64_t rank, int64_t size, int exit_stat
         snprintf(host, sizeof(host), "?");
     if (size > 0)
         snprintf(of, sizeof(of), " of %lld", (long long)size);
-    kernel_where(name, where, sizeof(where));
+    tgt_kernel_where(name, where, sizeof(where));
     if (sig) {
         signal_name(sig, signame, sizeof(signame));
         snprintf(what, sizeof(what), "signal %d (%s)", sig, signame);

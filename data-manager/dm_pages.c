@@ -1,0 +1,856 @@
+/* Device pages on demand: a kernel that reaches a device page its executor
+ * does not hold (memory no clause named: a linked list's later nodes,
+ * omp_target_alloc blocks behind pointers stored in device data) gets the
+ * page from the valid copy of its buffer instead of a crash.
+ *
+ * Mechanism: SIGSEGV + mprotect, not userfaultfd.  An ordinary user may
+ * open userfaultfd only in user-mode-only mode on this kind of system
+ * (vm.unprivileged_userfaultfd = 0), where a fault taken inside the kernel
+ * (an MPI receive into a missing page) fails with EFAULT instead of
+ * waiting; the signal works for every user.  Its cost, a signal per fault,
+ * is small beside the MPI round trip that serves it
+ * (docs/performance.md).
+ *
+ * The protocol (docs/architecture.md, "Device pages on demand"):
+ * - The faulting thread (a kernel's thread: the handler thread or one of
+ *   the kernel's libomp threads) never serves its own fault: from the
+ *   signal handler it pushes a request that lives on its own stack onto a
+ *   lock-free list (MPSC), writes one byte to a pipe, and sleeps on a futex
+ *   in the request.  Only async-signal-safe steps: atomics, write(2),
+ *   futex(2).  It holds no lock of ours, and MPI is never entered there.
+ * - The service thread (one per executor) asks the head, which keeps where
+ *   the valid copy of every buffer lives, for a block of the buffer from
+ *   the faulting page on (OMPC_FAULT_BLOCK).  The head reads it from the
+ *   valid copy (an executor, or its own snapshot) like a `from` copy.
+ * - The block is filled off to the side and moved into place with mremap,
+ *   read-only: no other thread ever sees a half-filled page.  A write
+ *   fault makes the page writable and keeps a twin (its bytes as fetched).
+ * - At the end of each task, the bytes of every writable page that differ
+ *   from its twin go back to the head, which patches the valid copy of the
+ *   buffer and invalidates the others (dm_write): later kernels anywhere,
+ *   `from` copies and `target update` see them.  Writers of different bytes
+ *   of one page on different workers merge; only bytes that changed travel.
+ * - Pages fetched this way are valid only while the tasks that may use
+ *   them run: when the last kernel running on the executor ends, they are
+ *   dropped, and a task that starts while others run drops the read-only
+ *   ones first (it must see writes ordered before it).
+ *
+ * Faults outside the device range, from a thread while no kernel runs on
+ * this rank, or on device addresses that belong to no buffer, go to the
+ * handler that was there before (the sanitizer's, UCX's) or to the default
+ * action: the rank dies of SIGSEGV and its supervisor names the kernel. */
+#define _GNU_SOURCE
+#include "dm_internal.h"
+#include "ompc_trace.h"
+#include "ompc_u64map.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+/* A fault waiting for service, on the faulting thread's stack. */
+typedef struct dm_fault {
+    uintptr_t addr;
+    int write;
+    _Atomic uint32_t state; /* FAULT_* */
+    struct dm_fault *next;
+} dm_fault_t;
+
+enum { FAULT_WAITING = 0, FAULT_SERVED = 1, FAULT_REFUSED = 2 };
+
+/* A page this executor holds through a fault. */
+typedef struct dm_fpage {
+    uintptr_t addr;
+    void *twin; /* writable pages: the bytes as fetched or last written back */
+} dm_fpage_t;
+
+/* The head's answer to a fetch, followed by len bytes. */
+typedef struct dm_fetch_hdr {
+    uint64_t start, len;      /* pages served, from the faulting one on */
+    uint64_t buf_addr, buf_size;
+    uint64_t first;           /* 1: the first fault on this buffer anywhere */
+} dm_fetch_hdr_t;
+
+struct dm_pages {
+    dm_ctx_t *dm;
+    size_t block;                  /* OMPC_FAULT_BLOCK, whole pages */
+    int wake[2];                   /* pipe: signal handlers -> service */
+    _Atomic(dm_fault_t *) reqs;    /* MPSC: handlers push, service takes all */
+    _Atomic int running;           /* kernels running on this executor */
+    _Atomic bool stop;
+    pthread_t svc;
+    bool svc_started;
+    struct sigaction old_segv;
+    void (*namer)(char *buf, size_t cap);
+    /* Under mtx: the pages held through faults (key: address). */
+    pthread_mutex_t mtx;
+    ompc_u64map_t pages;
+    void *fetch_buf;               /* block bytes, exposed to events */
+    unsigned char *reply;          /* EV_EXEC_MAX_RESULT: a fetch's reply */
+    /* This executor's counts (its own figures; the head keeps per-worker
+     * totals for OMPC_STATS). */
+    _Atomic uint64_t faults;
+};
+
+/* One SIGSEGV handler per process: it finds its context here.  And the
+ * head's fetch and write-back functions find their data manager here (the
+ * event system passes no context to a function; a process has one). */
+static _Atomic(dm_pages_t *) dm_pages_live;
+static _Atomic(dm_ctx_t *) dm_fn_owner;
+static uintptr_t live_base, live_end;
+
+/* Commits and decommits of whole buffers (gate thread) and the service
+ * thread's page changes exclude each other, so that a page is never both
+ * a fault page and part of a committed buffer being mapped. */
+static pthread_mutex_t map_mtx = PTHREAD_MUTEX_INITIALIZER;
+void dm_pages_map_lock(void) { pthread_mutex_lock(&map_mtx); }
+void dm_pages_map_unlock(void) { pthread_mutex_unlock(&map_mtx); }
+
+static long futex(_Atomic uint32_t *w, int op, uint32_t val)
+{
+    return syscall(SYS_futex, (uint32_t *)w, op, val, NULL, NULL, 0);
+}
+
+/* Async-signal-safe: writes a whole message with write(2). */
+static void say(const char *msg, size_t len)
+{
+    while (len > 0) {
+        ssize_t w = write(STDERR_FILENO, msg, len);
+        if (w <= 0)
+            return;
+        msg += w;
+        len -= (size_t)w;
+    }
+}
+
+/* The handler that was there before ours, or the default action: then the
+ * access faults again and the rank dies of SIGSEGV (its supervisor names
+ * the kernel that ran). */
+static void chain(dm_pages_t *pg, int sig, siginfo_t *si, void *uc)
+{
+    const struct sigaction *old = &pg->old_segv;
+    if ((old->sa_flags & SA_SIGINFO) && old->sa_sigaction) {
+        old->sa_sigaction(sig, si, uc);
+        return;
+    }
+    if (old->sa_handler != SIG_DFL && old->sa_handler != SIG_IGN) {
+        old->sa_handler(sig);
+        return;
+    }
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof(dfl));
+    dfl.sa_handler = SIG_DFL;
+    sigemptyset(&dfl.sa_mask);
+    sigaction(SIGSEGV, &dfl, NULL);
+}
+
+static void on_segv(int sig, siginfo_t *si, void *ucv)
+{
+    int saved = errno;
+    dm_pages_t *pg = atomic_load(&dm_pages_live);
+    uintptr_t a = (uintptr_t)si->si_addr;
+    if (!pg || si->si_code != SEGV_ACCERR || a < live_base || a >= live_end ||
+        atomic_load(&pg->running) == 0 ||
+        (pg->svc_started && pthread_equal(pthread_self(), pg->svc))) {
+        chain(pg ? pg : NULL, sig, si, ucv);
+        errno = saved;
+        return;
+    }
+    int is_write = 1; /* unknown: a write fault serves a read too */
+#if defined(__x86_64__)
+    const ucontext_t *uc = ucv;
+    is_write = (uc->uc_mcontext.gregs[REG_ERR] & 2) != 0;
+#endif
+    dm_fault_t f = {.addr = a, .write = is_write, .state = FAULT_WAITING, .next = NULL};
+    dm_fault_t *top = atomic_load(&pg->reqs);
+    do
+        f.next = top;
+    while (!atomic_compare_exchange_weak(&pg->reqs, &top, &f));
+    char one = 1;
+    while (write(pg->wake[1], &one, 1) < 0 && errno == EINTR)
+        ;
+    uint32_t s;
+    while ((s = atomic_load(&f.state)) == FAULT_WAITING)
+        futex(&f.state, FUTEX_WAIT_PRIVATE, FAULT_WAITING);
+    if (s == FAULT_REFUSED) {
+        /* The service thread wrote the message (not async-signal-safe
+         * work), naming the address. */
+        chain(pg, sig, si, ucv);
+    }
+    errno = saved;
+}
+
+/* ------------------------------------------------------------ head side */
+static int exec_of_rank(const dm_ctx_t *dm, int rank)
+{
+    for (int e = 0; e < dm->nexec; e++)
+        if (dm->exec_rank[e] == rank)
+            return e;
+    return -1;
+}
+
+/* Serve a fault of executor exec at addr: *h_p, and up to block bytes of
+ * the buffer holding addr, from its page on, into bytes (block bytes).
+ * OMPC_ERR_INVALID if no buffer holds addr. */
+static ompc_status_t page_serve(dm_ctx_t *dm, int exec, uint64_t addr, uint64_t block,
+                                dm_fetch_hdr_t *h_p, void *bytes)
+{
+    dm_fetch_hdr_t h;
+    pthread_mutex_lock(&dm->mtx);
+    ompc_tmap_node_t *n = ompc_tmap_floor(&dm->bufs, addr);
+    dm_buf_t *b = n ? OMPC_TMAP_ENTRY(n, dm_buf_t, node) : NULL;
+    if (!b || b->fixed || addr >= b->node.key + b->span) {
+        pthread_mutex_unlock(&dm->mtx);
+        ompc_debug("page fault of executor %d at %#llx: in no device buffer", exec,
+                   (unsigned long long)addr);
+        return OMPC_ERR_INVALID;
+    }
+    h.start = addr & ~(uint64_t)(DM_PAGE - 1);
+    uint64_t end = b->node.key + b->span;
+    h.len = end - h.start < block ? end - h.start : block;
+    h.buf_addr = b->node.key;
+    h.buf_size = b->size;
+    h.first = !b->faulted;
+    b->faulted = true;
+    if (exec >= 0) {
+        dm->pstats[exec].faults++;
+        dm->pstats[exec].bytes_fetched += h.len;
+    }
+    pthread_mutex_unlock(&dm->mtx);
+    memset(bytes, 0, h.len);
+    uint64_t off = h.start - h.buf_addr;
+    ompc_status_t st = OMPC_OK;
+    /* Bytes past the buffer's size (the rest of its last page) are zeros;
+     * a buffer never written reads as zeros. */
+    if (off < h.buf_size) {
+        uint64_t n_in = h.buf_size - off < h.len ? h.buf_size - off : h.len;
+        st = dm_read(dm, b, off, bytes, n_in);
+    }
+    if (st == OMPC_OK)
+        *h_p = h;
+    return st;
+}
+
+/* A write-back: runs of {u64 addr, u64 len, bytes padded to 8}.  Each run
+ * patches the valid copy of its buffer (the others become invalid). */
+static ompc_status_t page_write(dm_ctx_t *dm, int exec, const void *args, size_t size)
+{
+    const unsigned char *p = args, *end = p + size;
+    ompc_status_t first = OMPC_OK;
+    while (p + 16 <= end) {
+        uint64_t addr, len;
+        memcpy(&addr, p, 8);
+        memcpy(&len, p + 8, 8);
+        p += 16;
+        uint64_t padded = (len + 7) & ~(uint64_t)7;
+        if (len == 0 || padded > (uint64_t)(end - p))
+            return OMPC_ERR_INVALID;
+        size_t off;
+        dm_buf_t *b = dm_buf_find(dm, addr, 1, &off);
+        pthread_mutex_lock(&dm->mtx);
+        int named_by = b && b->pin_count > 0 && b->pin_exec != exec ? b->pin_exec : -1;
+        pthread_mutex_unlock(&dm->mtx);
+        if (named_by >= 0)
+            /* That kernel's completion makes its own copy the only valid
+             * one: these bytes would be lost.  Never silently. */
+            ompc_fatal_user(
+                "a kernel on rank %d wrote device buffer %#llx (%zu bytes) through "
+                "page faults while a kernel running at the same time on rank %d "
+                "names that buffer and may write it: the two writes cannot be "
+                "merged; order the two target tasks with depend, or name the "
+                "buffer in both (OMPC_INFO=1 names the kernels)",
+                exec >= 0 ? dm->exec_rank[exec] : -1, (unsigned long long)b->node.key,
+                b->size, dm->exec_rank[named_by]);
+        if (b && !b->fixed) {
+            /* Bytes past the buffer's size belong to nobody. */
+            uint64_t n_in = off < b->size ? (b->size - off < len ? b->size - off : len)
+                                          : 0;
+            ompc_status_t st = n_in ? dm_write(dm, b, off, p, n_in) : OMPC_OK;
+            if (st != OMPC_OK && first == OMPC_OK)
+                first = st;
+            pthread_mutex_lock(&dm->mtx);
+            if (exec >= 0)
+                dm->pstats[exec].bytes_written_back += n_in;
+            pthread_mutex_unlock(&dm->mtx);
+        }
+        p += padded;
+    }
+    return first;
+}
+
+/* args {addr, block, staging}: the bytes go to the executor's staging
+ * buffer (exposed to events), the result is the dm_fetch_hdr_t.  Through
+ * the head's memory: the valid copy may be the head's own snapshot, and
+ * dm_read knows where it is. */
+static ompc_status_t dm_fn_page_fetch(ev_exec_info_t *info)
+{
+    dm_ctx_t *dm = atomic_load(&dm_fn_owner);
+    uint64_t a[3];
+    if (!dm || info->args_size != sizeof(a) || info->result_cap < sizeof(dm_fetch_hdr_t))
+        return OMPC_ERR_INVALID;
+    memcpy(a, info->args, sizeof(a));
+    if (a[1] == 0 || a[1] > ((uint64_t)1 << 26))
+        return OMPC_ERR_INVALID;
+    void *tmp = malloc(a[1]);
+    if (!tmp)
+        return OMPC_ERR_NOMEM;
+    dm_fetch_hdr_t h;
+    ompc_status_t st = page_serve(dm, exec_of_rank(dm, info->origin), a[0], a[1], &h,
+                                  tmp);
+    bool inline_bytes = st == OMPC_OK && sizeof(h) + h.len <= info->result_cap;
+    if (inline_bytes) {
+        /* With the reply: one message fewer on the fault's path. */
+        memcpy((char *)info->result + sizeof(h), tmp, h.len);
+    } else if (st == OMPC_OK) {
+        ev_handle_t *hs = NULL;
+        st = ev_finish(ev_submit(info->ctx, info->origin, tmp, a[2], h.len, &hs), hs);
+    }
+    free(tmp);
+    if (st == OMPC_OK) {
+        memcpy(info->result, &h, sizeof(h));
+        info->result_size = sizeof(h) + (inline_bytes ? h.len : 0);
+    }
+    return st;
+}
+
+static ompc_status_t dm_fn_page_write(ev_exec_info_t *info)
+{
+    dm_ctx_t *dm = atomic_load(&dm_fn_owner);
+    if (!dm)
+        return OMPC_ERR_INVALID;
+    return page_write(dm, exec_of_rank(dm, info->origin), info->args, info->args_size);
+}
+
+void dm_page_stats_of(dm_ctx_t *dm, int exec, dm_page_stats_t *stats_p)
+{
+    pthread_mutex_lock(&dm->mtx);
+    *stats_p = dm->pstats[exec];
+    pthread_mutex_unlock(&dm->mtx);
+}
+
+/* -------------------------------------------------------- executor side */
+static bool page_committed(dm_pages_t *pg, uintptr_t page)
+{
+    return ev_mem_contains(pg->dm->ev, (const void *)page, DM_PAGE);
+}
+
+/* Back to PROT_NONE, memory returned (map_mtx held). */
+static void page_drop(dm_pages_t *pg, dm_fpage_t *e)
+{
+    if (!page_committed(pg, e->addr))
+        mmap((void *)e->addr, DM_PAGE, PROT_NONE,
+             MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    free(e->twin);
+    free(e);
+}
+
+/* Fill [addr, addr+len) with bytes, read-only, in one step (map_mtx held):
+ * prepared off to the side and moved into place, so that no thread of a
+ * running kernel sees the page before its bytes. */
+static bool pages_install(uintptr_t addr, size_t len, const void *bytes)
+{
+    void *s = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (s == MAP_FAILED)
+        return false;
+    memcpy(s, bytes, len);
+    /* The system call itself: UCX's memory hooks replace mremap with a
+     * function that drops the new address (the page then lands at 0).  No
+     * registration cache needs to hear of this move: the staging pages
+     * never served as an MPI buffer. */
+    if (mprotect(s, len, PROT_READ) != 0 ||
+        (void *)syscall(SYS_mremap, s, len, len, MREMAP_MAYMOVE | MREMAP_FIXED,
+                        (void *)addr) != (void *)addr) {
+        munmap(s, len);
+        return false;
+    }
+    return true;
+}
+
+static dm_fpage_t *fpage_get(dm_pages_t *pg, uintptr_t page)
+{
+    uint64_t v;
+    return ompc_u64map_get(&pg->pages, page, &v) ? (dm_fpage_t *)(uintptr_t)v : NULL;
+}
+
+/* pg->mtx held: make a held page writable, keeping its bytes as the twin. */
+static ompc_status_t fpage_make_writable(dm_fpage_t *e)
+{
+    if (e->twin)
+        return OMPC_OK;
+    e->twin = malloc(DM_PAGE);
+    if (!e->twin)
+        return OMPC_ERR_NOMEM;
+    memcpy(e->twin, (const void *)e->addr, DM_PAGE);
+    if (mprotect((void *)e->addr, DM_PAGE, PROT_READ | PROT_WRITE) != 0) {
+        free(e->twin);
+        e->twin = NULL;
+        return OMPC_ERR_NOMEM;
+    }
+    return OMPC_OK;
+}
+
+static void fetch_info(dm_pages_t *pg, const dm_fetch_hdr_t *h, uintptr_t addr,
+                       bool write)
+{
+    char kernel[256] = "?", msg[768];
+    if (pg->namer)
+        pg->namer(kernel, sizeof(kernel));
+    /* write(2), not stdio: the kernel's own threads may hold stderr's
+     * lock while they wait for this very fault. */
+    int n = snprintf(msg, sizeof(msg),
+                     "[ompc info] r%d kernel %s %s device buffer %#llx (%llu bytes) "
+                     "at offset %llu, which none of its clauses names: its pages "
+                     "are fetched on demand (map it, or name it in a depend "
+                     "clause, to move it with the kernel at once)\n",
+                     ev_ctx_rank(pg->dm->ev), kernel, write ? "wrote" : "read",
+                     (unsigned long long)h->buf_addr, (unsigned long long)h->buf_size,
+                     (unsigned long long)(addr - h->buf_addr));
+    if (n > 0)
+        say(msg, (size_t)n < sizeof(msg) ? (size_t)n : sizeof(msg) - 1);
+}
+
+/* The block from page on into pg->fetch_buf, its header into *h_p. */
+static ompc_status_t fetch(dm_pages_t *pg, uintptr_t page, dm_fetch_hdr_t *h_p)
+{
+    dm_ctx_t *dm = pg->dm;
+    ompc_status_t st;
+    if (ev_ctx_rank(dm->ev) == 0) { /* one rank: the head serves itself */
+        st = page_serve(dm, 0, page, pg->block, h_p, pg->fetch_buf);
+    } else {
+        /* Blocks that fit come back with the reply, larger ones into
+         * fetch_buf. */
+        uint64_t args[3] = {page, pg->block, (uint64_t)(uintptr_t)pg->fetch_buf};
+        ev_handle_t *h = NULL;
+        st = ev_execute(dm->ev, 0, dm->fn_page_fetch, args, sizeof(args), pg->reply,
+                        EV_EXEC_MAX_RESULT, &h);
+        if (st == OMPC_OK) {
+            st = ev_wait(h);
+            size_t got = ev_handle_result_size(h);
+            ev_handle_release(h);
+            if (st == OMPC_OK && got < sizeof(*h_p))
+                st = OMPC_ERR_INVALID;
+            if (st == OMPC_OK) {
+                memcpy(h_p, pg->reply, sizeof(*h_p));
+                if (got == sizeof(*h_p) + h_p->len && h_p->len <= pg->block)
+                    memcpy(pg->fetch_buf, pg->reply + sizeof(*h_p), h_p->len);
+                else if (got != sizeof(*h_p))
+                    st = OMPC_ERR_INVALID;
+            }
+        }
+    }
+    if (st != OMPC_OK)
+        return st;
+    if (h_p->start != page || h_p->len == 0 || h_p->len % DM_PAGE || h_p->len > pg->block)
+        return OMPC_ERR_INVALID;
+    return OMPC_OK;
+}
+
+/* Service thread: one fault. */
+static ompc_status_t serve_fault(dm_pages_t *pg, uintptr_t addr, bool write)
+{
+    uintptr_t page = addr & ~(uintptr_t)(DM_PAGE - 1);
+    uint64_t t0 = ompc_now_ns();
+    ompc_status_t st = OMPC_OK;
+    pthread_mutex_lock(&pg->mtx);
+    dm_fpage_t *e = fpage_get(pg, page);
+    if (e) {
+        /* Another thread's fault brought it, or a read brought it and
+         * this is the first write. */
+        if (write)
+            st = fpage_make_writable(e);
+        ompc_trace("page %#llx held", (unsigned long long)page);
+        pthread_mutex_unlock(&pg->mtx);
+        return st;
+    }
+    dm_pages_map_lock();
+    bool committed = page_committed(pg, page);
+    dm_pages_map_unlock();
+    if (committed) { /* its buffer arrived with a launch meanwhile */
+        ompc_trace("page %#llx committed", (unsigned long long)page);
+        pthread_mutex_unlock(&pg->mtx);
+        return OMPC_OK;
+    }
+    dm_fetch_hdr_t h;
+    st = fetch(pg, page, &h);
+    if (st != OMPC_OK) {
+        pthread_mutex_unlock(&pg->mtx);
+        return st;
+    }
+    const unsigned char *bytes = pg->fetch_buf;
+    /* Install the runs of pages not held yet (a page held may be written
+     * already: its bytes here would be older). */
+    dm_pages_map_lock();
+    for (uint64_t off = 0; off < h.len && st == OMPC_OK;) {
+        uintptr_t p = (uintptr_t)(h.start + off);
+        if (fpage_get(pg, p) || page_committed(pg, p)) {
+            off += DM_PAGE;
+            continue;
+        }
+        uint64_t run = off;
+        while (run < h.len && !fpage_get(pg, (uintptr_t)(h.start + run)) &&
+               !page_committed(pg, (uintptr_t)(h.start + run)))
+            run += DM_PAGE;
+        if (!pages_install(p, run - off, bytes + off)) {
+            st = OMPC_ERR_NOMEM;
+            break;
+        }
+        for (uint64_t q = off; q < run; q += DM_PAGE) {
+            dm_fpage_t *n = calloc(1, sizeof(*n));
+            if (!n || ompc_u64map_put(&pg->pages, h.start + q, (uint64_t)(uintptr_t)n) !=
+                          OMPC_OK) {
+                free(n);
+                st = OMPC_ERR_NOMEM;
+                break;
+            }
+            n->addr = (uintptr_t)(h.start + q);
+        }
+        off = run;
+    }
+    dm_pages_map_unlock();
+    if (st == OMPC_OK && write && (e = fpage_get(pg, page)))
+        st = fpage_make_writable(e);
+    pthread_mutex_unlock(&pg->mtx);
+    atomic_fetch_add_explicit(&pg->faults, 1, memory_order_relaxed);
+    uint64_t t1 = ompc_now_ns();
+    if (ompc_trace_on()) {
+        const ompc_trace_arg_t args[] = {OMPC_TRACE_U64("addr", addr),
+                                         OMPC_TRACE_U64("bytes", h.len),
+                                         OMPC_TRACE_U64("write", write)};
+        ompc_trace_span("pages", "page fault", t0, t1, args, 3);
+    }
+    if (h.first && ompc_config_get()->info)
+        fetch_info(pg, &h, addr, write);
+    return st;
+}
+
+static void *service_main(void *arg)
+{
+    dm_pages_t *pg = arg;
+    ompc_log_set_thread_name("pages");
+    bool named = false;
+    for (;;) {
+        char buf[64];
+        ssize_t r = read(pg->wake[0], buf, sizeof(buf));
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0 || atomic_load(&pg->stop))
+            break;
+        if (!named && ompc_trace_on()) {
+            ompc_trace_thread_name("pages");
+            named = true;
+        }
+        dm_fault_t *list = atomic_exchange(&pg->reqs, NULL), *fifo = NULL;
+        while (list) { /* oldest first */
+            dm_fault_t *next = list->next;
+            list->next = fifo;
+            fifo = list;
+            list = next;
+        }
+        while (fifo) {
+            /* The request lives on the faulting thread's stack: read what
+             * is needed before it is released. */
+            dm_fault_t *f = fifo;
+            fifo = f->next;
+            ompc_status_t st = serve_fault(pg, f->addr, f->write);
+            ompc_trace("rank %d: %s fault at %#llx: %s", ev_ctx_rank(pg->dm->ev),
+                       f->write ? "write" : "read", (unsigned long long)f->addr,
+                       ompc_status_str(st));
+            if (st != OMPC_OK)
+                ompc_debug("rank %d: fault at %#llx: %s", ev_ctx_rank(pg->dm->ev),
+                           (unsigned long long)f->addr, ompc_status_str(st));
+            if (st == OMPC_ERR_INVALID) {
+                char msg[256];
+                int n = snprintf(msg, sizeof(msg),
+                                 "[ompc r%d] fatal: a kernel reached device address "
+                                 "%#llx, which no device buffer holds (freed, or never "
+                                 "allocated); the rank stops with SIGSEGV\n",
+                                 ev_ctx_rank(pg->dm->ev), (unsigned long long)f->addr);
+                if (n > 0)
+                    say(msg, (size_t)n < sizeof(msg) ? (size_t)n : sizeof(msg) - 1);
+            } else if (st != OMPC_OK)
+                ompc_error("rank %d: cannot fetch device page %#llx for a kernel: %s",
+                           ev_ctx_rank(pg->dm->ev), (unsigned long long)f->addr,
+                           ompc_status_str(st));
+            atomic_store(&f->state, st == OMPC_OK ? FAULT_SERVED : FAULT_REFUSED);
+            futex(&f->state, FUTEX_WAKE_PRIVATE, 1);
+        }
+    }
+    return NULL;
+}
+
+ompc_status_t dm_pages_create(dm_ctx_t *dm, bool executor)
+{
+    dm->pstats = calloc((size_t)dm->nexec, sizeof(dm_page_stats_t));
+    if (!dm->pstats)
+        return OMPC_ERR_NOMEM;
+    atomic_store(&dm_fn_owner, dm);
+    ompc_status_t st = ev_fn_register(dm->ev, "dm.page_fetch", dm_fn_page_fetch, 0,
+                                      &dm->fn_page_fetch);
+    if (st == OMPC_OK)
+        st = ev_fn_register(dm->ev, "dm.page_write", dm_fn_page_write, 0,
+                            &dm->fn_page_write);
+    if (st != OMPC_OK || !executor || !ompc_config_get()->page_faults)
+        return st;
+    dm_pages_t *pg = calloc(1, sizeof(*pg));
+    if (!pg)
+        return OMPC_ERR_NOMEM;
+    pg->dm = dm;
+    pg->block = ((size_t)ompc_config_get()->fault_block + DM_PAGE - 1) / DM_PAGE *
+                DM_PAGE;
+    pg->reply = malloc(EV_EXEC_MAX_RESULT);
+    if (!pg->reply) {
+        free(pg);
+        return OMPC_ERR_NOMEM;
+    }
+    /* The head sends fetched bytes here when they do not fit its reply. */
+    pg->fetch_buf = mmap(NULL, pg->block, PROT_READ | PROT_WRITE,
+                         MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    pthread_mutex_init(&pg->mtx, NULL);
+    if (pg->fetch_buf == MAP_FAILED) {
+        free(pg->reply);
+        free(pg);
+        return OMPC_ERR_NOMEM;
+    }
+    if (ev_mem_register(dm->ev, pg->fetch_buf, pg->block) != OMPC_OK ||
+        pipe2(pg->wake, O_CLOEXEC) != 0) {
+        ev_mem_unregister(dm->ev, pg->fetch_buf);
+        munmap(pg->fetch_buf, pg->block);
+        free(pg->reply);
+        free(pg);
+        return OMPC_ERR_NOMEM;
+    }
+    if (pthread_create(&pg->svc, NULL, service_main, pg) != 0) {
+        close(pg->wake[0]);
+        close(pg->wake[1]);
+        ev_mem_unregister(dm->ev, pg->fetch_buf);
+        munmap(pg->fetch_buf, pg->block);
+        free(pg->reply);
+        free(pg);
+        return OMPC_ERR_THREAD;
+    }
+    pg->svc_started = true;
+    live_base = dm->va_base;
+    live_end = dm->va_base + dm->va_size;
+    atomic_store(&dm_pages_live, pg);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_sigaction = on_segv;
+    sa.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    if (sigaction(SIGSEGV, &sa, &pg->old_segv) != 0) {
+        atomic_store(&dm_pages_live, NULL);
+        dm->pg = pg;
+        dm_pages_destroy(dm);
+        return OMPC_ERR_INVALID;
+    }
+    dm->pg = pg;
+    return OMPC_OK;
+}
+
+void dm_pages_destroy(dm_ctx_t *dm)
+{
+    dm_pages_t *pg = dm->pg;
+    if (!pg)
+        return;
+    if (atomic_load(&dm_pages_live) == pg) {
+        sigaction(SIGSEGV, &pg->old_segv, NULL);
+        atomic_store(&dm_pages_live, NULL);
+    }
+    atomic_store(&pg->stop, true);
+    char one = 1;
+    if (write(pg->wake[1], &one, 1) == 1)
+        pthread_join(pg->svc, NULL);
+    close(pg->wake[0]);
+    close(pg->wake[1]);
+    size_t pos = 0;
+    uint64_t k, v;
+    while (ompc_u64map_next(&pg->pages, &pos, &k, &v)) {
+        dm_fpage_t *e = (dm_fpage_t *)(uintptr_t)v;
+        free(e->twin);
+        free(e);
+    }
+    ompc_u64map_fini(&pg->pages);
+    pthread_mutex_destroy(&pg->mtx);
+    ev_mem_unregister(dm->ev, pg->fetch_buf);
+    munmap(pg->fetch_buf, pg->block);
+    free(pg->reply);
+    free(pg);
+    dm->pg = NULL;
+}
+
+void dm_pages_set_namer(dm_ctx_t *dm, void (*namer)(char *buf, size_t cap))
+{
+    if (dm->pg)
+        dm->pg->namer = namer;
+}
+
+typedef struct drop_arg {
+    dm_pages_t *pg;
+    bool all;
+} drop_arg_t;
+
+static bool drop_one(uint64_t key, uint64_t val, void *arg)
+{
+    (void)key;
+    const drop_arg_t *d = arg;
+    dm_fpage_t *e = (dm_fpage_t *)(uintptr_t)val;
+    if (!d->all && e->twin)
+        return false;
+    page_drop(d->pg, e);
+    return true;
+}
+
+/* pg->mtx held: drop the pages held (all, or only the read-only ones). */
+static void drop_pages(dm_pages_t *pg, bool all)
+{
+    dm_pages_map_lock();
+    drop_arg_t d = {pg, all};
+    ompc_u64map_remove_if(&pg->pages, drop_one, &d);
+    dm_pages_map_unlock();
+}
+
+uint64_t dm_pages_task_begin(dm_ctx_t *dm)
+{
+    dm_pages_t *pg = dm->pg;
+    if (!pg)
+        return 0;
+    pthread_mutex_lock(&pg->mtx);
+    /* Pages held for kernels still running may predate writes ordered
+     * before this task: read-only ones go (the others' twins keep their
+     * own writes apart). */
+    if (atomic_load(&pg->running) > 0 && ompc_u64map_size(&pg->pages) > 0)
+        drop_pages(pg, false);
+    atomic_fetch_add(&pg->running, 1);
+    pthread_mutex_unlock(&pg->mtx);
+    return atomic_load(&pg->faults);
+}
+
+/* Appends to *msg the runs where cur (a copy of the page taken now)
+ * differs from the page's twin. */
+static ompc_status_t diff_page(const dm_fpage_t *e, const unsigned char *cur,
+                               unsigned char **msg, size_t *len, size_t *cap)
+{
+    const unsigned char *old = e->twin;
+    size_t i = 0;
+    while (i < DM_PAGE) {
+        if (cur[i] == old[i]) {
+            i++;
+            continue;
+        }
+        size_t j = i;
+        while (j < DM_PAGE && cur[j] != old[j])
+            j++;
+        size_t n = j - i, padded = (n + 7) & ~(size_t)7;
+        if (*len + 16 + padded > *cap) {
+            size_t nc = (*cap ? 2 * *cap : 65536) + 16 + padded;
+            unsigned char *m = realloc(*msg, nc);
+            if (!m)
+                return OMPC_ERR_NOMEM;
+            *msg = m;
+            *cap = nc;
+        }
+        uint64_t hdr[2] = {(uint64_t)e->addr + i, n};
+        memcpy(*msg + *len, hdr, 16);
+        memcpy(*msg + *len + 16, cur + i, n);
+        memset(*msg + *len + 16 + n, 0, padded - n);
+        *len += 16 + padded;
+        i = j;
+    }
+    return OMPC_OK;
+}
+
+/* Send the runs of msg to the head, in messages within the event
+ * system's limit on arguments (a run never spans two: a page's runs are
+ * at most a page plus its header). */
+static ompc_status_t write_back(dm_ctx_t *dm, const unsigned char *msg, size_t len)
+{
+    if (ev_ctx_rank(dm->ev) == 0)
+        return page_write(dm, 0, msg, len);
+    size_t done = 0;
+    while (done < len) {
+        size_t n = 0;
+        while (done + n < len) {
+            uint64_t rl;
+            memcpy(&rl, msg + done + n + 8, 8);
+            size_t run = 16 + ((rl + 7) & ~(uint64_t)7);
+            if (n + run > EV_EXEC_MAX_ARGS)
+                break;
+            n += run;
+        }
+        ev_handle_t *h = NULL;
+        ompc_status_t st = ev_finish(
+            ev_execute(dm->ev, 0, dm->fn_page_write, msg + done, n, NULL, 0, &h), h);
+        if (st != OMPC_OK)
+            return st;
+        done += n;
+    }
+    return OMPC_OK;
+}
+
+ompc_status_t dm_pages_task_end(dm_ctx_t *dm, uint64_t faults_at_begin, bool *faulted_p)
+{
+    dm_pages_t *pg = dm->pg;
+    if (faulted_p)
+        *faulted_p = false;
+    if (!pg)
+        return OMPC_OK;
+    ompc_status_t st = OMPC_OK;
+    pthread_mutex_lock(&pg->mtx);
+    if (ompc_u64map_size(&pg->pages) > 0) {
+        uint64_t t0 = ompc_now_ns();
+        /* Each writable page is copied once, diffed against its twin, and
+         * that copy becomes the twin once the head has the bytes: kernels
+         * still running may write the page meanwhile, and what they write
+         * after the copy must show in the next diff. */
+        size_t nw = 0, pos = 0;
+        uint64_t k, v;
+        while (ompc_u64map_next(&pg->pages, &pos, &k, &v))
+            nw += ((dm_fpage_t *)(uintptr_t)v)->twin != NULL;
+        dm_fpage_t **ents = calloc(nw ? nw : 1, sizeof(*ents));
+        unsigned char *copies = malloc(nw ? nw * DM_PAGE : 1);
+        unsigned char *msg = NULL;
+        size_t len = 0, cap = 0, i = 0;
+        if (!ents || !copies)
+            st = OMPC_ERR_NOMEM;
+        pos = 0;
+        while (st == OMPC_OK && ompc_u64map_next(&pg->pages, &pos, &k, &v)) {
+            dm_fpage_t *e = (dm_fpage_t *)(uintptr_t)v;
+            if (!e->twin)
+                continue;
+            unsigned char *cur = copies + i * DM_PAGE;
+            memcpy(cur, (const void *)e->addr, DM_PAGE);
+            ents[i++] = e;
+            st = diff_page(e, cur, &msg, &len, &cap);
+        }
+        if (st == OMPC_OK && len > 0)
+            st = write_back(dm, msg, len);
+        free(msg);
+        if (st == OMPC_OK && atomic_load(&pg->running) > 1) {
+            /* Kernels still running keep their pages. */
+            for (size_t j = 0; j < i; j++)
+                memcpy(ents[j]->twin, copies + j * DM_PAGE, DM_PAGE);
+        } else if (st == OMPC_OK) {
+            drop_pages(pg, true);
+        }
+        free(ents);
+        free(copies);
+        if (len > 0 && ompc_trace_on()) {
+            const ompc_trace_arg_t args[] = {OMPC_TRACE_U64("bytes", len)};
+            ompc_trace_span("pages", "write back", t0, ompc_now_ns(), args, 1);
+        }
+    }
+    atomic_fetch_sub(&pg->running, 1);
+    pthread_mutex_unlock(&pg->mtx);
+    if (faulted_p)
+        *faulted_p = atomic_load(&pg->faults) != faults_at_begin;
+    return st;
+}
