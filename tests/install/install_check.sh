@@ -139,11 +139,11 @@ loaded_from() {  # loaded_from LDD_LINE: the file it resolves to, normalised
 # moved one (never the build tree's, never the vanished tmp1).
 for f in "$p"/bin/* "$p"/lib/*.so*; do
   head -c 4 "$f" | grep -q ELF || continue
-  # The benchmarks' baselines: LLVM's stock libomptarget, through
-  # LD_LIBRARY_PATH set by ompc-tgt-bench, ompc-chain-bench, ompc-stream-bench and
-  # ompc-maps-bench.
+  # The benchmarks' baselines (ompc_stock_bench, every one named
+  # *-bench-stock): LLVM's stock libomptarget, through LD_LIBRARY_PATH set
+  # by their ompc-*-bench scripts.
   case "$(basename "$f")" in
-    tgt-bench-stock|chain-bench-stock|stream-bench-stock|maps-bench-stock) continue ;;
+    *-bench-stock) continue ;;
   esac
   line=$(ldd "$f" | grep 'libomptarget\.so' || true)
   [ -z "$line" ] && continue
