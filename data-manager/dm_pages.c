@@ -137,12 +137,14 @@ static void say(const char *msg, size_t len)
  * the kernel that ran). */
 static void chain(dm_pages_t *pg, int sig, siginfo_t *si, void *uc)
 {
-    const struct sigaction *old = &pg->old_segv;
-    if ((old->sa_flags & SA_SIGINFO) && old->sa_sigaction) {
+    /* No context (the handler outlived it): the default action. */
+    const struct sigaction *old = pg ? &pg->old_segv : NULL;
+    if (old && (old->sa_flags & SA_SIGINFO) && old->sa_sigaction) {
         old->sa_sigaction(sig, si, uc);
         return;
     }
-    if (old->sa_handler != SIG_DFL && old->sa_handler != SIG_IGN) {
+    if (old && !(old->sa_flags & SA_SIGINFO) && old->sa_handler != SIG_DFL &&
+        old->sa_handler != SIG_IGN) {
         old->sa_handler(sig);
         return;
     }
@@ -161,7 +163,7 @@ static void on_segv(int sig, siginfo_t *si, void *ucv)
     if (!pg || si->si_code != SEGV_ACCERR || a < live_base || a >= live_end ||
         atomic_load(&pg->running) == 0 ||
         (pg->svc_started && pthread_equal(pthread_self(), pg->svc))) {
-        chain(pg ? pg : NULL, sig, si, ucv);
+        chain(pg, sig, si, ucv);
         errno = saved;
         return;
     }
