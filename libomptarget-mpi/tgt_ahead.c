@@ -814,7 +814,9 @@ static void run_task(ahd_exec_t *x, ahd_task_t *t, bool on_gate)
      * fault; the hold costs them two atomic stores per run. */
     if (on_gate)
         ev_gate_hold(tgt_rt->ev, true);
+    tgt_kernel_seq = t->seq;
     ompc_status_t st = tgt_kernel_run(t->kmsg, t->klen, &ns, NULL);
+    tgt_kernel_seq = 0;
     if (on_gate)
         ev_gate_hold(tgt_rt->ev, false);
     if (cpu && clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c1) == 0)
