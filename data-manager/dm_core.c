@@ -26,17 +26,7 @@ static ompc_status_t dm_fn_commit(ev_exec_info_t *info)
  * replace their data with zeros. */
 ompc_status_t dm_exec_commit(ev_ctx_t *ev, dm_addr_t addr, size_t span)
 {
-    dm_pages_map_lock();
-    ompc_status_t st = OMPC_OK;
-    if (!ev_mem_contains(ev, (const void *)(uintptr_t)addr, span)) {
-        /* Pages a kernel holds through faults are replaced: the launch
-         * that commits the buffer brings its data. */
-        void *p = mmap((void *)(uintptr_t)addr, span, PROT_READ | PROT_WRITE,
-                       MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        st = p == MAP_FAILED ? OMPC_ERR_NOMEM : ev_mem_register(ev, p, span);
-    }
-    dm_pages_map_unlock();
-    return st;
+    return dm_pages_commit(ev, (uintptr_t)addr, span);
 }
 
 /* args {addr, span}: forget the pages (memory goes back to the system, the

@@ -76,6 +76,7 @@ struct dm_ctx {
                                 DM_KEEP_COMMITTED still mapped there */
     /* Device pages on demand (dm_pages.c). */
     ev_fn_id_t fn_page_fetch, fn_page_write;
+    dm_fault_write_check_fn_t fault_write_check; /* head */
     dm_page_stats_t *pstats; /* head, under mtx: per executor */
     dm_pages_t *pg;          /* executors: the fault service, or NULL */
 };
@@ -88,6 +89,10 @@ void dm_pages_destroy(dm_ctx_t *dm);
 /* Around every change of an executor's page mappings (commit, decommit,
  * fault pages). */
 void dm_pages_map_lock(void);
+/* Commit [addr, addr+span) as a buffer's pages (dm_exec_commit): pages a
+ * running kernel holds through faults keep their bytes until the buffer's
+ * data lands; one it wrote through faults stops the rank by name. */
+ompc_status_t dm_pages_commit(ev_ctx_t *ev, uintptr_t addr, size_t span);
 void dm_pages_map_unlock(void);
 
 #endif

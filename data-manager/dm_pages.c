@@ -243,11 +243,13 @@ static ompc_status_t page_serve(dm_ctx_t *dm, int exec, uint64_t addr, uint64_t 
 }
 
 /* A write-back: runs of {u64 addr, u64 len, bytes padded to 8}.  Each run
- * patches the valid copy of its buffer (the others become invalid). */
+ * patches the valid copy of its buffer (the others become invalid).  A
+ * run at address 0 of 8 bytes names the writing task's seq. */
 static ompc_status_t page_write(dm_ctx_t *dm, int exec, const void *args, size_t size)
 {
     const unsigned char *p = args, *end = p + size;
     ompc_status_t first = OMPC_OK;
+    uint64_t seq = 0;
     while (p + 16 <= end) {
         uint64_t addr, len;
         memcpy(&addr, p, 8);
@@ -256,8 +258,18 @@ static ompc_status_t page_write(dm_ctx_t *dm, int exec, const void *args, size_t
         uint64_t padded = (len + 7) & ~(uint64_t)7;
         if (len == 0 || padded > (uint64_t)(end - p))
             return OMPC_ERR_INVALID;
+        if (addr == 0 && len == 8) {
+            memcpy(&seq, p, 8);
+            p += 8;
+            continue;
+        }
         size_t off;
         dm_buf_t *b = dm_buf_find(dm, addr, 1, &off);
+        /* Kernels launched ahead of this write may hold a copy planned
+         * before it (checked again after the patch: a launch planned
+         * meanwhile). */
+        if (b && dm->fault_write_check)
+            dm->fault_write_check(exec, seq, b->node.key, b->size);
         pthread_mutex_lock(&dm->mtx);
         int named_by = b && b->pin_count > 0 && b->pin_exec != exec ? b->pin_exec : -1;
         pthread_mutex_unlock(&dm->mtx);
@@ -279,6 +291,8 @@ static ompc_status_t page_write(dm_ctx_t *dm, int exec, const void *args, size_t
             ompc_status_t st = n_in ? dm_write(dm, b, off, p, n_in) : OMPC_OK;
             if (st != OMPC_OK && first == OMPC_OK)
                 first = st;
+            if (dm->fault_write_check)
+                dm->fault_write_check(exec, seq, b->node.key, b->size);
             pthread_mutex_lock(&dm->mtx);
             if (exec >= 0)
                 dm->pstats[exec].bytes_written_back += n_in;
@@ -332,6 +346,11 @@ static ompc_status_t dm_fn_page_write(ev_exec_info_t *info)
     return page_write(dm, exec_of_rank(dm, info->origin), info->args, info->args_size);
 }
 
+void dm_set_fault_write_check(dm_ctx_t *dm, dm_fault_write_check_fn_t fn)
+{
+    dm->fault_write_check = fn;
+}
+
 void dm_page_stats_of(dm_ctx_t *dm, int exec, dm_page_stats_t *stats_p)
 {
     pthread_mutex_lock(&dm->mtx);
@@ -381,6 +400,65 @@ static dm_fpage_t *fpage_get(dm_pages_t *pg, uintptr_t page)
 {
     uint64_t v;
     return ompc_u64map_get(&pg->pages, page, &v) ? (dm_fpage_t *)(uintptr_t)v : NULL;
+}
+
+ompc_status_t dm_pages_commit(ev_ctx_t *ev, uintptr_t addr, size_t span)
+{
+    dm_pages_t *pg = atomic_load(&dm_pages_live);
+    if (pg)
+        pthread_mutex_lock(&pg->mtx); /* before map_mtx, as serve_fault */
+    dm_pages_map_lock();
+    ompc_status_t st = OMPC_OK;
+    if (!ev_mem_contains(ev, (const void *)addr, span)) {
+        size_t held = 0;
+        for (uintptr_t q = addr; pg && q < addr + span; q += DM_PAGE) {
+            dm_fpage_t *e = fpage_get(pg, q);
+            if (e && e->twin)
+                /* A launch planned this buffer's copy before the kernel
+                 * running here wrote it through faults: the copy would
+                 * replace those writes, and its bytes would travel back
+                 * as the kernel's.  Never silently. */
+                ompc_fatal_user(
+                    "rank %d: a kernel running here wrote device buffer page %#llx "
+                    "through page faults (a pointer none of its clauses names) while "
+                    "a target task launched ahead of its end names that buffer and "
+                    "brings its copy here: the write would be lost; name the buffer in "
+                    "the writing kernel's map, is_device_ptr or depend clause, or set "
+                    "OMPC_AHEAD=0",
+                    ev_ctx_rank(ev), (unsigned long long)q);
+            held += e != NULL;
+        }
+        /* Pages a kernel here holds through faults keep their bytes until
+         * the buffer's data lands over them: prepared off to the side and
+         * moved into place at once (a thread of that kernel may read them
+         * meanwhile; a fresh mapping would show it zeros). */
+        void *p = mmap(held ? NULL : (void *)addr, span, PROT_READ | PROT_WRITE,
+                       held ? MAP_PRIVATE | MAP_ANONYMOUS
+                            : MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS,
+                       -1, 0);
+        if (p != MAP_FAILED && held) {
+            for (uintptr_t q = addr; q < addr + span; q += DM_PAGE) {
+                uint64_t v;
+                if (!ompc_u64map_get(&pg->pages, q, &v))
+                    continue;
+                memcpy((char *)p + (q - addr), (const void *)q, DM_PAGE);
+                ompc_u64map_remove(&pg->pages, q, &v);
+                free((dm_fpage_t *)(uintptr_t)v);
+            }
+            if ((void *)syscall(SYS_mremap, p, span, span, MREMAP_MAYMOVE | MREMAP_FIXED,
+                                (void *)addr) != (void *)addr) {
+                munmap(p, span);
+                p = MAP_FAILED;
+            } else {
+                p = (void *)addr;
+            }
+        }
+        st = p == MAP_FAILED ? OMPC_ERR_NOMEM : ev_mem_register(ev, p, span);
+    }
+    dm_pages_map_unlock();
+    if (pg)
+        pthread_mutex_unlock(&pg->mtx);
+    return st;
 }
 
 /* pg->mtx held: make a held page writable, keeping its bytes as the twin. */
@@ -770,35 +848,54 @@ static ompc_status_t diff_page(const dm_fpage_t *e, const unsigned char *cur,
     return OMPC_OK;
 }
 
+/* The run that names the writing task: {0, 8, seq}. */
+#define SEQ_RUN 24
+
 /* Send the runs of msg to the head, in messages within the event
  * system's limit on arguments (a run never spans two: a page's runs are
- * at most a page plus its header). */
-static ompc_status_t write_back(dm_ctx_t *dm, const unsigned char *msg, size_t len)
+ * at most a page plus its header), each led by the run naming the task
+ * (seq), which the head's checks need (dm_set_fault_write_check). */
+static ompc_status_t write_back(dm_ctx_t *dm, uint64_t seq, const unsigned char *msg,
+                                size_t len)
 {
-    if (ev_ctx_rank(dm->ev) == 0)
-        return page_write(dm, 0, msg, len);
-    size_t done = 0;
-    while (done < len) {
+    unsigned char *all = malloc(SEQ_RUN + len);
+    if (!all)
+        return OMPC_ERR_NOMEM;
+    memcpy(all + SEQ_RUN, msg, len);
+    const uint64_t hdr[3] = {0, 8, seq};
+    ompc_status_t st = OMPC_OK;
+    if (ev_ctx_rank(dm->ev) == 0) {
+        memcpy(all, hdr, SEQ_RUN);
+        st = page_write(dm, 0, all, SEQ_RUN + len);
+        free(all);
+        return st;
+    }
+    size_t done = SEQ_RUN;
+    while (st == OMPC_OK && done < SEQ_RUN + len) {
         size_t n = 0;
-        while (done + n < len) {
+        while (done + n < SEQ_RUN + len) {
             uint64_t rl;
-            memcpy(&rl, msg + done + n + 8, 8);
+            memcpy(&rl, all + done + n + 8, 8);
             size_t run = 16 + ((rl + 7) & ~(uint64_t)7);
-            if (n + run > EV_EXEC_MAX_ARGS)
+            if (SEQ_RUN + n + run > EV_EXEC_MAX_ARGS)
                 break;
             n += run;
         }
+        /* The bytes before this part were sent already: the header goes
+         * there. */
+        memcpy(all + done - SEQ_RUN, hdr, SEQ_RUN);
         ev_handle_t *h = NULL;
-        ompc_status_t st = ev_finish(
-            ev_execute(dm->ev, 0, dm->fn_page_write, msg + done, n, NULL, 0, &h), h);
-        if (st != OMPC_OK)
-            return st;
+        st = ev_finish(ev_execute(dm->ev, 0, dm->fn_page_write, all + done - SEQ_RUN,
+                                  SEQ_RUN + n, NULL, 0, &h),
+                       h);
         done += n;
     }
-    return OMPC_OK;
+    free(all);
+    return st;
 }
 
-ompc_status_t dm_pages_task_end(dm_ctx_t *dm, uint64_t faults_at_begin, bool *faulted_p)
+ompc_status_t dm_pages_task_end(dm_ctx_t *dm, uint64_t faults_at_begin, uint64_t seq,
+                                bool *faulted_p)
 {
     dm_pages_t *pg = dm->pg;
     if (faulted_p)
@@ -834,7 +931,7 @@ ompc_status_t dm_pages_task_end(dm_ctx_t *dm, uint64_t faults_at_begin, bool *fa
             st = diff_page(e, cur, &msg, &len, &cap);
         }
         if (st == OMPC_OK && len > 0)
-            st = write_back(dm, msg, len);
+            st = write_back(dm, seq, msg, len);
         free(msg);
         if (st == OMPC_OK && atomic_load(&pg->running) > 1) {
             /* Kernels still running keep their pages. */

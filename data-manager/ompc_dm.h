@@ -155,7 +155,16 @@ typedef struct dm_pages dm_pages_t;
  * kernel wrote through faults (blocks until the head has it) and says
  * whether faults were served on this executor meanwhile. */
 uint64_t dm_pages_task_begin(dm_ctx_t *dm);
-ompc_status_t dm_pages_task_end(dm_ctx_t *dm, uint64_t token, bool *faulted_p);
+/* seq: the launched-ahead task that ran (0: none), named to the head
+ * with the write-back (dm_set_fault_write_check). */
+ompc_status_t dm_pages_task_end(dm_ctx_t *dm, uint64_t token, uint64_t seq,
+                                bool *faulted_p);
+/* Head: check(exec, seq, buffer address, size) runs for every buffer a
+ * write-back patches, before and after the patch (seq: the writing task,
+ * 0 if unknown); it ends the job by name if the write cannot be sound. */
+typedef void (*dm_fault_write_check_fn_t)(int exec, uint64_t seq, uint64_t buf_addr,
+                                          size_t size);
+void dm_set_fault_write_check(dm_ctx_t *dm, dm_fault_write_check_fn_t fn);
 /* How OMPC_INFO names the running kernel (called on the fault service
  * thread; writes a string into buf). */
 void dm_pages_set_namer(dm_ctx_t *dm, void (*namer)(char *buf, size_t cap));

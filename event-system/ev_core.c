@@ -380,6 +380,22 @@ static bool wait_until_deadline(ev_ctx_t *ctx, bool (*pred)(void *), void *arg,
         uint64_t now = ompc_now_ns();
         if (now >= deadline)
             break;
+        if (atomic_load_explicit(&ctx->gate_held, memory_order_acquire)) {
+            /* The gate is in work that may wait for this very event (a
+             * kernel's page fault on the gate thread): nobody else will
+             * move it.  Poll, with short naps when nothing moves (the
+             * kernel waiting on the gate uses no CPU meanwhile). */
+            int p = progress_try(ctx);
+            if (p > 0) {
+                last = now;
+            } else if (now - last >= EV_BUSY_POLL_NS) {
+                struct timespec ts = {0, 20000};
+                nanosleep(&ts, NULL);
+            } else {
+                sched_yield();
+            }
+            continue;
+        }
         if (now - last < spin_ns) {
             if (!spinning) {
                 atomic_fetch_add(&ctx->spinners, 1);
@@ -404,7 +420,7 @@ static bool wait_until_deadline(ev_ctx_t *ctx, bool (*pred)(void *), void *arg,
         }
         pthread_mutex_lock(&ctx->done_mtx);
         atomic_fetch_add(&ctx->done_waiters, 1);
-        while (!pred(arg) && ompc_now_ns() < deadline) {
+        while (!pred(arg) && ompc_now_ns() < deadline && !atomic_load(&ctx->gate_held)) {
             uint64_t left = deadline - ompc_now_ns();
             long step = left < 50000000u ? (long)left : 50000000L;
             struct timespec ts;
@@ -953,6 +969,17 @@ void ev_set_gate_work(ev_ctx_t *ctx, ev_gate_work_fn_t fn, void *arg)
 {
     atomic_store_explicit(&ctx->gate_work_arg, arg, memory_order_relaxed);
     atomic_store_explicit(&ctx->gate_work, fn, memory_order_release);
+}
+
+void ev_gate_hold(ev_ctx_t *ctx, bool held)
+{
+    atomic_store(&ctx->gate_held, held ? 1 : 0); /* before done_waiters is read */
+    if (held && atomic_load(&ctx->done_waiters) > 0) {
+        /* Waiters asleep on the condition start driving progress now. */
+        pthread_mutex_lock(&ctx->done_mtx);
+        pthread_cond_broadcast(&ctx->done_cond);
+        pthread_mutex_unlock(&ctx->done_mtx);
+    }
 }
 
 bool ev_chunks_in_flight(const ev_ctx_t *ctx)

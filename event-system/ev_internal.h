@@ -237,6 +237,9 @@ struct ev_ctx {
     /* ev_set_gate_work: the gate reads fn (acquire) before arg. */
     _Atomic(ev_gate_work_fn_t) gate_work;
     void *_Atomic gate_work_arg;
+    /* ev_gate_hold: the gate is in long work of the rank (a kernel that
+     * may take page faults); waiters drive progress themselves. */
+    _Atomic int gate_held;
 
     /* handler queue (MPMC: gate -> handlers) */
     pthread_mutex_t hq_mtx;

@@ -242,6 +242,13 @@ void ev_set_peer_describe(ev_ctx_t *ctx, ev_peer_describe_fn_t fn, void *arg);
  * thread, once; NULL removes it. */
 typedef bool (*ev_gate_work_fn_t)(void *arg);
 void ev_set_gate_work(ev_ctx_t *ctx, ev_gate_work_fn_t fn, void *arg);
+/* From the gate's work only, around work that may itself wait for events
+ * through other threads (a kernel whose page faults another thread
+ * serves): while held, every thread that waits on an event drives
+ * progress itself instead of sleeping until the gate does, and so may the
+ * gate thread's own waits inside that work.  Costs one atomic store each
+ * way (and a wake-up of sleeping waiters when held). */
+void ev_gate_hold(ev_ctx_t *ctx, bool held);
 /* True while data chunks this rank sends or receives are in flight: both
  * sides must progress them, so gate work should not hold the gate then.
  * Any thread; one atomic load. */

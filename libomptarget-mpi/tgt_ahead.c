@@ -113,6 +113,8 @@ struct ahd_exec {
     ahd_thread_t *thr;
     _Atomic int hot;         /* an engine thread polls the ready queue */
     _Atomic int gate_exec;   /* the gate runs ready short tasks (gate_work) */
+    /* fn_arrive's task for the gate, run by gate_work after the pass */
+    _Atomic(struct ahd_task *) gate_next;
     _Atomic int nready;
     _Atomic int running;     /* kernels running now */
     size_t nwaiting;         /* launched tasks waiting for inputs (tasks) */
@@ -580,28 +582,22 @@ static ompc_status_t fn_arrive(ev_exec_info_t *info)
      * (docs/performance.md, "short tasks on the gate thread").  The gate
      * must not stop receiving for long (transfers, pings): only a kernel
      * that was short every time, over a few runs, comes here, and one
-     * that runs long here once never does again. */
-    bool inline_run = false;
+     * that runs long here once never does again.
+     * The gate runs it right after this pass (gate_work), not here: here
+     * it holds the engine's progress role, and a page fault of the kernel
+     * needs messages moved by a waiting thread (ev_gate_hold). */
     if (t && --t->missing == 0) {
         task_unlink(x, t);
-        if (!atomic_load_explicit(&x->gate_exec, memory_order_relaxed) &&
-            gate_may_run(x, t) && !x->rq_head && atomic_load(&x->running) == 0) {
+        if (tl_on_gate && !atomic_load_explicit(&x->gate_exec, memory_order_relaxed) &&
+            gate_may_run(x, t) && !x->rq_head && atomic_load(&x->running) == 0 &&
+            !atomic_load(&x->gate_next)) {
             atomic_fetch_add(&x->running, 1);
-            inline_run = true;
+            atomic_store(&x->gate_next, t);
         } else {
             make_ready(x, t);
         }
     }
     pthread_mutex_unlock(&x->mtx);
-    if (inline_run) {
-        if (tgt_rt->info)
-            fprintf(stderr,
-                    "[ompc info] r%d runs task %llu on its gate: its last input "
-                    "arrived, it is short and nothing else runs here\n",
-                    tgt_rt->rank, (unsigned long long)t->seq);
-        run_task(x, t, true);
-        return OMPC_OK;
-    }
     return t ? OMPC_OK : refuse(info, "forwarded data", "for a task not launched here");
 }
 
@@ -808,13 +804,34 @@ static void run_task(ahd_exec_t *x, ahd_task_t *t, bool on_gate)
         atomic_fetch_add_explicit(&x->gate_runs, 1, memory_order_relaxed);
     if (cpu)
         clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c0);
+    /* A kernel on the gate may take a page fault, whose page the service
+     * thread fetches with messages the gate would move: while it runs,
+     * threads waiting on events move them themselves (ev_gate_hold), the
+     * service thread and this thread's own write-back included.  The
+     * alternative, keeping every kernel off the gate while a fault is
+     * possible, would keep all of them off it (any unnamed device page
+     * may fault), and lose the gate's CPU gain for programs that never
+     * fault; the hold costs them two atomic stores per run. */
+    if (on_gate)
+        ev_gate_hold(tgt_rt->ev, true);
+    tgt_kernel_seq = t->seq;
     ompc_status_t st = tgt_kernel_run(t->kmsg, t->klen, &ns, NULL);
+    tgt_kernel_seq = 0;
+    if (on_gate)
+        ev_gate_hold(tgt_rt->ev, false);
     if (cpu && clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c1) == 0)
         cpu_ns = (uint64_t)((c1.tv_sec - c0.tv_sec) * 1000000000LL +
                             (c1.tv_nsec - c0.tv_nsec));
     if (tgt_kernel_faulted) {
-        /* The gate thread must never wait for a page: it is what brings
-         * the page.  A kernel seen faulting stays off it. */
+        /* Served, but slowly: while a kernel on the gate waits for a page
+         * this rank receives only what its waiting threads poll for.  A
+         * kernel seen faulting stays off the gate. */
+        if (on_gate && tgt_rt->info)
+            fprintf(stderr,
+                    "[ompc info] r%d task %llu faulted on the gate thread: its pages "
+                    "came all the same; its kernel runs on kernel threads from now "
+                    "on\n",
+                    tgt_rt->rank, (unsigned long long)t->seq);
         int k = task_kernel(t);
         pthread_mutex_lock(&x->mtx);
         if (x->kstat && k >= 0)
@@ -837,6 +854,18 @@ static bool gate_work(void *arg)
 {
     ahd_exec_t *x = arg;
     tl_on_gate = true;
+    ahd_task_t *next = atomic_load_explicit(&x->gate_next, memory_order_relaxed)
+                           ? atomic_exchange(&x->gate_next, NULL)
+                           : NULL;
+    if (next) { /* counted in x->running by fn_arrive */
+        if (tgt_rt->info)
+            fprintf(stderr,
+                    "[ompc info] r%d runs task %llu on its gate: its last input "
+                    "arrived, it is short and nothing else runs here\n",
+                    tgt_rt->rank, (unsigned long long)next->seq);
+        run_task(x, next, true);
+        return true;
+    }
     if (!atomic_load_explicit(&x->gate_exec, memory_order_relaxed))
         return false;
     tgt_wire_done_t out[D_RELAXED_MAX];

@@ -437,6 +437,102 @@ void graph_ahead_finish(tgt_node_t *n)
         dm_unpin(dm, n->wr, n->nwr);
 }
 
+static bool names_buf(const tgt_node_t *n, uint64_t addr)
+{
+    for (size_t i = 0; i < n->nbufs; i++)
+        if (dm_buf_addr(n->bufs[i]) == addr)
+            return true;
+    for (size_t i = 0; i < n->ninline; i++)
+        if (dm_buf_addr(n->inl[i]) == addr)
+            return true;
+    return false;
+}
+
+/* tgt_g.mtx held: whether in-flight node n is ordered after the node
+ * numbered seq (not done).  Every node on a path between them is in
+ * flight too (none is done while seq is not), so their preds are held.
+ * Past VISIT_MAX nodes it answers yes: a false stop, never a silent one. */
+#define VISIT_MAX 4096
+static bool ordered_after(const tgt_node_t *n, uint64_t seq)
+{
+    const tgt_node_t *stk_v[64], **stk = stk_v;
+    size_t ns = 0, cap = 64, visited = 0;
+    bool found = false;
+    stk[ns++] = n;
+    while (ns > 0 && !found) {
+        const tgt_node_t *m = stk[--ns];
+        if (++visited > VISIT_MAX) {
+            found = true;
+            break;
+        }
+        for (size_t i = 0; i < m->preds.n && !found; i++) {
+            const tgt_node_t *p = m->preds.v[i];
+            if (p->seq == seq) {
+                found = true;
+            } else if (p->seq > seq && p->state != N_DONE) {
+                if (ns == cap) {
+                    const tgt_node_t **g = malloc(2 * cap * sizeof(*g));
+                    if (!g)
+                        return true;
+                    memcpy(g, stk, ns * sizeof(*g));
+                    if (stk != stk_v)
+                        free(stk);
+                    stk = g;
+                    cap *= 2;
+                }
+                stk[ns++] = p;
+            }
+        }
+    }
+    if (stk != stk_v)
+        free(stk);
+    return found;
+}
+
+/* A task launched ahead had where its buffers' bytes come from planned
+ * when it was sent; a buffer an earlier task writes only through page
+ * faults has no writer in flight in that plan (abufs), so the later
+ * task's copy may predate the write.  Such a task is stopped by name
+ * (docs/architecture.md, "Device pages on demand"): never a silent old
+ * read.  Runs on the head, before and after the write-back's patch. */
+void graph_ahead_fault_write_check(int exec, uint64_t seq, uint64_t buf_addr, size_t size)
+{
+    if (!seq)
+        return;
+    pthread_mutex_lock(&tgt_g.mtx);
+    const tgt_node_t *late = NULL, *writer = NULL;
+    for (ompc_tmap_node_t *t = ompc_tmap_ceil(&tgt_g.ahead_nodes, seq); t && !late;
+         t = ompc_tmap_ceil(&tgt_g.ahead_nodes, t->key + 1)) {
+        const tgt_node_t *n = OMPC_TMAP_ENTRY(t, tgt_node_t, ahead.anode);
+        if (n->seq == seq)
+            writer = n;
+        else if (n->k && names_buf(n, buf_addr) && ordered_after(n, seq))
+            late = n;
+    }
+    if (!late) {
+        pthread_mutex_unlock(&tgt_g.mtx);
+        return;
+    }
+    char lw[256] = "?", ll[256] = "?";
+    if (late->loc)
+        tgt_loc(late->loc, ll, sizeof(ll));
+    else
+        snprintf(ll, sizeof(ll), "%s", late->k->name);
+    if (writer && writer->loc)
+        tgt_loc(writer->loc, lw, sizeof(lw));
+    else if (writer && writer->k)
+        snprintf(lw, sizeof(lw), "%s", writer->k->name);
+    pthread_mutex_unlock(&tgt_g.mtx);
+    ompc_fatal_user("the target task at %s wrote device buffer %#llx (%zu bytes) "
+                    "through page faults on rank %d (a pointer no clause of it names), "
+                    "and the target task at %s, ordered after it, names that buffer: "
+                    "its copy was planned when it was launched ahead, before this write, "
+                    "and would hold old bytes; name the buffer in the writer's map, "
+                    "is_device_ptr or depend clause, or set OMPC_AHEAD=0",
+                    lw, (unsigned long long)buf_addr, size,
+                    dm_executor_rank(tgt_rt->dm, exec), ll);
+}
+
 int tgt_graph_describe_owed(int rank, int owed, char *buf, size_t cap)
 {
     /* The gate calls this as it ends the job; a thread stuck holding the

@@ -310,6 +310,9 @@ void tgt_kernel_where(const char *name, char *buf, size_t cap);
 /* Set by tgt_kernel_run on its thread: device pages were fetched on demand
  * on this executor while the kernel ran. */
 extern _Thread_local bool tgt_kernel_faulted;
+/* Set around tgt_kernel_run by launch ahead: the task's seq (else 0), for
+ * the head's check of writes through faults. */
+extern _Thread_local uint64_t tgt_kernel_seq;
 /* Around each kernel's call (tgt_kernel.c); the first start also installs
  * the exit() hook (see tgt_supervise.c). */
 void tgt_kernel_rec_start(const char *name);
