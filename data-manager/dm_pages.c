@@ -91,9 +91,13 @@ struct dm_pages {
     bool svc_started;
     struct sigaction old_segv;
     void (*namer)(char *buf, size_t cap);
-    /* Under mtx: the pages held through faults (key: address). */
+    /* Under mtx: the pages held through faults (key: address).  Rule: no
+     * thread waits on an event while it holds mtx (a fetch, a write-back):
+     * the gate takes mtx to commit a launch's buffers, and the reply the
+     * waiter needs may sit behind that launch. */
     pthread_mutex_t mtx;
     ompc_u64map_t pages;
+    uint64_t drops;                /* under mtx: times held pages were dropped */
     void *fetch_buf;               /* block bytes, exposed to events */
     unsigned char *reply;          /* EV_EXEC_MAX_RESULT: a fetch's reply */
     /* This executor's counts (its own figures; the head keeps per-worker
@@ -560,10 +564,19 @@ static ompc_status_t serve_fault(dm_pages_t *pg, uintptr_t addr, bool write)
         return OMPC_OK;
     }
     dm_fetch_hdr_t h;
-    st = fetch(pg, page, &h);
-    if (st != OMPC_OK) {
+    for (;;) {
+        uint64_t drops = pg->drops;
         pthread_mutex_unlock(&pg->mtx);
-        return st;
+        st = fetch(pg, page, &h);
+        pthread_mutex_lock(&pg->mtx);
+        if (st != OMPC_OK) {
+            pthread_mutex_unlock(&pg->mtx);
+            return st;
+        }
+        /* A task that started meanwhile dropped the pages held: these
+         * bytes may predate writes ordered before it. */
+        if (pg->drops == drops)
+            break;
     }
     const unsigned char *bytes = pg->fetch_buf;
     /* Install the runs of pages not held yet (a page held may be written
@@ -792,6 +805,7 @@ static bool drop_one(uint64_t key, uint64_t val, void *arg)
 /* pg->mtx held: drop the pages held (all, or only the read-only ones). */
 static void drop_pages(dm_pages_t *pg, bool all)
 {
+    pg->drops++;
     dm_pages_map_lock();
     drop_arg_t d = {pg, all};
     ompc_u64map_remove_if(&pg->pages, drop_one, &d);
@@ -914,11 +928,11 @@ ompc_status_t dm_pages_task_end(dm_ctx_t *dm, uint64_t faults_at_begin, uint64_t
         uint64_t k, v;
         while (ompc_u64map_next(&pg->pages, &pos, &k, &v))
             nw += ((dm_fpage_t *)(uintptr_t)v)->twin != NULL;
-        dm_fpage_t **ents = calloc(nw ? nw : 1, sizeof(*ents));
+        uintptr_t *addrs = calloc(nw ? nw : 1, sizeof(*addrs));
         unsigned char *copies = malloc(nw ? nw * DM_PAGE : 1);
         unsigned char *msg = NULL;
         size_t len = 0, cap = 0, i = 0;
-        if (!ents || !copies)
+        if (!addrs || !copies)
             st = OMPC_ERR_NOMEM;
         pos = 0;
         while (st == OMPC_OK && ompc_u64map_next(&pg->pages, &pos, &k, &v)) {
@@ -927,20 +941,28 @@ ompc_status_t dm_pages_task_end(dm_ctx_t *dm, uint64_t faults_at_begin, uint64_t
                 continue;
             unsigned char *cur = copies + i * DM_PAGE;
             memcpy(cur, (const void *)e->addr, DM_PAGE);
-            ents[i++] = e;
+            addrs[i++] = e->addr;
             st = diff_page(e, cur, &msg, &len, &cap);
         }
-        if (st == OMPC_OK && len > 0)
+        if (st == OMPC_OK && len > 0) {
+            /* Without mtx (its rule): a commit may replace or drop pages
+             * meanwhile, so they are found again by address below. */
+            pthread_mutex_unlock(&pg->mtx);
             st = write_back(dm, seq, msg, len);
+            pthread_mutex_lock(&pg->mtx);
+        }
         free(msg);
         if (st == OMPC_OK && atomic_load(&pg->running) > 1) {
             /* Kernels still running keep their pages. */
-            for (size_t j = 0; j < i; j++)
-                memcpy(ents[j]->twin, copies + j * DM_PAGE, DM_PAGE);
+            for (size_t j = 0; j < i; j++) {
+                dm_fpage_t *e = fpage_get(pg, addrs[j]);
+                if (e && e->twin)
+                    memcpy(e->twin, copies + j * DM_PAGE, DM_PAGE);
+            }
         } else if (st == OMPC_OK) {
             drop_pages(pg, true);
         }
-        free(ents);
+        free(addrs);
         free(copies);
         if (len > 0 && ompc_trace_on()) {
             const ompc_trace_arg_t args[] = {OMPC_TRACE_U64("bytes", len)};
