@@ -14,7 +14,13 @@
  *           then written through faults on a third, and read by a task
  *           placed on the second (OMPC_SCHEDULER=roundrobin on 4 ranks):
  *           the head patches one copy and the reader's must get the bytes
- *           too. */
+ *           too.
+ *   order:  the data is valid on one worker, a named writer on a second
+ *           changes it, and a fault writer on a third, ordered after the
+ *           named one, changes other bytes (roundrobin on 4 ranks): the
+ *           write-back must land after the named writer's completion at
+ *           the head, else that completion makes the second worker's copy,
+ *           without the faulted bytes, the only valid one. */
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -167,6 +173,70 @@ static int copies(void)
     return 0;
 }
 
+static int order(void)
+{
+    long **tab = omp_target_alloc(sizeof(long *), dev);
+    if (!tab)
+        return 2;
+    long token = 0;
+    int bad = 0;
+    for (int round = 0; round < 8 && !bad; round++) {
+        /* A buffer of a new size each round: no worker holds its pages
+         * from an earlier round. */
+        int n = N + 512 * round;
+        long *hp = malloc(n * sizeof(long));
+        if (!hp)
+            return 2;
+        for (int i = 0; i < n; i++)
+            hp[i] = i;
+#pragma omp target enter data map(to : hp[0 : n])
+        long *buf = omp_get_mapped_ptr(hp, dev);
+        if (!buf || omp_target_memcpy(tab, &buf, sizeof(buf), 0, 0, dev, host))
+            return 2;
+        /* The valid copy on the first worker. */
+#pragma omp target map(present, alloc : hp[0 : n]) firstprivate(n)
+        for (int i = 1; i < n; i += STRIDE)
+            hp[i] = -1;
+        /* A named writer on the second, then the fault writer on the
+         * third, ordered after it. */
+#pragma omp target map(present, alloc : hp[0 : n]) firstprivate(n, round)               \
+    depend(inout : token) nowait
+        for (int i = 2; i < n; i += STRIDE)
+            hp[i] = -2L * (round + 1);
+#pragma omp target is_device_ptr(tab) firstprivate(n, round) depend(inout : token) nowait
+        for (int i = 0; i < n; i += STRIDE)
+            tab[0][i] = -1000L * (round + 1) - i;
+        /* Work launched after it on each worker, in turn: the second
+         * worker, with a task waiting for its input, holds the named
+         * writer's completion a while (it goes with the next ones). */
+        for (int k = 0; k < 3; k++) {
+#pragma omp target depend(inout : token) nowait
+            {
+            }
+        }
+#pragma omp taskwait
+#pragma omp target update from(hp[0 : n])
+        for (int i = 0; i < n && !bad; i++) {
+            long want = i % STRIDE == 0   ? -1000L * (round + 1) - i
+                        : i % STRIDE == 1 ? -1
+                        : i % STRIDE == 2 ? -2L * (round + 1)
+                                          : i;
+            if (hp[i] != want) {
+                fprintf(stderr, "order: round %d: h[%d] = %ld, want %ld\n", round, i,
+                        hp[i], want);
+                bad = 1;
+            }
+        }
+#pragma omp target exit data map(release : hp[0 : n])
+        free(hp);
+    }
+    omp_target_free(tab, dev);
+    if (bad)
+        return 1;
+    printf("order: ok\n");
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     dev = omp_get_default_device();
@@ -176,6 +246,8 @@ int main(int argc, char **argv)
         return chain();
     if (!strcmp(mode, "copies"))
         return copies();
-    fprintf(stderr, "usage: %s chain|copies\n", argv[0]);
+    if (!strcmp(mode, "order"))
+        return order();
+    fprintf(stderr, "usage: %s chain|copies|order\n", argv[0]);
     return 2;
 }
