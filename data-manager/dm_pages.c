@@ -291,8 +291,7 @@ static ompc_status_t page_write(dm_ctx_t *dm, int exec, const void *args, size_t
                 dm->fw_hooks.order(exec, seq, b->node.key, b->size);
             } else {
                 pthread_mutex_lock(&dm->mtx);
-                int named_by =
-                    b->pin_count > 0 && b->pin_exec != exec ? b->pin_exec : -1;
+                int named_by = b->pin_count > 0 && b->pin_exec != exec ? b->pin_exec : -1;
                 pthread_mutex_unlock(&dm->mtx);
                 if (named_by >= 0)
                     /* That kernel's completion makes its own copy the only

@@ -524,8 +524,8 @@ static ompc_status_t fn_patch(ev_exec_info_t *info)
         while (q->next)
             q = q->next;
         q->next = p;
-    } else if (!late && ompc_u64map_put(&x->patches, h.seq, (uint64_t)(uintptr_t)p) !=
-                            OMPC_OK) {
+    } else if (!late &&
+               ompc_u64map_put(&x->patches, h.seq, (uint64_t)(uintptr_t)p) != OMPC_OK) {
         late = true;
     }
     pthread_mutex_unlock(&x->mtx);
@@ -543,7 +543,8 @@ static void patches_apply(ahd_exec_t *x, uint64_t seq)
 {
     uint64_t v = 0;
     pthread_mutex_lock(&x->mtx);
-    bool any = ompc_u64map_size(&x->patches) > 0 && ompc_u64map_remove(&x->patches, seq, &v);
+    bool any = ompc_u64map_size(&x->patches) > 0 &&
+               ompc_u64map_remove(&x->patches, seq, &v);
     pthread_mutex_unlock(&x->mtx);
     if (!any)
         return;

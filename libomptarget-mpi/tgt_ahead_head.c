@@ -576,8 +576,8 @@ void graph_ahead_fault_write_order(int exec, uint64_t seq, uint64_t buf_addr, si
             graph_need_add(1);
             tgt_wire_prompt_t pr = {tgt_g.need_gen};
             for (int r = 1; r < tgt_rt->size; r++) {
-                ompc_status_t st =
-                    ev_post(tgt_rt->ev, r, tgt_rt->fn_ahead_prompt, &pr, sizeof(pr));
+                ompc_status_t st = ev_post(tgt_rt->ev, r, tgt_rt->fn_ahead_prompt, &pr,
+                                           sizeof(pr));
                 if (st != OMPC_OK)
                     ompc_fatal("cannot ask rank %d for prompt completions: %s", r,
                                ompc_status_str(st));
@@ -751,7 +751,8 @@ void graph_ahead_fault_write_done(int exec, uint64_t seq, const void *runs, size
         for (int x = 0; a && x < P; x++) {
             if (!a->hold[x])
                 continue;
-            ompc_tmap_node_t *h = graph_tmap_find(&tgt_g.ahead_nodes, (uintptr_t)a->hold[x]);
+            ompc_tmap_node_t *h = graph_tmap_find(&tgt_g.ahead_nodes,
+                                                  (uintptr_t)a->hold[x]);
             if (!h || !must_order(OMPC_TMAP_ENTRY(h, tgt_node_t, ahead.anode), seq, w))
                 a->hold[x] = 0;
         }

@@ -279,7 +279,8 @@ const char *tgt_wire_patch_open(const void *m, size_t len, tgt_wire_patch_t *h_p
             return "a run shorter than its header";
         memcpy(&addr, p, 8);
         memcpy(&rl, p + 8, 8);
-        if (rl == 0 || addr == 0 || rl > left - 16 || ((rl + 7) & ~(uint64_t)7) > left - 16)
+        if (rl == 0 || addr == 0 || rl > left - 16 ||
+            ((rl + 7) & ~(uint64_t)7) > left - 16)
             return "a run longer than the message";
         size_t run = 16 + (size_t)((rl + 7) & ~(uint64_t)7);
         p += run;
