@@ -557,16 +557,21 @@ ompc_status_t dm_copy(dm_ctx_t *dm, dm_buf_t *dst, size_t doff, dm_buf_t *src,
 }
 
 /* ------------------------------------------------------------- acquire */
-ompc_status_t dm_acquire(dm_ctx_t *dm, int exec, dm_buf_t *const *bufs, size_t n)
+/* One pass of dm_acquire; *again_p: a buffer's data changed while it was
+ * being made valid (a write-back of bytes written through page faults
+ * lands at any time), so exec does not hold it yet. */
+static ompc_status_t acquire_pass(dm_ctx_t *dm, int exec, dm_buf_t *const *bufs, size_t n,
+                                  bool *again_p)
 {
-    if (exec < 0 || exec >= dm->nexec)
-        return OMPC_ERR_INVALID;
     int rank = dm->exec_rank[exec];
     ev_handle_t **hs = malloc((n ? 2 * n : 1) * sizeof(*hs));
     dm_buf_t **moved = malloc((n ? n : 1) * sizeof(*moved));
-    if (!hs || !moved) {
+    /* Per buffer, the data's generation that exec's copy will hold. */
+    uint64_t *gens = malloc((n ? n : 1) * sizeof(*gens));
+    if (!hs || !moved || !gens) {
         free(hs);
         free(moved);
+        free(gens);
         return OMPC_ERR_NOMEM;
     }
     ompc_status_t first = OMPC_OK;
@@ -578,6 +583,7 @@ ompc_status_t dm_acquire(dm_ctx_t *dm, int exec, dm_buf_t *const *bufs, size_t n
     if (!foreign) {
         free(hs);
         free(moved);
+        free(gens);
         return OMPC_ERR_NOMEM;
     }
     pthread_mutex_lock(&dm->mtx);
@@ -625,13 +631,16 @@ ompc_status_t dm_acquire(dm_ctx_t *dm, int exec, dm_buf_t *const *bufs, size_t n
     if (!fetching) {
         free(hs);
         free(moved);
+        free(gens);
         return OMPC_ERR_NOMEM;
     }
     pthread_mutex_lock(&dm->mtx);
     for (size_t i = 0; i < n && first == OMPC_OK; i++) {
         dm_buf_t *b = bufs[i];
+        gens[i] = b->wgen;
         if (b->fetch_h[exec]) {
             if (ev_test(b->fetch_h[exec]) == OMPC_INPROGRESS) {
+                gens[i] = b->fetch_gen[exec];
                 ev_handle_retain(b->fetch_h[exec]);
                 fetching[nfetching++] = b->fetch_h[exec];
                 continue;
@@ -725,6 +734,10 @@ ompc_status_t dm_acquire(dm_ctx_t *dm, int exec, dm_buf_t *const *bufs, size_t n
     if (first == OMPC_OK) {
         for (size_t i = 0; i < n; i++) {
             dm_buf_t *b = bufs[i];
+            if (b->wgen != gens[i]) {
+                *again_p = true;
+                continue;
+            }
             b->valid[exec] = 1;
             /* The caller's memory is lent only until a copy exists. */
             if (b->snap_borrowed && b->busy == 0) {
@@ -738,7 +751,21 @@ ompc_status_t dm_acquire(dm_ctx_t *dm, int exec, dm_buf_t *const *bufs, size_t n
     pthread_mutex_unlock(&dm->mtx);
     free(hs);
     free(moved);
+    free(gens);
     return first;
+}
+
+ompc_status_t dm_acquire(dm_ctx_t *dm, int exec, dm_buf_t *const *bufs, size_t n)
+{
+    if (exec < 0 || exec >= dm->nexec)
+        return OMPC_ERR_INVALID;
+    ompc_status_t st;
+    bool again;
+    do {
+        again = false;
+        st = acquire_pass(dm, exec, bufs, n, &again);
+    } while (st == OMPC_OK && again);
+    return st;
 }
 
 void dm_written(dm_ctx_t *dm, int exec, dm_buf_t *const *bufs, size_t n)

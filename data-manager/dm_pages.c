@@ -91,13 +91,14 @@ struct dm_pages {
     bool svc_started;
     struct sigaction old_segv;
     void (*namer)(char *buf, size_t cap);
-    /* Under mtx: the pages held through faults (key: address).  Rule: no
-     * thread waits on an event while it holds mtx (a fetch, a write-back):
-     * the gate takes mtx to commit a launch's buffers, and the reply the
-     * waiter needs may sit behind that launch. */
+    /* Under mtx: the pages held through faults (key: address), and how
+     * many times a task began while others ran (their read-only pages
+     * were dropped).  No thread waits on an event while it holds mtx (a
+     * fetch, a write-back): the gate takes mtx to commit a launch's
+     * buffers, and the reply the waiter needs may sit behind that launch. */
     pthread_mutex_t mtx;
     ompc_u64map_t pages;
-    uint64_t drops;                /* under mtx: times held pages were dropped */
+    uint64_t drop_epoch;
     void *fetch_buf;               /* block bytes, exposed to events */
     unsigned char *reply;          /* EV_EXEC_MAX_RESULT: a fetch's reply */
     /* This executor's counts (its own figures; the head keeps per-worker
@@ -246,48 +247,62 @@ static ompc_status_t page_serve(dm_ctx_t *dm, int exec, uint64_t addr, uint64_t 
     return st;
 }
 
-/* A write-back: runs of {u64 addr, u64 len, bytes padded to 8}.  Each run
- * patches the valid copy of its buffer (the others become invalid).  A
- * run at address 0 of 8 bytes names the writing task's seq. */
+/* The refusal of a write through faults that a named writer running at
+ * the same time on another executor would undo. */
+static void page_write_clash(dm_ctx_t *dm, int exec, const dm_buf_t *b, int named_by)
+{
+    ompc_fatal_user("a kernel on rank %d wrote device buffer %#llx (%zu bytes) through "
+                    "page faults while a kernel running at the same time on rank %d "
+                    "names that buffer and may write it: the two writes cannot be "
+                    "merged; order the two target tasks with depend, or name the "
+                    "buffer in both (OMPC_INFO=1 names the kernels)",
+                    exec >= 0 ? dm->exec_rank[exec] : -1, (unsigned long long)b->node.key,
+                    b->size, dm->exec_rank[named_by]);
+}
+
+/* A write-back (the runs of ompc_dm.h).  Each run patches the valid copy
+ * of its buffer (the others become invalid).  For a task launched ahead
+ * (seq), the graph's hooks first order the patch after the writers
+ * before the task, then send the runs on to the tasks launched before
+ * the write that read the buffer. */
 static ompc_status_t page_write(dm_ctx_t *dm, int exec, const void *args, size_t size)
 {
-    const unsigned char *p = args, *end = p + size;
+    const unsigned char *p = args, *end = p + size, *runs = NULL;
     ompc_status_t first = OMPC_OK;
     uint64_t seq = 0;
+    const dm_buf_t *ordered = NULL; /* the buffer the order hook last saw */
     while (p + 16 <= end) {
         uint64_t addr, len;
         memcpy(&addr, p, 8);
         memcpy(&len, p + 8, 8);
-        p += 16;
         uint64_t padded = (len + 7) & ~(uint64_t)7;
-        if (len == 0 || padded > (uint64_t)(end - p))
+        if (len == 0 || padded > (uint64_t)(end - p - 16))
             return OMPC_ERR_INVALID;
         if (addr == 0 && len == 8) {
-            memcpy(&seq, p, 8);
-            p += 8;
+            memcpy(&seq, p + 16, 8);
+            p += 16 + 8;
             continue;
         }
+        if (!runs)
+            runs = p;
+        p += 16;
         size_t off;
         dm_buf_t *b = dm_buf_find(dm, addr, 1, &off);
-        /* Kernels launched ahead of this write may hold a copy planned
-         * before it (checked again after the patch: a launch planned
-         * meanwhile). */
-        if (b && dm->fault_write_check)
-            dm->fault_write_check(exec, seq, b->node.key, b->size);
-        pthread_mutex_lock(&dm->mtx);
-        int named_by = b && b->pin_count > 0 && b->pin_exec != exec ? b->pin_exec : -1;
-        pthread_mutex_unlock(&dm->mtx);
-        if (named_by >= 0)
-            /* That kernel's completion makes its own copy the only valid
-             * one: these bytes would be lost.  Never silently. */
-            ompc_fatal_user(
-                "a kernel on rank %d wrote device buffer %#llx (%zu bytes) through "
-                "page faults while a kernel running at the same time on rank %d "
-                "names that buffer and may write it: the two writes cannot be "
-                "merged; order the two target tasks with depend, or name the "
-                "buffer in both (OMPC_INFO=1 names the kernels)",
-                exec >= 0 ? dm->exec_rank[exec] : -1, (unsigned long long)b->node.key,
-                b->size, dm->exec_rank[named_by]);
+        if (b && !b->fixed && b != ordered) {
+            if (seq && dm->fw_hooks.order) {
+                dm->fw_hooks.order(exec, seq, b->node.key, b->size);
+            } else {
+                pthread_mutex_lock(&dm->mtx);
+                int named_by = b->pin_count > 0 && b->pin_exec != exec ? b->pin_exec : -1;
+                pthread_mutex_unlock(&dm->mtx);
+                if (named_by >= 0)
+                    /* That kernel's completion makes its own copy the only
+                     * valid one: these bytes would be lost.  Never
+                     * silently. */
+                    page_write_clash(dm, exec, b, named_by);
+            }
+            ordered = b;
+        }
         if (b && !b->fixed) {
             /* Bytes past the buffer's size belong to nobody. */
             uint64_t n_in = off < b->size ? (b->size - off < len ? b->size - off : len)
@@ -295,8 +310,6 @@ static ompc_status_t page_write(dm_ctx_t *dm, int exec, const void *args, size_t
             ompc_status_t st = n_in ? dm_write(dm, b, off, p, n_in) : OMPC_OK;
             if (st != OMPC_OK && first == OMPC_OK)
                 first = st;
-            if (dm->fault_write_check)
-                dm->fault_write_check(exec, seq, b->node.key, b->size);
             pthread_mutex_lock(&dm->mtx);
             if (exec >= 0)
                 dm->pstats[exec].bytes_written_back += n_in;
@@ -304,6 +317,8 @@ static ompc_status_t page_write(dm_ctx_t *dm, int exec, const void *args, size_t
         }
         p += padded;
     }
+    if (first == OMPC_OK && seq && runs && dm->fw_hooks.done)
+        dm->fw_hooks.done(exec, seq, runs, (size_t)(end - runs));
     return first;
 }
 
@@ -350,9 +365,9 @@ static ompc_status_t dm_fn_page_write(ev_exec_info_t *info)
     return page_write(dm, exec_of_rank(dm, info->origin), info->args, info->args_size);
 }
 
-void dm_set_fault_write_check(dm_ctx_t *dm, dm_fault_write_check_fn_t fn)
+void dm_set_fault_write_hooks(dm_ctx_t *dm, const dm_fault_write_hooks_t *hooks)
 {
-    dm->fault_write_check = fn;
+    dm->fw_hooks = *hooks;
 }
 
 void dm_page_stats_of(dm_ctx_t *dm, int exec, dm_page_stats_t *stats_p)
@@ -563,20 +578,21 @@ static ompc_status_t serve_fault(dm_pages_t *pg, uintptr_t addr, bool write)
         pthread_mutex_unlock(&pg->mtx);
         return OMPC_OK;
     }
+    /* Not under pg->mtx: the gate takes it to commit a launch's buffers,
+     * and it moves the reply this waits for.  A task that begins
+     * meanwhile (drop_epoch) may need bytes newer than these: fetched
+     * again. */
     dm_fetch_hdr_t h;
-    for (;;) {
-        uint64_t drops = pg->drops;
+    uint64_t epoch;
+    do {
+        epoch = pg->drop_epoch;
         pthread_mutex_unlock(&pg->mtx);
         st = fetch(pg, page, &h);
         pthread_mutex_lock(&pg->mtx);
-        if (st != OMPC_OK) {
-            pthread_mutex_unlock(&pg->mtx);
-            return st;
-        }
-        /* A task that started meanwhile dropped the pages held: these
-         * bytes may predate writes ordered before it. */
-        if (pg->drops == drops)
-            break;
+    } while (st == OMPC_OK && epoch != pg->drop_epoch);
+    if (st != OMPC_OK) {
+        pthread_mutex_unlock(&pg->mtx);
+        return st;
     }
     const unsigned char *bytes = pg->fetch_buf;
     /* Install the runs of pages not held yet (a page held may be written
@@ -805,7 +821,6 @@ static bool drop_one(uint64_t key, uint64_t val, void *arg)
 /* pg->mtx held: drop the pages held (all, or only the read-only ones). */
 static void drop_pages(dm_pages_t *pg, bool all)
 {
-    pg->drops++;
     dm_pages_map_lock();
     drop_arg_t d = {pg, all};
     ompc_u64map_remove_if(&pg->pages, drop_one, &d);
@@ -821,8 +836,11 @@ uint64_t dm_pages_task_begin(dm_ctx_t *dm)
     /* Pages held for kernels still running may predate writes ordered
      * before this task: read-only ones go (the others' twins keep their
      * own writes apart). */
-    if (atomic_load(&pg->running) > 0 && ompc_u64map_size(&pg->pages) > 0)
-        drop_pages(pg, false);
+    if (atomic_load(&pg->running) > 0) {
+        pg->drop_epoch++;
+        if (ompc_u64map_size(&pg->pages) > 0)
+            drop_pages(pg, false);
+    }
     atomic_fetch_add(&pg->running, 1);
     pthread_mutex_unlock(&pg->mtx);
     return atomic_load(&pg->faults);
@@ -868,7 +886,7 @@ static ompc_status_t diff_page(const dm_fpage_t *e, const unsigned char *cur,
 /* Send the runs of msg to the head, in messages within the event
  * system's limit on arguments (a run never spans two: a page's runs are
  * at most a page plus its header), each led by the run naming the task
- * (seq), which the head's checks need (dm_set_fault_write_check). */
+ * (seq), which the head's hooks need (dm_set_fault_write_hooks). */
 static ompc_status_t write_back(dm_ctx_t *dm, uint64_t seq, const unsigned char *msg,
                                 size_t len)
 {
@@ -945,7 +963,7 @@ ompc_status_t dm_pages_task_end(dm_ctx_t *dm, uint64_t faults_at_begin, uint64_t
             st = diff_page(e, cur, &msg, &len, &cap);
         }
         if (st == OMPC_OK && len > 0) {
-            /* Without mtx (its rule): a commit may replace or drop pages
+            /* Without mtx (see struct dm_pages): a commit may replace or drop pages
              * meanwhile, so they are found again by address below. */
             pthread_mutex_unlock(&pg->mtx);
             st = write_back(dm, seq, msg, len);

@@ -156,15 +156,27 @@ typedef struct dm_pages dm_pages_t;
  * whether faults were served on this executor meanwhile. */
 uint64_t dm_pages_task_begin(dm_ctx_t *dm);
 /* seq: the launched-ahead task that ran (0: none), named to the head
- * with the write-back (dm_set_fault_write_check). */
+ * with the write-back (dm_set_fault_write_hooks). */
 ompc_status_t dm_pages_task_end(dm_ctx_t *dm, uint64_t token, uint64_t seq,
                                 bool *faulted_p);
-/* Head: check(exec, seq, buffer address, size) runs for every buffer a
- * write-back patches, before and after the patch (seq: the writing task,
- * 0 if unknown); it ends the job by name if the write cannot be sound. */
-typedef void (*dm_fault_write_check_fn_t)(int exec, uint64_t seq, uint64_t buf_addr,
-                                          size_t size);
-void dm_set_fault_write_check(dm_ctx_t *dm, dm_fault_write_check_fn_t fn);
+/* A write-back is a list of runs, each {u64 addr, u64 len, then len bytes
+ * padded to 8}; a run at address 0 of 8 bytes names the writing task's
+ * seq instead. */
+/* Head: how write-backs of tasks launched ahead (seq != 0) meet the task
+ * graph.  order(exec, seq, buf_addr, size) runs before a write-back
+ * patches a buffer: it returns once every writer of that buffer ordered
+ * before the task is taken in here (its completion would otherwise make
+ * its own copy, without these bytes, the only valid one), and ends the job
+ * by name if a writer may run at the same time on another executor.
+ * done(exec, seq, runs, len) runs once the message's runs are applied:
+ * it sends them on to tasks launched before the write that will read the
+ * buffer, and returns once they are there.  Without hooks (or seq 0), a
+ * buffer pinned by a kernel on another executor is refused by name. */
+typedef struct dm_fault_write_hooks {
+    void (*order)(int exec, uint64_t seq, uint64_t buf_addr, size_t size);
+    void (*done)(int exec, uint64_t seq, const void *runs, size_t len);
+} dm_fault_write_hooks_t;
+void dm_set_fault_write_hooks(dm_ctx_t *dm, const dm_fault_write_hooks_t *hooks);
 /* How OMPC_INFO names the running kernel (called on the fault service
  * thread; writes a string into buf). */
 void dm_pages_set_namer(dm_ctx_t *dm, void (*namer)(char *buf, size_t cap));

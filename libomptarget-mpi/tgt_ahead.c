@@ -126,7 +126,17 @@ struct ahd_exec {
     uint64_t gen;            /* the head's generation prompt came with */
     _Atomic uint64_t watches, watch_msgs; /* data requests sent, messages */
     _Atomic uint64_t gate_runs;          /* tasks run on the gate thread */
+    ompc_u64map_t patches;   /* seq -> ahd_patch_t list (fn_patch), oldest
+                                first: applied when that task starts */
 };
+
+/* Bytes a task must see when it starts (fn_patch): written through page
+ * faults, after its launch, by a task it is ordered after. */
+typedef struct ahd_patch {
+    struct ahd_patch *next;
+    size_t len;
+    unsigned char runs[];    /* the write-back runs of ompc_dm.h */
+} ahd_patch_t;
 
 /* The event system's handlers take no argument of ours: they and the
  * start and stop calls find the state here and pass it down. */
@@ -486,6 +496,76 @@ static ompc_status_t fn_prompt(ev_exec_info_t *info)
     return OMPC_OK;
 }
 
+/* Bytes for a task launched here (tgt_wire_patch_t), kept until it
+ * starts: the head answers a write-back only once they are kept, and the
+ * task cannot start before the writer's completion, which comes after
+ * that answer.  For a task already done here they would come too late:
+ * refused, and the head ends the job. */
+static ompc_status_t fn_patch(ev_exec_info_t *info)
+{
+    ahd_exec_t *x = &ahd_exec;
+    tgt_wire_patch_t h;
+    const unsigned char *runs;
+    size_t len;
+    const char *bad = tgt_wire_patch_open(info->args, info->args_size, &h, &runs, &len);
+    if (bad)
+        return refuse(info, "bytes written through page faults", bad);
+    ahd_patch_t *p = malloc(sizeof(*p) + len);
+    if (!p)
+        return OMPC_ERR_NOMEM;
+    p->next = NULL;
+    p->len = len;
+    memcpy(p->runs, runs, len);
+    pthread_mutex_lock(&x->mtx);
+    bool late = done_has(x, h.seq);
+    uint64_t v = 0;
+    if (!late && ompc_u64map_get(&x->patches, h.seq, &v)) {
+        ahd_patch_t *q = (ahd_patch_t *)(uintptr_t)v;
+        while (q->next)
+            q = q->next;
+        q->next = p;
+    } else if (!late &&
+               ompc_u64map_put(&x->patches, h.seq, (uint64_t)(uintptr_t)p) != OMPC_OK) {
+        late = true;
+    }
+    pthread_mutex_unlock(&x->mtx);
+    if (late) {
+        free(p);
+        return refuse(info, "bytes written through page faults",
+                      "for a task already done here");
+    }
+    return OMPC_OK;
+}
+
+/* Applies the bytes kept for task seq (fn_patch), oldest first, after its
+ * inputs landed and before its kernel runs. */
+static void patches_apply(ahd_exec_t *x, uint64_t seq)
+{
+    uint64_t v = 0;
+    pthread_mutex_lock(&x->mtx);
+    bool any = ompc_u64map_size(&x->patches) > 0 &&
+               ompc_u64map_remove(&x->patches, seq, &v);
+    pthread_mutex_unlock(&x->mtx);
+    if (!any)
+        return;
+    for (ahd_patch_t *p = (ahd_patch_t *)(uintptr_t)v, *pn; p; p = pn) {
+        pn = p->next;
+        for (size_t at = 0; at < p->len;) {
+            uint64_t addr, rl;
+            memcpy(&addr, p->runs + at, 8);
+            memcpy(&rl, p->runs + at + 8, 8);
+            if (!ev_mem_contains(tgt_rt->ev, (const void *)(uintptr_t)addr, rl))
+                ompc_fatal("rank %d: bytes written through page faults at %#llx are "
+                           "for task %llu, which does not hold that buffer here",
+                           tgt_rt->rank, (unsigned long long)addr,
+                           (unsigned long long)seq);
+            memcpy((void *)(uintptr_t)addr, p->runs + at + 16, rl);
+            at += 16 + ((rl + 7) & ~(uint64_t)7);
+        }
+        free(p);
+    }
+}
+
 /* A batch of launches, checked whole before any of it is taken. */
 static ompc_status_t fn_launch(ev_exec_info_t *info)
 {
@@ -644,6 +724,9 @@ ompc_status_t tgt_ahead_fn_register(void)
     if (st == OMPC_OK)
         st = ev_fn_register(ev, "tgt.ahead.prompt", fn_prompt, EV_FN_INLINE,
                             &tgt_rt->fn_ahead_prompt);
+    if (st == OMPC_OK)
+        st = ev_fn_register(ev, "tgt.ahead.patch", fn_patch, EV_FN_INLINE,
+                            &tgt_rt->fn_ahead_patch);
     return st;
 }
 
@@ -814,6 +897,7 @@ static void run_task(ahd_exec_t *x, ahd_task_t *t, bool on_gate)
      * fault; the hold costs them two atomic stores per run. */
     if (on_gate)
         ev_gate_hold(tgt_rt->ev, true);
+    patches_apply(x, t->seq);
     tgt_kernel_seq = t->seq;
     ompc_status_t st = tgt_kernel_run(t->kmsg, t->klen, &ns, NULL);
     tgt_kernel_seq = 0;
@@ -1040,6 +1124,14 @@ void tgt_ahead_stop(void)
         free(t->kmsg);
         free(t);
     }
+    pos = 0;
+    while (ompc_u64map_next(&x->patches, &pos, NULL, &v)) {
+        for (ahd_patch_t *p = (ahd_patch_t *)(uintptr_t)v, *pn; p; p = pn) {
+            pn = p->next;
+            free(p);
+        }
+    }
+    ompc_u64map_fini(&x->patches);
     ompc_u64map_fini(&x->waits);
     ompc_u64map_fini(&x->tasks);
     ompc_u64map_fini(&x->done);

@@ -437,10 +437,11 @@ void graph_ahead_finish(tgt_node_t *n)
         dm_unpin(dm, n->wr, n->nwr);
 }
 
-static bool names_buf(const tgt_node_t *n, uint64_t addr)
+/* Whether n may write the buffer at addr (its launch counts it so). */
+static bool writes_buf(const tgt_node_t *n, uint64_t addr)
 {
-    for (size_t i = 0; i < n->nbufs; i++)
-        if (dm_buf_addr(n->bufs[i]) == addr)
+    for (size_t i = 0; i < n->nwr; i++)
+        if (dm_buf_addr(n->wr[i]) == addr)
             return true;
     for (size_t i = 0; i < n->ninline; i++)
         if (dm_buf_addr(n->inl[i]) == addr)
@@ -448,32 +449,38 @@ static bool names_buf(const tgt_node_t *n, uint64_t addr)
     return false;
 }
 
-/* tgt_g.mtx held: whether in-flight node n is ordered after the node
- * numbered seq (not done).  Every node on a path between them is in
- * flight too (none is done while seq is not), so their preds are held.
- * Past VISIT_MAX nodes it answers yes: a false stop, never a silent one. */
+/* Whether in-flight node n is ordered after the node numbered seq (not
+ * done), tgt_g.mtx held.  Every node on a path between them is in flight
+ * too (none is done while seq is not), so their preds are held.  Past
+ * VISIT_MAX nodes the answer is ORD_UNKNOWN, which callers stop on by
+ * name: either wrong answer could lose a write. */
 #define VISIT_MAX 4096
-static bool ordered_after(const tgt_node_t *n, uint64_t seq)
+typedef enum { ORD_NO, ORD_YES, ORD_UNKNOWN } ord_t;
+static ord_t ordered_after(const tgt_node_t *n, uint64_t seq)
 {
+    if (n->seq <= seq)
+        return ORD_NO;
     const tgt_node_t *stk_v[64], **stk = stk_v;
     size_t ns = 0, cap = 64, visited = 0;
-    bool found = false;
+    ord_t found = ORD_NO;
     stk[ns++] = n;
-    while (ns > 0 && !found) {
+    while (ns > 0 && found == ORD_NO) {
         const tgt_node_t *m = stk[--ns];
         if (++visited > VISIT_MAX) {
-            found = true;
+            found = ORD_UNKNOWN;
             break;
         }
-        for (size_t i = 0; i < m->preds.n && !found; i++) {
+        for (size_t i = 0; i < m->preds.n && found == ORD_NO; i++) {
             const tgt_node_t *p = m->preds.v[i];
             if (p->seq == seq) {
-                found = true;
+                found = ORD_YES;
             } else if (p->seq > seq && p->state != N_DONE) {
                 if (ns == cap) {
                     const tgt_node_t **g = malloc(2 * cap * sizeof(*g));
-                    if (!g)
-                        return true;
+                    if (!g) {
+                        found = ORD_UNKNOWN;
+                        break;
+                    }
                     memcpy(g, stk, ns * sizeof(*g));
                     if (stk != stk_v)
                         free(stk);
@@ -489,48 +496,301 @@ static bool ordered_after(const tgt_node_t *n, uint64_t seq)
     return found;
 }
 
-/* A task launched ahead had where its buffers' bytes come from planned
- * when it was sent; a buffer an earlier task writes only through page
- * faults has no writer in flight in that plan (abufs), so the later
- * task's copy may predate the write.  Such a task is stopped by name
- * (docs/architecture.md, "Device pages on demand"): never a silent old
- * read.  Runs on the head, before and after the write-back's patch. */
-void graph_ahead_fault_write_check(int exec, uint64_t seq, uint64_t buf_addr, size_t size)
+/* How the job names a node in messages. */
+static void node_name(const tgt_node_t *n, char *buf, size_t cap)
 {
-    if (!seq)
-        return;
-    pthread_mutex_lock(&tgt_g.mtx);
-    const tgt_node_t *late = NULL, *writer = NULL;
-    for (ompc_tmap_node_t *t = ompc_tmap_ceil(&tgt_g.ahead_nodes, seq); t && !late;
-         t = ompc_tmap_ceil(&tgt_g.ahead_nodes, t->key + 1)) {
-        const tgt_node_t *n = OMPC_TMAP_ENTRY(t, tgt_node_t, ahead.anode);
-        if (n->seq == seq)
-            writer = n;
-        else if (n->k && names_buf(n, buf_addr) && ordered_after(n, seq))
-            late = n;
-    }
-    if (!late) {
-        pthread_mutex_unlock(&tgt_g.mtx);
-        return;
-    }
-    char lw[256] = "?", ll[256] = "?";
-    if (late->loc)
-        tgt_loc(late->loc, ll, sizeof(ll));
+    if (n && n->loc)
+        tgt_loc(n->loc, buf, cap);
     else
-        snprintf(ll, sizeof(ll), "%s", late->k->name);
-    if (writer && writer->loc)
-        tgt_loc(writer->loc, lw, sizeof(lw));
-    else if (writer && writer->k)
-        snprintf(lw, sizeof(lw), "%s", writer->k->name);
+        snprintf(buf, cap, "%s", n && n->k ? n->k->name : "?");
+}
+
+/* tgt_g.mtx held: ordered_after, stopping the job when it cannot tell. */
+static bool must_order(const tgt_node_t *n, uint64_t seq, const tgt_node_t *w)
+{
+    ord_t o = ordered_after(n, seq);
+    if (o != ORD_UNKNOWN)
+        return o == ORD_YES;
+    char ln[256], lw[256];
+    node_name(n, ln, sizeof(ln));
+    node_name(w, lw, sizeof(lw));
     pthread_mutex_unlock(&tgt_g.mtx);
-    ompc_fatal_user("the target task at %s wrote device buffer %#llx (%zu bytes) "
-                    "through page faults on rank %d (a pointer no clause of it names), "
-                    "and the target task at %s, ordered after it, names that buffer: "
-                    "its copy was planned when it was launched ahead, before this write, "
-                    "and would hold old bytes; name the buffer in the writer's map, "
-                    "is_device_ptr or depend clause, or set OMPC_AHEAD=0",
-                    lw, (unsigned long long)buf_addr, size,
-                    dm_executor_rank(tgt_rt->dm, exec), ll);
+    ompc_fatal("the target task at %s wrote device memory through page faults, and "
+               "whether the task at %s is ordered after it cannot be told among more "
+               "than %d tasks in flight: its copy could miss the write",
+               lw, ln, VISIT_MAX);
+}
+
+/* The write-back of a task launched ahead (seq, on exec), before it
+ * patches buffer buf_addr (dm_fault_write_hooks_t.order).  A writer of the
+ * buffer ordered before the task may be done on its executor but not yet
+ * taken in here: its completion would make its own copy, without these
+ * bytes, the only valid one.  The write-back waits for it (all such
+ * writers and everything before them are done on their executors, so
+ * only their completions are missing: every worker is asked for its held
+ * ones at once).  A writer of the buffer on another executor that is
+ * ordered neither way runs at the same time: the two writes cannot be
+ * merged, and the job stops naming it, as without launch ahead.
+ * Writers ordered after the task get the bytes (graph_ahead_fault_write_
+ * done). */
+void graph_ahead_fault_write_order(int exec, uint64_t seq, uint64_t buf_addr, size_t size)
+{
+    const ompc_config_t *cfg = ompc_config_get();
+    uint64_t deadline = ompc_now_ns() + (uint64_t)cfg->peer_timeout_ms * 1000000u;
+    bool needing = false;
+    pthread_mutex_lock(&tgt_g.mtx);
+    ompc_tmap_node_t *t = graph_tmap_find(&tgt_g.ahead_nodes, (uintptr_t)seq);
+    const tgt_node_t *w = t ? OMPC_TMAP_ENTRY(t, tgt_node_t, ahead.anode) : NULL;
+    while (w) {
+        tgt_node_t *before = NULL;
+        const tgt_node_t *clash = NULL;
+        for (tgt_node_t *n = tgt_g.live_head; n && !before && !clash; n = n->lnext) {
+            if (n == w || n->state != N_RUNNING || !n->k || !writes_buf(n, buf_addr))
+                continue;
+            bool order = n->seq < seq ? must_order(w, n->seq, w) : must_order(n, seq, w);
+            if (order && n->seq < seq)
+                before = n;
+            else if (!order && n->exec != exec)
+                clash = n;
+        }
+        if (clash) {
+            char lw[256], lc[256];
+            node_name(w, lw, sizeof(lw));
+            node_name(clash, lc, sizeof(lc));
+            int crank = dm_executor_rank(tgt_rt->dm, clash->exec);
+            pthread_mutex_unlock(&tgt_g.mtx);
+            ompc_fatal_user("a kernel on rank %d wrote device buffer %#llx (%zu bytes) "
+                            "through page faults while a kernel running at the same "
+                            "time on rank %d names that buffer and may write it: the "
+                            "two writes cannot be merged; order the two target tasks "
+                            "with depend, or name the buffer in both (the target tasks "
+                            "at %s and %s)",
+                            dm_executor_rank(tgt_rt->dm, exec),
+                            (unsigned long long)buf_addr, size, crank, lw, lc);
+        }
+        if (!before)
+            break;
+        if (!needing) {
+            /* Completions held on the workers go at once. */
+            needing = true;
+            graph_need_add(1);
+            tgt_wire_prompt_t pr = {tgt_g.need_gen};
+            for (int r = 1; r < tgt_rt->size; r++) {
+                ompc_status_t st = ev_post(tgt_rt->ev, r, tgt_rt->fn_ahead_prompt, &pr,
+                                           sizeof(pr));
+                if (st != OMPC_OK)
+                    ompc_fatal("cannot ask rank %d for prompt completions: %s", r,
+                               ompc_status_str(st));
+            }
+        }
+        if (tgt_rt->info)
+            fprintf(stderr,
+                    "[ompc info] r0 task %llu (bytes written through page faults) "
+                    "waits for task %llu on rank %d, which may write the buffer "
+                    "before it\n",
+                    (unsigned long long)seq, (unsigned long long)before->seq,
+                    dm_executor_rank(tgt_rt->dm, before->exec));
+        graph_node_ref(before);
+        before->nwaiters++;
+        uint64_t now = ompc_now_ns();
+        if (now >= deadline) {
+            char lw[256], lb[256];
+            node_name(w, lw, sizeof(lw));
+            node_name(before, lb, sizeof(lb));
+            pthread_mutex_unlock(&tgt_g.mtx);
+            ompc_fatal("the write through page faults of the target task at %s waited "
+                       "%.1f s for the completion of the task at %s on rank %d, which "
+                       "wrote the same buffer before it (OMPC_PEER_TIMEOUT)",
+                       lw, (double)cfg->peer_timeout_ms * 1e-3, lb,
+                       dm_executor_rank(tgt_rt->dm, before->exec));
+        }
+        /* cv_done runs on the realtime clock; a bounded nap re-checks. */
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += 50 * 1000000L;
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        while (before->state != N_DONE &&
+               pthread_cond_timedwait(&tgt_g.cv_done, &tgt_g.mtx, &ts) == 0)
+            ;
+        before->nwaiters--;
+        graph_node_unref(before);
+    }
+    if (needing)
+        graph_need_add(-1);
+    pthread_mutex_unlock(&tgt_g.mtx);
+}
+
+/* A patch on its way to one task's executor. */
+typedef struct fw_patch {
+    int rank;
+    unsigned char *msg;      /* tgt_wire_patch_t, then runs */
+    size_t len, cap;
+} fw_patch_t;
+
+/* Appends a run (ompc_dm.h's format) to a patch. */
+static void patch_add(fw_patch_t *p, const unsigned char *run, size_t run_len)
+{
+    if (p->len + run_len > p->cap) {
+        size_t nc = 2 * (p->len + run_len);
+        p->msg = graph_xrealloc(p->msg, nc, "sending a write on");
+        p->cap = nc;
+    }
+    memcpy(p->msg + p->len, run, run_len);
+    p->len += run_len;
+}
+
+/* tgt_g.mtx held: whether in-flight r's copy of buffer b comes from a
+ * writer of b ordered between the fault writer w (seq) and r, which got
+ * the bytes itself (its own copy then has them, and writes of its own
+ * after them that the bytes must not undo). */
+static bool copy_after_write(const tgt_node_t *r, uint64_t baddr, const tgt_node_t *w)
+{
+    for (ompc_tmap_node_t *t = ompc_tmap_ceil(&tgt_g.ahead_nodes, w->seq + 1);
+         t && t->key < r->seq; t = ompc_tmap_ceil(&tgt_g.ahead_nodes, t->key + 1)) {
+        const tgt_node_t *n = OMPC_TMAP_ENTRY(t, tgt_node_t, ahead.anode);
+        if (n->k && writes_buf(n, baddr) && must_order(n, w->seq, w) &&
+            must_order(r, n->seq, w))
+            return true;
+    }
+    return false;
+}
+
+/* The write-back of a task launched ahead (seq, on exec) is applied here
+ * (dm_fault_write_hooks_t.done): its runs go on to the tasks launched
+ * before it that are ordered after it and name a buffer it patched.
+ * Their copies were planned before the write (from a holder, or from a
+ * writer before it), and may arrive before or after it: each such task's
+ * executor keeps the runs and applies them when the task starts, once
+ * its inputs are all there.  That is before the task runs: it runs only
+ * after the writer is done on its executor, which is after this returns
+ * (the write-back precedes the writer's completion).  A task whose copy
+ * comes from a writer ordered between (which got the runs) does not get
+ * them again: they would undo that writer's own writes.  Plans of later
+ * launches that point at a copy older than the write (a holder not
+ * ordered after the writer) are forgotten, so those ask the data manager,
+ * whose bookkeeping has the write now. */
+void graph_ahead_fault_write_done(int exec, uint64_t seq, const void *runs, size_t len)
+{
+    (void)exec;
+    dm_ctx_t *dm = tgt_rt->dm;
+    fw_patch_t *out = NULL;
+    size_t nout = 0, capout = 0;
+    /* The buffers the runs patched, each once. */
+    dm_buf_t *bv_stk[16], **bv = bv_stk;
+    size_t nbv = 0, capbv = 16;
+    const unsigned char *p = runs, *end = p + len;
+    while (p + 16 <= end) {
+        uint64_t addr, rl;
+        memcpy(&addr, p, 8);
+        memcpy(&rl, p + 8, 8);
+        p += 16 + ((rl + 7) & ~(uint64_t)7);
+        dm_buf_t *b = addr ? dm_buf_find(dm, addr, 1, NULL) : NULL;
+        if (!b || in_list(bv, nbv, b))
+            continue;
+        if (nbv == capbv) {
+            dm_buf_t **g = malloc(2 * capbv * sizeof(*g));
+            if (!g)
+                ompc_fatal("out of memory sending a write on");
+            memcpy(g, bv, nbv * sizeof(*g));
+            if (bv != bv_stk)
+                free(bv);
+            bv = g;
+            capbv *= 2;
+        }
+        bv[nbv++] = b;
+    }
+    pthread_mutex_lock(&tgt_g.mtx);
+    ompc_tmap_node_t *wt = graph_tmap_find(&tgt_g.ahead_nodes, (uintptr_t)seq);
+    const tgt_node_t *w = wt ? OMPC_TMAP_ENTRY(wt, tgt_node_t, ahead.anode) : NULL;
+    for (ompc_tmap_node_t *t = w ? ompc_tmap_ceil(&tgt_g.ahead_nodes, seq + 1) : NULL; t;
+         t = ompc_tmap_ceil(&tgt_g.ahead_nodes, t->key + 1)) {
+        const tgt_node_t *r = OMPC_TMAP_ENTRY(t, tgt_node_t, ahead.anode);
+        if (!r->k)
+            continue;
+        fw_patch_t *pt = NULL;
+        int order = -1; /* not asked yet */
+        for (size_t i = 0; i < r->nbufs; i++) {
+            dm_buf_t *b = r->bufs[i];
+            /* A copy that came with the launch is the program's newer
+             * data. */
+            if (!in_list(bv, nbv, b) || in_list(r->inl, r->ninline, b))
+                continue;
+            if (order < 0)
+                order = must_order(r, seq, w);
+            if (!order)
+                break;
+            uint64_t ba = dm_buf_addr(b), bend = ba + dm_buf_size(b);
+            if (copy_after_write(r, ba, w))
+                continue;
+            if (!pt) {
+                out = tgt_grow(out, &capout, nout, sizeof(*out), "sending a write on");
+                pt = &out[nout++];
+                *pt = (fw_patch_t){.rank = dm_executor_rank(dm, r->exec)};
+                tgt_wire_patch_t h = {.seq = r->seq};
+                patch_add(pt, (const unsigned char *)&h, sizeof(h));
+            }
+            for (const unsigned char *q = runs; q + 16 <= end;) {
+                uint64_t addr, rl;
+                memcpy(&addr, q, 8);
+                memcpy(&rl, q + 8, 8);
+                size_t run_len = 16 + ((rl + 7) & ~(uint64_t)7);
+                if (addr >= ba && addr < bend)
+                    patch_add(pt, q, run_len);
+                q += run_len;
+            }
+        }
+    }
+    /* Copies planned for later launches that predate the write. */
+    pthread_mutex_lock(&tgt_g.ahead_mtx);
+    int P = dm_num_executors(dm);
+    for (size_t i = 0; i < nbv && w; i++) {
+        ahead_buf_t *a = abuf_get(bv[i], false);
+        for (int x = 0; a && x < P; x++) {
+            if (!a->hold[x])
+                continue;
+            ompc_tmap_node_t *h = graph_tmap_find(&tgt_g.ahead_nodes,
+                                                  (uintptr_t)a->hold[x]);
+            if (!h || !must_order(OMPC_TMAP_ENTRY(h, tgt_node_t, ahead.anode), seq, w))
+                a->hold[x] = 0;
+        }
+    }
+    pthread_mutex_unlock(&tgt_g.ahead_mtx);
+    pthread_mutex_unlock(&tgt_g.mtx);
+    if (bv != bv_stk)
+        free(bv);
+    /* Delivered before the writer's write-back is answered. */
+    ev_handle_t *hs_stk[8], **hs = nout <= 8 ? hs_stk : malloc(nout * sizeof(*hs));
+    if (!hs)
+        ompc_fatal("out of memory sending a write on");
+    for (size_t i = 0; i < nout; i++) {
+        if (tgt_rt->info) {
+            tgt_wire_patch_t ph;
+            memcpy(&ph, out[i].msg, sizeof(ph));
+            fprintf(stderr,
+                    "[ompc info] r0 task %llu (bytes written through page faults) -> "
+                    "task %llu on rank %d, launched before them\n",
+                    (unsigned long long)seq, (unsigned long long)ph.seq, out[i].rank);
+        }
+        ompc_status_t st = ev_execute(tgt_rt->ev, out[i].rank, tgt_rt->fn_ahead_patch,
+                                      out[i].msg, out[i].len, NULL, 0, &hs[i]);
+        if (st != OMPC_OK)
+            ompc_fatal("cannot send a write through page faults on to rank %d: %s",
+                       out[i].rank, ompc_status_str(st));
+    }
+    ompc_status_t st = ev_wait_all(hs, nout);
+    if (st != OMPC_OK)
+        ompc_fatal("sending a write through page faults on to the tasks after it: %s",
+                   ompc_status_str(st));
+    for (size_t i = 0; i < nout; i++) {
+        ev_handle_release(hs[i]);
+        free(out[i].msg);
+    }
+    if (hs != hs_stk)
+        free(hs);
+    free(out);
 }
 
 int tgt_graph_describe_owed(int rank, int owed, char *buf, size_t cap)

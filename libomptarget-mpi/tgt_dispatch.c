@@ -678,7 +678,9 @@ static void *dispatch_main(void *arg)
 void tgt_graph_init(void)
 {
     graph_policy_choose();
-    dm_set_fault_write_check(tgt_rt->dm, graph_ahead_fault_write_check);
+    const dm_fault_write_hooks_t fw = {graph_ahead_fault_write_order,
+                                       graph_ahead_fault_write_done};
+    dm_set_fault_write_hooks(tgt_rt->dm, &fw);
     int ne = dm_num_executors(tgt_rt->dm);
     tgt_g.t0_ns = ompc_now_ns();
     tgt_g.busy_until = calloc((size_t)ne, sizeof(double));

@@ -338,10 +338,13 @@ void graph_ahead_launch(tgt_node_t *n, int e, uint64_t t0);
  * cost model, the per-buffer plans); the caller then runs n's ops after
  * the kernel and ends it.  No graph lock held. */
 void graph_ahead_finish(tgt_node_t *n);
-/* dm_set_fault_write_check: stops by name a write through faults that a
- * task launched ahead after it would not see. */
-void graph_ahead_fault_write_check(int exec, uint64_t seq, uint64_t buf_addr,
+/* dm_set_fault_write_hooks: a write-back of a task launched ahead waits
+ * for the writers of the buffer ordered before the task (order), then goes
+ * on to the tasks launched before it that must see it (done).  Any head
+ * thread but the gate, no lock held. */
+void graph_ahead_fault_write_order(int exec, uint64_t seq, uint64_t buf_addr,
                                    size_t size);
+void graph_ahead_fault_write_done(int exec, uint64_t seq, const void *runs, size_t len);
 
 /* Dispatch (tgt_dispatch.c). */
 /* Returns once n is done, running queued work meanwhile.  The caller holds

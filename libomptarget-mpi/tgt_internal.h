@@ -210,7 +210,7 @@ typedef struct tgt_rt {
     void *image;             /* dlopen handle (executors) */
     ev_fn_id_t fn_kernel;
     ev_fn_id_t fn_ahead_launch, fn_ahead_watch, fn_ahead_arrive, fn_ahead_done,
-        fn_ahead_prompt;
+        fn_ahead_prompt, fn_ahead_patch;
     int kernel_threads;      /* executors: threads for parallel regions in
                                 kernels (0: leave libomp's default) */
     int kernel_slots;        /* executors: kernels that may run at once */

@@ -263,3 +263,31 @@ const char *tgt_wire_prompt_open(const void *m, size_t len, tgt_wire_prompt_t *p
     memcpy(p_p, m, sizeof(*p_p));
     return NULL;
 }
+
+const char *tgt_wire_patch_open(const void *m, size_t len, tgt_wire_patch_t *h_p,
+                                const unsigned char **runs_p, size_t *runs_len_p)
+{
+    tgt_wire_patch_t h;
+    if (len < sizeof(h))
+        return "shorter than its header";
+    memcpy(&h, m, sizeof(h));
+    const unsigned char *runs = (const unsigned char *)m + sizeof(h), *p = runs;
+    size_t left = len - sizeof(h);
+    while (left > 0) {
+        uint64_t addr, rl;
+        if (left < 16)
+            return "a run shorter than its header";
+        memcpy(&addr, p, 8);
+        memcpy(&rl, p + 8, 8);
+        if (rl == 0 || addr == 0 || rl > left - 16 ||
+            ((rl + 7) & ~(uint64_t)7) > left - 16)
+            return "a run longer than the message";
+        size_t run = 16 + (size_t)((rl + 7) & ~(uint64_t)7);
+        p += run;
+        left -= run;
+    }
+    *h_p = h;
+    *runs_p = runs;
+    *runs_len_p = len - sizeof(h);
+    return NULL;
+}

@@ -279,6 +279,17 @@ typedef struct tgt_wire_prompt {
 } tgt_wire_prompt_t;
 _Static_assert(sizeof(tgt_wire_prompt_t) == 8, "prompt: {gen}");
 
+/* "tgt.ahead.patch", head -> executor, with a reply once it is kept:
+ * bytes that task seq, launched before they were written, must see.  A
+ * task it is ordered after wrote them through page faults.
+ * tgt_wire_patch_t, then runs, each {u64 addr, u64 len, then len bytes
+ * padded to 8} (the write-back runs of data-manager/ompc_dm.h).  The
+ * executor applies them when task seq starts. */
+typedef struct tgt_wire_patch {
+    uint64_t seq;
+} tgt_wire_patch_t;
+_Static_assert(sizeof(tgt_wire_patch_t) == 8, "patch: {seq}");
+
 /* A one-way event carries at most this many bytes (EV_EXEC_MAX_ARGS, the
  * event system's limit, checked where both are known: tgt_ahead.c). */
 #define TGT_WIRE_MAX_BYTES (64 * 1024)
@@ -306,5 +317,8 @@ void tgt_wire_arrive_put(void *buf, const tgt_wire_arrive_t *h, const void *byte
 const char *tgt_wire_arrive_open(const void *m, size_t len, tgt_wire_arrive_t *h_p,
                                  const void **bytes_p);
 const char *tgt_wire_prompt_open(const void *m, size_t len, tgt_wire_prompt_t *p_p);
+/* Patch: the header, and where its runs are (each checked to fit). */
+const char *tgt_wire_patch_open(const void *m, size_t len, tgt_wire_patch_t *h_p,
+                                const unsigned char **runs_p, size_t *runs_len_p);
 
 #endif

@@ -68,16 +68,16 @@ function(ompc_offload_test)
 endfunction()
 
 # ompc_offload_expect_test(NAME test PROGRAM prog NP n REGEX re [ENV ...]
-#                          [LAUNCH flags...]):
-# test:npN runs bin/PROGRAM under mpiexec (LAUNCH: its extra flags) and
-# passes when it exits 0 with output matching REGEX (what the runtime
+#                          [LAUNCH flags...] [ARGS args...]):
+# test:npN runs bin/PROGRAM ARGS under mpiexec (LAUNCH: its extra flags)
+# and passes when it exits 0 with output matching REGEX (what the runtime
 # reports, e.g. OMPC_STATS lines).
 function(ompc_offload_expect_test)
-  cmake_parse_arguments(T "" "NAME;PROGRAM;NP;REGEX" "ENV;LAUNCH" ${ARGN})
+  cmake_parse_arguments(T "" "NAME;PROGRAM;NP;REGEX" "ENV;LAUNCH;ARGS" ${ARGN})
   add_test(NAME ${T_NAME}:np${T_NP}
            COMMAND ${PROJECT_SOURCE_DIR}/tests/expect_ok.sh "${T_REGEX}"
                    ${MPIEXEC_EXECUTABLE} ${T_LAUNCH} ${MPIEXEC_NUMPROC_FLAG} ${T_NP}
-                   ${CMAKE_RUNTIME_OUTPUT_DIRECTORY}/${T_PROGRAM})
+                   ${CMAKE_RUNTIME_OUTPUT_DIRECTORY}/${T_PROGRAM} ${T_ARGS})
   set_tests_properties(${T_NAME}:np${T_NP} PROPERTIES TIMEOUT 120
                        ENVIRONMENT "${OMPC_OFFLOAD_TEST_ENV};${T_ENV}")
 endfunction()
