@@ -113,6 +113,7 @@ typedef struct heft_arc {
 
 typedef struct heft_graph {
     const int64_t *orig;           /* orig[u]: the caller's index of u (prep->topo) */
+    int64_t *orig_owned;           /* orig when it is not prep->topo (heft_graph_seq) */
     int64_t *in_off, *out_off;     /* n + 1 each */
     heft_arc_t *in, *out;          /* nedges each */
     double *cu;                    /* cost_uniform: cu[u] = cost[orig[u]]; else NULL */
@@ -120,6 +121,7 @@ typedef struct heft_graph {
 
 static void heft_graph_free(heft_graph_t *hg)
 {
+    free(hg->orig_owned);
     free(hg->in_off);
     free(hg->out_off);
     free(hg->in);
@@ -380,25 +382,14 @@ void sched_heft_ranks(const sched_graph_t *g, const sched_prep_t *prep, double *
     free(scaled);
 }
 
-/* The per-task state of the placement, grouped by who reads it so that
- * each task costs one cache miss where separate arrays cost two or three
- * (tasks are reached through arcs, far apart in memory at 10^6 tasks;
- * docs/performance.md, "HEFT at scale").  heft_done_t is what a task's
- * successors read once it is placed; heft_wait_t what its predecessors'
- * placements read and write, and what its own pop reads. */
+/* What a task's successors read of it once it is placed, in one record:
+ * one cache miss per input where separate arrays cost two. */
 typedef struct heft_done {
     double finish;
     int32_t worker;
 } heft_done_t;
 
-typedef struct heft_wait {
-    int64_t waiting; /* inputs not yet placed */
-    double rank;     /* scaled, as heft_scaled_ranks */
-    int64_t orig;    /* the caller's index: the ready order's tie */
-    int32_t pref;    /* the preferred worker, or -1 */
-} heft_wait_t;
-
-_Static_assert(64 % sizeof(heft_done_t) == 0 && 64 % sizeof(heft_wait_t) == 0,
+_Static_assert(64 % sizeof(heft_done_t) == 0,
                "a task's state must not straddle two cache lines");
 
 /* n elements of size sz on cache-line boundaries (sz divides 64), zeroed. */
@@ -614,7 +605,116 @@ static void heft_bounded_free(heft_bounded_t *b)
     free(b->near);
 }
 
-/* ------------------------------------------------------ the ready tasks */
+/* --------------------------------------------------- the placement order */
+/* HEFT places next the highest-ranked task whose inputs are all placed,
+ * ties to the lower index of the caller's numbering.  Which task that is
+ * never depends on where the earlier ones went, so the whole order is
+ * worked out first and the tasks renumbered in it (heft_graph_seq): the
+ * placement then walks its tasks in memory order, reads each input's
+ * record a little behind it (most inputs were placed shortly before), and
+ * keeps no count of unplaced inputs and no heap (docs/performance.md,
+ * "HEFT at scale, placement order"). */
+
+/* Whether hg's task a comes before b: higher rank, ties to the lower
+ * caller's index. */
+static inline bool heft_first(const heft_graph_t *hg, const double *rank, int64_t a,
+                              int64_t b)
+{
+    if (rank[a] != rank[b])
+        return rank[a] > rank[b];
+    return hg->orig[a] < hg->orig[b];
+}
+
+/* Whether every edge goes from a task that comes first to one that comes
+ * later.  Then the order is the sort of all tasks: the first unplaced
+ * task of the sort has all its inputs placed, and no task ready then
+ * comes before it.  Ranks fall along an edge whenever its source or the
+ * edge costs something; zero costs (or rounding) can make a successor tie
+ * with its input and, having the lower index, come first. */
+static bool heft_order_falls(const heft_graph_t *hg, int64_t n, const double *rank)
+{
+    for (int64_t u = 0; u < n; u++)
+        for (int64_t s = hg->out_off[u]; s < hg->out_off[u + 1]; s++)
+            if (!heft_first(hg, rank, u, hg->out[s].v))
+                return false;
+    return true;
+}
+
+typedef struct heft_key {
+    uint64_t key;
+    int64_t u;
+} heft_key_t;
+
+static int heft_key_cmp(const void *pa, const void *pb)
+{
+    const heft_key_t *a = pa, *b = pb;
+    return (a->key > b->key) - (a->key < b->key);
+}
+
+/* Radix sort digits: 6 passes of 11 bits cover a 64-bit key with 2048
+ * buckets, few enough that each bucket's next slot stays in cache. */
+#define HEFT_RADIX_BITS 11
+#define HEFT_RADIX_PASSES 6
+
+/* seq = hg's tasks in heft_first order, by a stable radix sort on the
+ * ranks' bits (the bits of a non-negative double order as the values do)
+ * and the caller's index among equal ranks. */
+static ompc_status_t heft_order_sort(const heft_graph_t *hg, int64_t n,
+                                     const double *rank, int64_t *seq)
+{
+    enum { B = 1 << HEFT_RADIX_BITS };
+    heft_key_t *a = malloc(((size_t)n + 1) * sizeof(*a));
+    heft_key_t *b = malloc(((size_t)n + 1) * sizeof(*b));
+    int64_t(*count)[B] = calloc(HEFT_RADIX_PASSES, sizeof(*count));
+    if (!a || !b || !count) {
+        free(a);
+        free(b);
+        free(count);
+        return OMPC_ERR_NOMEM;
+    }
+    for (int64_t u = 0; u < n; u++) {
+        uint64_t bits = 0;
+        if (rank[u] != 0.0) /* +0 and -0 alike */
+            memcpy(&bits, &rank[u], sizeof(bits));
+        a[u] = (heft_key_t){~bits, u}; /* ascending key: descending rank */
+        for (int d = 0; d < HEFT_RADIX_PASSES; d++)
+            count[d][(a[u].key >> (d * HEFT_RADIX_BITS)) & (B - 1)]++;
+    }
+    for (int d = 0; d < HEFT_RADIX_PASSES; d++) {
+        int shift = d * HEFT_RADIX_BITS;
+        /* A digit all keys share moves nothing. */
+        if (count[d][(a[0].key >> shift) & (B - 1)] == n)
+            continue;
+        int64_t sum = 0;
+        for (int x = 0; x < B; x++) {
+            int64_t c = count[d][x];
+            count[d][x] = sum;
+            sum += c;
+        }
+        for (int64_t j = 0; j < n; j++)
+            b[count[d][(a[j].key >> shift) & (B - 1)]++] = a[j];
+        heft_key_t *t = a;
+        a = b;
+        b = t;
+    }
+    for (int64_t j = 0; j < n;) {
+        int64_t e = j + 1;
+        while (e < n && a[e].key == a[j].key)
+            e++;
+        if (e - j > 1) {
+            for (int64_t x = j; x < e; x++)
+                a[x].key = (uint64_t)hg->orig[a[x].u];
+            qsort(a + j, (size_t)(e - j), sizeof(*a), heft_key_cmp);
+        }
+        for (; j < e; j++)
+            seq[j] = a[j].u;
+    }
+    free(a);
+    free(b);
+    free(count);
+    return OMPC_OK;
+}
+
 /* The tasks whose inputs are all placed, highest rank first, ties to the
  * lower index of the caller's numbering.  Keys live in the heap entries:
  * a sift then reads no rank[] or orig[] of tasks far away in memory. */
@@ -660,6 +760,79 @@ static int64_t heft_ready_pop(heft_ready_t *h, int64_t *n_p)
     return top;
 }
 
+/* seq = hg's tasks in placement order when ranks do not fall along every
+ * edge: Kahn's algorithm with the ready tasks in a heap. */
+static ompc_status_t heft_order_heap(const heft_graph_t *hg, int64_t n,
+                                     const double *rank, int64_t *seq)
+{
+    int64_t *waiting = malloc(((size_t)n + 1) * sizeof(int64_t));
+    heft_ready_t *heap = malloc(((size_t)n + 1) * sizeof(heft_ready_t));
+    if (!waiting || !heap) {
+        free(waiting);
+        free(heap);
+        return OMPC_ERR_NOMEM;
+    }
+    int64_t nheap = 0, q = 0;
+    for (int64_t u = 0; u < n; u++) {
+        waiting[u] = hg->in_off[u + 1] - hg->in_off[u];
+        if (waiting[u] == 0)
+            heft_ready_push(heap, &nheap, (heft_ready_t){rank[u], hg->orig[u], u});
+    }
+    while (nheap > 0) {
+        int64_t u = heft_ready_pop(heap, &nheap);
+        seq[q++] = u;
+        for (int64_t s = hg->out_off[u]; s < hg->out_off[u + 1]; s++) {
+            int64_t v = hg->out[s].v;
+            if (--waiting[v] == 0)
+                heft_ready_push(heap, &nheap, (heft_ready_t){rank[v], hg->orig[v], v});
+        }
+    }
+    OMPC_ASSERT(q == n); /* hg is acyclic: prep->topo ordered it */
+    free(waiting);
+    free(heap);
+    return OMPC_OK;
+}
+
+/* pg = hg renumbered in the placement order: pg's task q is hg's seq[q].
+ * Only what the placement reads: inputs (each group in hg's order), the
+ * caller's indices and uniform costs; pref (caller's numbering) comes
+ * out as pref_q[q]. */
+static ompc_status_t heft_graph_seq(const heft_graph_t *hg, int64_t n, const int64_t *seq,
+                                    const int32_t *pref, heft_graph_t *pg,
+                                    int32_t *pref_q)
+{
+    int64_t m = hg->in_off[n];
+    memset(pg, 0, sizeof(*pg));
+    int64_t *pos = malloc(((size_t)n + 1) * sizeof(int64_t));
+    pg->orig_owned = malloc(((size_t)n + 1) * sizeof(int64_t));
+    pg->in_off = malloc(((size_t)n + 1) * sizeof(int64_t));
+    pg->in = malloc(((size_t)m + 1) * sizeof(heft_arc_t));
+    if (hg->cu)
+        pg->cu = malloc(((size_t)n + 1) * sizeof(double));
+    if (!pos || !pg->orig_owned || !pg->in_off || !pg->in || (hg->cu && !pg->cu)) {
+        free(pos);
+        heft_graph_free(pg);
+        return OMPC_ERR_NOMEM;
+    }
+    pg->orig = pg->orig_owned;
+    for (int64_t q = 0; q < n; q++)
+        pos[seq[q]] = q;
+    int64_t e = 0;
+    for (int64_t q = 0; q < n; q++) {
+        int64_t u = seq[q];
+        pg->in_off[q] = e;
+        pg->orig_owned[q] = hg->orig[u];
+        pref_q[q] = pref[hg->orig[u]];
+        if (hg->cu)
+            pg->cu[q] = hg->cu[u];
+        for (int64_t p = hg->in_off[u]; p < hg->in_off[u + 1]; p++)
+            pg->in[e++] = (heft_arc_t){pos[hg->in[p].v], hg->in[p].c};
+    }
+    pg->in_off[n] = e;
+    free(pos);
+    return OMPC_OK;
+}
+
 /* ----------------------------------------------------------- placement */
 /* candidates as in sched_heft_policy_t. */
 static ompc_status_t heft_place(const sched_graph_t *g, int32_t candidates,
@@ -690,18 +863,17 @@ static ompc_status_t heft_place(const sched_graph_t *g, int32_t candidates,
     int32_t sample = k > 0 && k < P && HEFT_RANK_SAMPLE < P ? HEFT_RANK_SAMPLE : P;
     /* The schedule is built aside, renumbered (heft_graph_t), and copied
      * into r at the end, so r is untouched if a timeline cannot grow. */
-    heft_graph_t hg = {0};
+    heft_graph_t hg = {0}, pg = {0};
     double *rank = calloc((size_t)n + 1, sizeof(double));
+    int64_t *seq = malloc(((size_t)n + 1) * sizeof(int64_t));
     double *start = calloc((size_t)n + 1, sizeof(double));
     heft_done_t *done = heft_lines_alloc(n, sizeof(heft_done_t));
-    heft_wait_t *wait = heft_lines_alloc(n, sizeof(heft_wait_t));
     double *dready = calloc(uP, sizeof(double));
     int32_t *pref = calloc((size_t)n + 1, sizeof(int32_t));
+    int32_t *pref_q = calloc((size_t)n + 1, sizeof(int32_t));
     heft_timeline_t *tl = calloc(uP, sizeof(*tl));
-    heft_ready_t *heap = malloc(((size_t)n + 1) * sizeof(heft_ready_t));
-    int64_t nheap = 0;
     heft_bounded_t bd = {0};
-    if (!rank || !start || !done || !wait || !dready || !pref || !tl || !heap ||
+    if (!rank || !seq || !start || !done || !dready || !pref || !pref_q || !tl ||
         (k > 0 && heft_bounded_init(&bd, g, k) != OMPC_OK) ||
         heft_graph_build(g, &prep, &hg) != OMPC_OK) {
         st = OMPC_ERR_NOMEM;
@@ -712,24 +884,18 @@ static ompc_status_t heft_place(const sched_graph_t *g, int32_t candidates,
         memcpy(pref, g->prefer, (size_t)n * sizeof(*pref));
     else if ((st = heft_entry_prefs(g, &prep, pref)) != OMPC_OK)
         goto out;
-    for (int64_t u = 0; u < n; u++)
-        wait[u] = (heft_wait_t){.waiting = hg.in_off[u + 1] - hg.in_off[u],
-                                .rank = rank[u],
-                                .orig = hg.orig[u],
-                                .pref = pref[hg.orig[u]]};
+    st = heft_order_falls(&hg, n, rank) ? heft_order_sort(&hg, n, rank, seq)
+                                        : heft_order_heap(&hg, n, rank, seq);
+    if (st != OMPC_OK || (st = heft_graph_seq(&hg, n, seq, pref, &pg, pref_q)) != OMPC_OK)
+        goto out;
+    /* What is left is in placement order. */
+    heft_graph_free(&hg);
+    free(rank);
+    rank = NULL;
 
-    /* Decreasing rank alone is a topological order when every rank exceeds
-     * its successors'; with zero costs (or rounding) a successor can tie
-     * with its predecessor and, having the lower index, jump ahead.  So
-     * the next task is the highest-ranked one whose predecessors are all
-     * placed, which is the same order whenever ranks strictly decrease. */
-    for (int64_t u = 0; u < n; u++)
-        if (wait[u].waiting == 0)
-            heft_ready_push(heap, &nheap, (heft_ready_t){rank[u], hg.orig[u], u});
-    while (nheap > 0) {
-        int64_t u = heft_ready_pop(heap, &nheap);
-        int64_t i = wait[u].orig;
-        int32_t best = -1, pw = wait[u].pref;
+    for (int64_t u = 0; u < n; u++) {
+        int64_t i = pg.orig[u];
+        int32_t best = -1, pw = pref_q[u];
         int64_t best_pos = 0, pref_pos = 0;
         double best_start = 0.0, best_finish = 0.0, pref_start = 0.0;
         bool pref_seen = false;
@@ -742,7 +908,7 @@ static ompc_status_t heft_place(const sched_graph_t *g, int32_t candidates,
                 bd.ncand = 0;
                 heft_cand_add(&bd, u, g->pinned[i]);
             } else {
-                heft_cand_collect(&bd, g, &hg, done, pw, k, u, i);
+                heft_cand_collect(&bd, g, &pg, done, pw, k, u, i);
             }
             /* Two passes, same choice: first the candidates free from
              * their data-ready time t on (no search), then the others,
@@ -756,8 +922,8 @@ static ompc_status_t heft_place(const sched_graph_t *g, int32_t candidates,
             int32_t nin = 0;
             double remote = 0.0;
             if (!g->comm_lat && !pinned) {
-                for (int64_t p = hg.in_off[u]; p < hg.in_off[u + 1]; p++) {
-                    const heft_arc_t *a = &hg.in[p];
+                for (int64_t p = pg.in_off[u]; p < pg.in_off[u + 1]; p++) {
+                    const heft_arc_t *a = &pg.in[p];
                     if (done[a->v].finish + a->c > remote)
                         remote = done[a->v].finish + a->c;
                 }
@@ -767,10 +933,10 @@ static ompc_status_t heft_place(const sched_graph_t *g, int32_t candidates,
             }
             for (int32_t j = 0; j < bd.ncand; j++) {
                 int32_t w = bd.cand[j];
-                double cw = hg.cu ? hg.cu[u] : sched_cost(g, i, w);
+                double cw = pg.cu ? pg.cu[u] : sched_cost(g, i, w);
                 double t;
                 if (j < nin) {
-                    t = heft_data_ready(g, &hg, done, u, i, w);
+                    t = heft_data_ready(g, &pg, done, u, i, w);
                 } else {
                     t = 0.0;
                     if (g->ready && g->ready[(size_t)i * uP + (size_t)w] > t)
@@ -802,7 +968,7 @@ static ompc_status_t heft_place(const sched_graph_t *g, int32_t candidates,
                 double t = bd.cand_t[j];
                 if (bd.heap.end[w] <= t)
                     continue;
-                double cw = hg.cu ? hg.cu[u] : sched_cost(g, i, w);
+                double cw = pg.cu ? pg.cu[u] : sched_cost(g, i, w);
                 if (w != pw && best >= 0 &&
                     (t + cw > best_finish || (t + cw == best_finish && w > best)))
                     continue;
@@ -838,8 +1004,8 @@ static ompc_status_t heft_place(const sched_graph_t *g, int32_t candidates,
                     t = g->avail[w];
                 dready[w] = t;
             }
-            for (int64_t p = hg.in_off[u]; p < hg.in_off[u + 1]; p++) {
-                const heft_arc_t *a = &hg.in[p];
+            for (int64_t p = pg.in_off[u]; p < pg.in_off[u + 1]; p++) {
+                const heft_arc_t *a = &pg.in[p];
                 double f = done[a->v].finish;
                 int32_t wf = done[a->v].worker;
                 for (int32_t w = lo; w < hi; w++) {
@@ -849,7 +1015,7 @@ static ompc_status_t heft_place(const sched_graph_t *g, int32_t candidates,
                 }
             }
             for (int32_t w = lo; w < hi; w++) {
-                double cw = hg.cu ? hg.cu[u] : sched_cost(g, i, w);
+                double cw = pg.cu ? pg.cu[u] : sched_cost(g, i, w);
                 int64_t pos;
                 double s = heft_slot_find(&tl[w], dready[w], cw, &pos);
                 if (w == pw) {
@@ -869,7 +1035,7 @@ static ompc_status_t heft_place(const sched_graph_t *g, int32_t candidates,
         /* Up to one task's cost later (and half another: inputs that
          * reach the workers microseconds apart must not tip it). */
         if (pref_seen && pw != best) {
-            double cp = hg.cu ? hg.cu[u] : sched_cost(g, i, pw);
+            double cp = pg.cu ? pg.cu[u] : sched_cost(g, i, pw);
             if (pref_start + cp <= best_finish + 1.5 * cp) {
                 best = pw;
                 best_pos = pref_pos;
@@ -884,16 +1050,10 @@ static ompc_status_t heft_place(const sched_graph_t *g, int32_t candidates,
             heft_bounded_grow(&bd, best, best_finish);
         done[u] = (heft_done_t){.finish = best_finish, .worker = best};
         start[u] = best_start;
-        for (int64_t s = hg.out_off[u]; s < hg.out_off[u + 1]; s++) {
-            int64_t v = hg.out[s].v;
-            heft_wait_t *wv = &wait[v];
-            if (--wv->waiting == 0)
-                heft_ready_push(heap, &nheap, (heft_ready_t){wv->rank, wv->orig, v});
-        }
     }
 
     for (int64_t u = 0; u < n; u++) {
-        int64_t i = hg.orig[u];
+        int64_t i = pg.orig[u];
         r->worker[i] = done[u].worker;
         r->start[i] = start[u];
         r->finish[i] = done[u].finish;
@@ -905,14 +1065,15 @@ out:
         for (int32_t w = 0; w < P; w++)
             free(tl[w].slot);
     heft_bounded_free(&bd);
-    free(heap);
+    heft_graph_free(&pg);
     heft_graph_free(&hg);
     free(tl);
+    free(pref_q);
     free(pref);
     free(dready);
-    free(wait);
     free(done);
     free(start);
+    free(seq);
     free(rank);
     sched_prep_free(&prep);
     return st;
