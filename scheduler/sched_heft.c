@@ -114,14 +114,16 @@ typedef struct heft_arc {
 typedef struct heft_graph {
     const int64_t *orig;           /* orig[u]: the caller's index of u (prep->topo) */
     int64_t *orig_owned;           /* orig when it is not prep->topo (heft_graph_seq) */
-    int64_t *in_off, *out_off;     /* n + 1 each */
-    heft_arc_t *in, *out;          /* nedges each */
-    double *cu;                    /* cost_uniform: cu[u] = cost[orig[u]]; else NULL */
+    int64_t *newof; /* newof[i]: u for the caller's i (heft_graph_build) */
+    int64_t *in_off, *out_off; /* n + 1 each */
+    heft_arc_t *in, *out; /* nedges each */
+    double *cu; /* cost_uniform: cu[u] = cost[orig[u]]; else NULL */
 } heft_graph_t;
 
 static void heft_graph_free(heft_graph_t *hg)
 {
     free(hg->orig_owned);
+    free(hg->newof);
     free(hg->in_off);
     free(hg->out_off);
     free(hg->in);
@@ -130,14 +132,18 @@ static void heft_graph_free(heft_graph_t *hg)
     memset(hg, 0, sizeof(*hg));
 }
 
-/* Counting sort of the edges by renumbered endpoint, edges in input order. */
+/* How many edges ahead heft_graph_build fetches the endpoints' numbers. */
+#define HEFT_AHEAD 16
+
+/* Counting sort of the edges by renumbered endpoint, edges in input order.
+ * Only prep->topo is read (sched_prep_succ's is enough). */
 static ompc_status_t heft_graph_build(const sched_graph_t *g, const sched_prep_t *prep,
                                       heft_graph_t *hg)
 {
     int64_t n = g->ntasks, m = g->nedges;
     memset(hg, 0, sizeof(*hg));
     hg->orig = prep->topo;
-    int64_t *newof = malloc(((size_t)n + 1) * sizeof(int64_t));
+    int64_t *newof = hg->newof = malloc(((size_t)n + 1) * sizeof(int64_t));
     /* Both renumbered endpoints of each edge, read once (two misses an
      * edge), then streamed by the two passes that fill the groups. */
     int64_t *ends = malloc(((size_t)m + 1) * 2 * sizeof(int64_t));
@@ -149,7 +155,6 @@ static ompc_status_t heft_graph_build(const sched_graph_t *g, const sched_prep_t
         hg->cu = malloc(((size_t)n + 1) * sizeof(double));
     if (!newof || !ends || !hg->in_off || !hg->out_off || !hg->in || !hg->out ||
         (g->cost_uniform && !hg->cu)) {
-        free(newof);
         free(ends);
         heft_graph_free(hg);
         return OMPC_ERR_NOMEM;
@@ -160,6 +165,11 @@ static ompc_status_t heft_graph_build(const sched_graph_t *g, const sched_prep_t
         for (int64_t u = 0; u < n; u++)
             hg->cu[u] = g->cost[prep->topo[u]];
     for (int64_t k = 0; k < m; k++) {
+        /* newof[] of shuffled endpoints: a miss each, fetched ahead. */
+        if (k + HEFT_AHEAD < m) {
+            __builtin_prefetch(&newof[g->edges[k + HEFT_AHEAD].from]);
+            __builtin_prefetch(&newof[g->edges[k + HEFT_AHEAD].to]);
+        }
         int64_t a = newof[g->edges[k].from], b = newof[g->edges[k].to];
         ends[2 * k] = a;
         ends[2 * k + 1] = b;
@@ -184,7 +194,6 @@ static ompc_status_t heft_graph_build(const sched_graph_t *g, const sched_prep_t
     }
     hg->out_off[0] = hg->in_off[0] = 0;
     free(ends);
-    free(newof);
     return OMPC_OK;
 }
 
@@ -266,13 +275,13 @@ static int cmp_i64(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* Whether entry task i would run as well on any worker: not pinned, the
+/* Whether entry task i (hg's u) would run as well on any worker: not pinned, the
  * same cost and the same outside-input time on each. */
-static bool heft_entry_free(const sched_graph_t *g, const sched_prep_t *prep, int64_t i)
+static bool heft_entry_free(const sched_graph_t *g, const heft_graph_t *hg, int64_t u,
+                            int64_t i)
 {
     size_t uP = (size_t)g->nworkers;
-    if (prep->adj.pred_off[i + 1] != prep->adj.pred_off[i] ||
-        (g->pinned && g->pinned[i] >= 0))
+    if (hg->in_off[u + 1] != hg->in_off[u] || (g->pinned && g->pinned[i] >= 0))
         return false;
     if (g->cost_uniform && !g->ready)
         return true;
@@ -288,7 +297,7 @@ static bool heft_entry_free(const sched_graph_t *g, const sched_prep_t *prep, in
 /* pref[i]: the worker a free entry task should go to (see the top of the
  * file), -1 for every other task.  Left all -1 unless some two free entry
  * tasks share a successor. */
-static ompc_status_t heft_entry_prefs(const sched_graph_t *g, const sched_prep_t *prep,
+static ompc_status_t heft_entry_prefs(const sched_graph_t *g, const heft_graph_t *hg,
                                       int32_t *pref)
 {
     int64_t n = g->ntasks;
@@ -308,9 +317,9 @@ static ompc_status_t heft_entry_prefs(const sched_graph_t *g, const sched_prep_t
         return OMPC_ERR_NOMEM;
     }
     int64_t nfree = 0;
-    for (int64_t i = 0; i < n; i++)
-        if (heft_entry_free(g, prep, i)) {
-            mark[i] = 1;
+    for (int64_t u = 0; u < n; u++)
+        if (heft_entry_free(g, hg, u, hg->orig[u])) {
+            mark[hg->orig[u]] = 1;
             nfree++;
         }
     int64_t len = 0;
@@ -327,11 +336,11 @@ static ompc_status_t heft_entry_prefs(const sched_graph_t *g, const sched_prep_t
             total += sched_cost(g, i, 0);
             /* Free entry tasks sharing a successor with i, by index. */
             int64_t k = 0;
-            for (int64_t s = prep->adj.succ_off[i]; s < prep->adj.succ_off[i + 1]; s++) {
-                int64_t v = g->edges[prep->adj.succ_edge[s]].to;
-                for (int64_t p = prep->adj.pred_off[v]; p < prep->adj.pred_off[v + 1];
-                     p++) {
-                    int64_t u = g->edges[prep->adj.pred_edge[p]].from;
+            int64_t ui = hg->newof[i];
+            for (int64_t s = hg->out_off[ui]; s < hg->out_off[ui + 1]; s++) {
+                int64_t v = hg->out[s].v;
+                for (int64_t p = hg->in_off[v]; p < hg->in_off[v + 1]; p++) {
+                    int64_t u = hg->orig[hg->in[p].v];
                     if (mark[u] == 1) {
                         mark[u] = 2;
                         nb[k++] = u;
@@ -362,10 +371,15 @@ static ompc_status_t heft_entry_prefs(const sched_graph_t *g, const sched_prep_t
 ompc_status_t sched_entry_prefs(const sched_graph_t *g, int32_t *pref)
 {
     sched_prep_t prep;
-    ompc_status_t st = sched_prep_create(g, NULL, &prep);
+    heft_graph_t hg;
+    ompc_status_t st = sched_prep_succ(g, NULL, &prep);
     if (st != OMPC_OK)
         return st;
-    st = heft_entry_prefs(g, &prep, pref);
+    st = heft_graph_build(g, &prep, &hg);
+    if (st == OMPC_OK) {
+        st = heft_entry_prefs(g, &hg, pref);
+        heft_graph_free(&hg);
+    }
     sched_prep_free(&prep);
     return st;
 }
@@ -417,9 +431,9 @@ static void *heft_lines_alloc(int64_t n, size_t sz)
  * by at most one swap with the heap's top, O(log P), and each task reads
  * the k it needs straight from `near` instead of searching for them. */
 typedef struct heft_wheap {
-    int32_t *v;   /* the heap of the workers not in near */
+    int32_t *v; /* the heap of the workers not in near */
     int32_t *pos; /* pos[w]: w's index in v, or -1 - (w's index in near) */
-    double *end;  /* end[w]: the key */
+    double *end; /* end[w]: the key */
     int32_t n;
 } heft_wheap_t;
 
@@ -461,7 +475,7 @@ static uint64_t heft_mix(uint64_t x)
 /* Scratch of the bounded mode, all per worker. */
 typedef struct heft_bounded {
     heft_wheap_t heap;
-    int32_t *near;  /* the nnear workers whose timelines end first, any order */
+    int32_t *near; /* the nnear workers whose timelines end first, any order */
     int32_t nnear;
     int64_t *stamp; /* stamp[w] = task + 1 once w is a candidate of task */
     int32_t *cand;
@@ -839,7 +853,7 @@ static ompc_status_t heft_place(const sched_graph_t *g, int32_t candidates,
                                 sched_result_t *r)
 {
     sched_prep_t prep;
-    ompc_status_t st = sched_prep_create(g, r, &prep);
+    ompc_status_t st = sched_prep_succ(g, r, &prep);
     if (st != OMPC_OK)
         return st;
 
@@ -882,7 +896,7 @@ static ompc_status_t heft_place(const sched_graph_t *g, int32_t candidates,
     heft_scaled_ranks(g, &hg, sample, rank);
     if (g->prefer)
         memcpy(pref, g->prefer, (size_t)n * sizeof(*pref));
-    else if ((st = heft_entry_prefs(g, &prep, pref)) != OMPC_OK)
+    else if ((st = heft_entry_prefs(g, &hg, pref)) != OMPC_OK)
         goto out;
     st = heft_order_falls(&hg, n, rank) ? heft_order_sort(&hg, n, rank, seq)
                                         : heft_order_heap(&hg, n, rank, seq);
