@@ -34,32 +34,45 @@ typedef struct heft_slot {
     double start, finish;
 } heft_slot_t;
 
+/* Intervals per block of the timeline's summary. */
+#define HEFT_BLOCK 16
+
+/* last[] summarises the slots in blocks of HEFT_BLOCK: a search for a
+ * time reads the summary (16 times smaller, so a few cache lines, often
+ * in cache) and then one block, instead of a binary search over the whole
+ * timeline, one miss per step.  The ready times of tasks placed late
+ * (low rank) lie deep in the timelines: hundreds of intervals back at 10^6
+ * tasks (docs/performance.md, "HEFT at scale, placement order"). */
 typedef struct heft_timeline {
     heft_slot_t *slot;
+    double *last; /* last[j]: slot[HEFT_BLOCK*j + HEFT_BLOCK-1].finish, full blocks */
     int64_t n, cap;
 } heft_timeline_t;
 
-/* Earliest start >= ready of a run of length c on tl; *pos_p is where the
- * interval goes in tl->slot. */
-static double heft_slot_find(const heft_timeline_t *tl, double ready, double c,
-                             int64_t *pos_p)
+/* heft_slot_find when tl's last interval ends after `ready` (so tl->n >
+ * 0): the caller knows, and the search does not load that interval. */
+static double heft_slot_search(const heft_timeline_t *tl, double ready, double c,
+                               int64_t *pos_p)
 {
-    /* Free from `ready` on (the common case on many workers): no search,
-     * whose cache misses were most of the bounded mode's time. */
-    if (tl->n == 0 || tl->slot[tl->n - 1].finish <= ready) {
-        *pos_p = tl->n;
-        return ready;
-    }
     /* Skip every interval that ends by `ready`: none of the gaps between
-     * them can hold a start >= ready followed by more work.  `ready` is
-     * usually near the end of the timeline, whose last slots are in cache:
-     * gallop back from there, then search the bracket found. */
-    int64_t lo = 0, hi = tl->n - 1, step = 1;
-    while (hi - step >= 0 && tl->slot[hi - step].finish > ready) {
-        hi -= step;
-        step *= 2;
+     * them can hold a start >= ready followed by more work.  The first
+     * block whose last interval ends after `ready` holds the first such
+     * interval (the partial block at the end if no full one does: the
+     * last interval ends after `ready`). */
+    int64_t lo = 0, hi = tl->n / HEFT_BLOCK;
+    while (lo < hi) {
+        int64_t mid = lo + (hi - lo) / 2;
+        if (tl->last[mid] > ready)
+            hi = mid;
+        else
+            lo = mid + 1;
     }
-    lo = hi - step >= 0 ? hi - step + 1 : 0;
+    lo *= HEFT_BLOCK;
+    hi = lo + HEFT_BLOCK < tl->n ? lo + HEFT_BLOCK - 1 : tl->n - 1;
+    /* The block's lines all at once, not one per step of the search. */
+    for (int64_t k = lo; k <= hi; k += 4)
+        __builtin_prefetch(&tl->slot[k]);
+    __builtin_prefetch(&tl->slot[hi]);
     while (lo < hi) {
         int64_t mid = lo + (hi - lo) / 2;
         if (tl->slot[mid].finish > ready)
@@ -79,21 +92,43 @@ static double heft_slot_find(const heft_timeline_t *tl, double ready, double c,
     return t;
 }
 
+/* Earliest start >= ready of a run of length c on tl; *pos_p is where the
+ * interval goes in tl->slot. */
+static double heft_slot_find(const heft_timeline_t *tl, double ready, double c,
+                             int64_t *pos_p)
+{
+    /* Free from `ready` on (the common case on many workers): no search,
+     * whose cache misses were most of the bounded mode's time. */
+    if (tl->n == 0 || tl->slot[tl->n - 1].finish <= ready) {
+        *pos_p = tl->n;
+        return ready;
+    }
+    return heft_slot_search(tl, ready, c, pos_p);
+}
+
 static ompc_status_t heft_slot_insert(heft_timeline_t *tl, int64_t pos, double start,
                                       double finish)
 {
     if (tl->n == tl->cap) {
-        int64_t cap = tl->cap ? 2 * tl->cap : 8;
+        int64_t cap = tl->cap ? 2 * tl->cap : HEFT_BLOCK;
         heft_slot_t *s = realloc(tl->slot, (size_t)cap * sizeof(*s));
         if (!s)
             return OMPC_ERR_NOMEM;
         tl->slot = s;
+        double *l = realloc(tl->last, (size_t)(cap / HEFT_BLOCK) * sizeof(*l));
+        if (!l)
+            return OMPC_ERR_NOMEM;
+        tl->last = l;
         tl->cap = cap;
     }
     memmove(tl->slot + pos + 1, tl->slot + pos,
             (size_t)(tl->n - pos) * sizeof(*tl->slot));
     tl->slot[pos] = (heft_slot_t){start, finish};
     tl->n++;
+    /* Every block from pos's on moved up by one (its lines are in cache
+     * after the move). */
+    for (int64_t j = pos / HEFT_BLOCK; j < tl->n / HEFT_BLOCK; j++)
+        tl->last[j] = tl->slot[HEFT_BLOCK * j + HEFT_BLOCK - 1].finish;
     return OMPC_OK;
 }
 
@@ -132,7 +167,8 @@ static void heft_graph_free(heft_graph_t *hg)
     memset(hg, 0, sizeof(*hg));
 }
 
-/* How many edges ahead heft_graph_build fetches the endpoints' numbers. */
+/* How many edges ahead heft_graph_build fetches the endpoints' numbers
+ * (and tasks ahead heft_graph_seq fetches their inputs). */
 #define HEFT_AHEAD 16
 
 /* Counting sort of the edges by renumbered endpoint, edges in input order.
@@ -833,16 +869,32 @@ static ompc_status_t heft_graph_seq(const heft_graph_t *hg, int64_t n, const int
         pos[seq[q]] = q;
     int64_t e = 0;
     for (int64_t q = 0; q < n; q++) {
+        /* hg's groups come in no useful order: fetch ahead as in
+         * sched_prep_succ's Kahn, offsets, then arcs, then their pos[]. */
+        if (q + HEFT_AHEAD < n)
+            __builtin_prefetch(&hg->in_off[seq[q + HEFT_AHEAD]]);
+        if (q + HEFT_AHEAD / 2 < n)
+            __builtin_prefetch(&hg->in[hg->in_off[seq[q + HEFT_AHEAD / 2]]]);
+        if (q + HEFT_AHEAD / 4 < n) {
+            int64_t a = seq[q + HEFT_AHEAD / 4];
+            for (int64_t p = hg->in_off[a]; p < hg->in_off[a + 1]; p++)
+                __builtin_prefetch(&pos[hg->in[p].v]);
+        }
         int64_t u = seq[q];
         pg->in_off[q] = e;
         pg->orig_owned[q] = hg->orig[u];
-        pref_q[q] = pref[hg->orig[u]];
+        pref_q[q] = -1;
         if (hg->cu)
             pg->cu[q] = hg->cu[u];
         for (int64_t p = hg->in_off[u]; p < hg->in_off[u + 1]; p++)
             pg->in[e++] = (heft_arc_t){pos[hg->in[p].v], hg->in[p].c};
     }
     pg->in_off[n] = e;
+    /* Few tasks have a preferred worker, unless the caller gave them:
+     * scattered from the caller's order, not gathered with a miss each. */
+    for (int64_t i = 0; i < n; i++)
+        if (pref[i] >= 0)
+            pref_q[pos[hg->newof[i]]] = pref[i];
     free(pos);
     return OMPC_OK;
 }
@@ -986,8 +1038,9 @@ static ompc_status_t heft_place(const sched_graph_t *g, int32_t candidates,
                 if (w != pw && best >= 0 &&
                     (t + cw > best_finish || (t + cw == best_finish && w > best)))
                     continue;
+                /* end[w] > t >= avail[w]: the last interval ends after t. */
                 int64_t pos;
-                double s = heft_slot_find(&tl[w], t, cw, &pos);
+                double s = heft_slot_search(&tl[w], t, cw, &pos);
                 if (w == pw) {
                     pref_seen = true;
                     pref_pos = pos;
@@ -1076,8 +1129,10 @@ static ompc_status_t heft_place(const sched_graph_t *g, int32_t candidates,
     st = OMPC_OK;
 out:
     if (tl)
-        for (int32_t w = 0; w < P; w++)
+        for (int32_t w = 0; w < P; w++) {
             free(tl[w].slot);
+            free(tl[w].last);
+        }
     heft_bounded_free(&bd);
     heft_graph_free(&pg);
     heft_graph_free(&hg);
