@@ -34,32 +34,45 @@ typedef struct heft_slot {
     double start, finish;
 } heft_slot_t;
 
+/* Intervals per block of the timeline's summary. */
+#define HEFT_BLOCK 16
+
+/* last[] summarises the slots in blocks of HEFT_BLOCK: a search for a
+ * time reads the summary (16 times smaller, so a few cache lines, often
+ * in cache) and then one block, instead of a binary search over the whole
+ * timeline, one miss per step.  The ready times of tasks placed late
+ * (low rank) lie deep in the timelines: hundreds of intervals back at 10^6
+ * tasks (docs/performance.md, "HEFT at scale, placement order"). */
 typedef struct heft_timeline {
     heft_slot_t *slot;
+    double *last; /* last[j]: slot[HEFT_BLOCK*j + HEFT_BLOCK-1].finish, full blocks */
     int64_t n, cap;
 } heft_timeline_t;
 
-/* Earliest start >= ready of a run of length c on tl; *pos_p is where the
- * interval goes in tl->slot. */
-static double heft_slot_find(const heft_timeline_t *tl, double ready, double c,
-                             int64_t *pos_p)
+/* heft_slot_find when tl's last interval ends after `ready` (so tl->n >
+ * 0): the caller knows, and the search does not load that interval. */
+static double heft_slot_search(const heft_timeline_t *tl, double ready, double c,
+                               int64_t *pos_p)
 {
-    /* Free from `ready` on (the common case on many workers): no search,
-     * whose cache misses were most of the bounded mode's time. */
-    if (tl->n == 0 || tl->slot[tl->n - 1].finish <= ready) {
-        *pos_p = tl->n;
-        return ready;
-    }
     /* Skip every interval that ends by `ready`: none of the gaps between
-     * them can hold a start >= ready followed by more work.  `ready` is
-     * usually near the end of the timeline, whose last slots are in cache:
-     * gallop back from there, then search the bracket found. */
-    int64_t lo = 0, hi = tl->n - 1, step = 1;
-    while (hi - step >= 0 && tl->slot[hi - step].finish > ready) {
-        hi -= step;
-        step *= 2;
+     * them can hold a start >= ready followed by more work.  The first
+     * block whose last interval ends after `ready` holds the first such
+     * interval (the partial block at the end if no full one does: the
+     * last interval ends after `ready`). */
+    int64_t lo = 0, hi = tl->n / HEFT_BLOCK;
+    while (lo < hi) {
+        int64_t mid = lo + (hi - lo) / 2;
+        if (tl->last[mid] > ready)
+            hi = mid;
+        else
+            lo = mid + 1;
     }
-    lo = hi - step >= 0 ? hi - step + 1 : 0;
+    lo *= HEFT_BLOCK;
+    hi = lo + HEFT_BLOCK < tl->n ? lo + HEFT_BLOCK - 1 : tl->n - 1;
+    /* The block's lines all at once, not one per step of the search. */
+    for (int64_t k = lo; k <= hi; k += 4)
+        __builtin_prefetch(&tl->slot[k]);
+    __builtin_prefetch(&tl->slot[hi]);
     while (lo < hi) {
         int64_t mid = lo + (hi - lo) / 2;
         if (tl->slot[mid].finish > ready)
@@ -79,21 +92,43 @@ static double heft_slot_find(const heft_timeline_t *tl, double ready, double c,
     return t;
 }
 
+/* Earliest start >= ready of a run of length c on tl; *pos_p is where the
+ * interval goes in tl->slot. */
+static double heft_slot_find(const heft_timeline_t *tl, double ready, double c,
+                             int64_t *pos_p)
+{
+    /* Free from `ready` on (the common case on many workers): no search,
+     * whose cache misses were most of the bounded mode's time. */
+    if (tl->n == 0 || tl->slot[tl->n - 1].finish <= ready) {
+        *pos_p = tl->n;
+        return ready;
+    }
+    return heft_slot_search(tl, ready, c, pos_p);
+}
+
 static ompc_status_t heft_slot_insert(heft_timeline_t *tl, int64_t pos, double start,
                                       double finish)
 {
     if (tl->n == tl->cap) {
-        int64_t cap = tl->cap ? 2 * tl->cap : 8;
+        int64_t cap = tl->cap ? 2 * tl->cap : HEFT_BLOCK;
         heft_slot_t *s = realloc(tl->slot, (size_t)cap * sizeof(*s));
         if (!s)
             return OMPC_ERR_NOMEM;
         tl->slot = s;
+        double *l = realloc(tl->last, (size_t)(cap / HEFT_BLOCK) * sizeof(*l));
+        if (!l)
+            return OMPC_ERR_NOMEM;
+        tl->last = l;
         tl->cap = cap;
     }
     memmove(tl->slot + pos + 1, tl->slot + pos,
             (size_t)(tl->n - pos) * sizeof(*tl->slot));
     tl->slot[pos] = (heft_slot_t){start, finish};
     tl->n++;
+    /* Every block from pos's on moved up by one (its lines are in cache
+     * after the move). */
+    for (int64_t j = pos / HEFT_BLOCK; j < tl->n / HEFT_BLOCK; j++)
+        tl->last[j] = tl->slot[HEFT_BLOCK * j + HEFT_BLOCK - 1].finish;
     return OMPC_OK;
 }
 
@@ -113,13 +148,17 @@ typedef struct heft_arc {
 
 typedef struct heft_graph {
     const int64_t *orig;           /* orig[u]: the caller's index of u (prep->topo) */
-    int64_t *in_off, *out_off;     /* n + 1 each */
-    heft_arc_t *in, *out;          /* nedges each */
-    double *cu;                    /* cost_uniform: cu[u] = cost[orig[u]]; else NULL */
+    int64_t *orig_owned;           /* orig when it is not prep->topo (heft_graph_seq) */
+    int64_t *newof; /* newof[i]: u for the caller's i (heft_graph_build) */
+    int64_t *in_off, *out_off; /* n + 1 each */
+    heft_arc_t *in, *out; /* nedges each */
+    double *cu; /* cost_uniform: cu[u] = cost[orig[u]]; else NULL */
 } heft_graph_t;
 
 static void heft_graph_free(heft_graph_t *hg)
 {
+    free(hg->orig_owned);
+    free(hg->newof);
     free(hg->in_off);
     free(hg->out_off);
     free(hg->in);
@@ -128,14 +167,19 @@ static void heft_graph_free(heft_graph_t *hg)
     memset(hg, 0, sizeof(*hg));
 }
 
-/* Counting sort of the edges by renumbered endpoint, edges in input order. */
+/* How many edges ahead heft_graph_build fetches the endpoints' numbers
+ * (and tasks ahead heft_graph_seq fetches their inputs). */
+#define HEFT_AHEAD 16
+
+/* Counting sort of the edges by renumbered endpoint, edges in input order.
+ * Only prep->topo is read (sched_prep_succ's is enough). */
 static ompc_status_t heft_graph_build(const sched_graph_t *g, const sched_prep_t *prep,
                                       heft_graph_t *hg)
 {
     int64_t n = g->ntasks, m = g->nedges;
     memset(hg, 0, sizeof(*hg));
     hg->orig = prep->topo;
-    int64_t *newof = malloc(((size_t)n + 1) * sizeof(int64_t));
+    int64_t *newof = hg->newof = malloc(((size_t)n + 1) * sizeof(int64_t));
     /* Both renumbered endpoints of each edge, read once (two misses an
      * edge), then streamed by the two passes that fill the groups. */
     int64_t *ends = malloc(((size_t)m + 1) * 2 * sizeof(int64_t));
@@ -147,7 +191,6 @@ static ompc_status_t heft_graph_build(const sched_graph_t *g, const sched_prep_t
         hg->cu = malloc(((size_t)n + 1) * sizeof(double));
     if (!newof || !ends || !hg->in_off || !hg->out_off || !hg->in || !hg->out ||
         (g->cost_uniform && !hg->cu)) {
-        free(newof);
         free(ends);
         heft_graph_free(hg);
         return OMPC_ERR_NOMEM;
@@ -158,6 +201,11 @@ static ompc_status_t heft_graph_build(const sched_graph_t *g, const sched_prep_t
         for (int64_t u = 0; u < n; u++)
             hg->cu[u] = g->cost[prep->topo[u]];
     for (int64_t k = 0; k < m; k++) {
+        /* newof[] of shuffled endpoints: a miss each, fetched ahead. */
+        if (k + HEFT_AHEAD < m) {
+            __builtin_prefetch(&newof[g->edges[k + HEFT_AHEAD].from]);
+            __builtin_prefetch(&newof[g->edges[k + HEFT_AHEAD].to]);
+        }
         int64_t a = newof[g->edges[k].from], b = newof[g->edges[k].to];
         ends[2 * k] = a;
         ends[2 * k + 1] = b;
@@ -182,7 +230,6 @@ static ompc_status_t heft_graph_build(const sched_graph_t *g, const sched_prep_t
     }
     hg->out_off[0] = hg->in_off[0] = 0;
     free(ends);
-    free(newof);
     return OMPC_OK;
 }
 
@@ -264,13 +311,13 @@ static int cmp_i64(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* Whether entry task i would run as well on any worker: not pinned, the
+/* Whether entry task i (hg's u) would run as well on any worker: not pinned, the
  * same cost and the same outside-input time on each. */
-static bool heft_entry_free(const sched_graph_t *g, const sched_prep_t *prep, int64_t i)
+static bool heft_entry_free(const sched_graph_t *g, const heft_graph_t *hg, int64_t u,
+                            int64_t i)
 {
     size_t uP = (size_t)g->nworkers;
-    if (prep->adj.pred_off[i + 1] != prep->adj.pred_off[i] ||
-        (g->pinned && g->pinned[i] >= 0))
+    if (hg->in_off[u + 1] != hg->in_off[u] || (g->pinned && g->pinned[i] >= 0))
         return false;
     if (g->cost_uniform && !g->ready)
         return true;
@@ -286,7 +333,7 @@ static bool heft_entry_free(const sched_graph_t *g, const sched_prep_t *prep, in
 /* pref[i]: the worker a free entry task should go to (see the top of the
  * file), -1 for every other task.  Left all -1 unless some two free entry
  * tasks share a successor. */
-static ompc_status_t heft_entry_prefs(const sched_graph_t *g, const sched_prep_t *prep,
+static ompc_status_t heft_entry_prefs(const sched_graph_t *g, const heft_graph_t *hg,
                                       int32_t *pref)
 {
     int64_t n = g->ntasks;
@@ -306,9 +353,9 @@ static ompc_status_t heft_entry_prefs(const sched_graph_t *g, const sched_prep_t
         return OMPC_ERR_NOMEM;
     }
     int64_t nfree = 0;
-    for (int64_t i = 0; i < n; i++)
-        if (heft_entry_free(g, prep, i)) {
-            mark[i] = 1;
+    for (int64_t u = 0; u < n; u++)
+        if (heft_entry_free(g, hg, u, hg->orig[u])) {
+            mark[hg->orig[u]] = 1;
             nfree++;
         }
     int64_t len = 0;
@@ -325,11 +372,11 @@ static ompc_status_t heft_entry_prefs(const sched_graph_t *g, const sched_prep_t
             total += sched_cost(g, i, 0);
             /* Free entry tasks sharing a successor with i, by index. */
             int64_t k = 0;
-            for (int64_t s = prep->adj.succ_off[i]; s < prep->adj.succ_off[i + 1]; s++) {
-                int64_t v = g->edges[prep->adj.succ_edge[s]].to;
-                for (int64_t p = prep->adj.pred_off[v]; p < prep->adj.pred_off[v + 1];
-                     p++) {
-                    int64_t u = g->edges[prep->adj.pred_edge[p]].from;
+            int64_t ui = hg->newof[i];
+            for (int64_t s = hg->out_off[ui]; s < hg->out_off[ui + 1]; s++) {
+                int64_t v = hg->out[s].v;
+                for (int64_t p = hg->in_off[v]; p < hg->in_off[v + 1]; p++) {
+                    int64_t u = hg->orig[hg->in[p].v];
                     if (mark[u] == 1) {
                         mark[u] = 2;
                         nb[k++] = u;
@@ -360,10 +407,15 @@ static ompc_status_t heft_entry_prefs(const sched_graph_t *g, const sched_prep_t
 ompc_status_t sched_entry_prefs(const sched_graph_t *g, int32_t *pref)
 {
     sched_prep_t prep;
-    ompc_status_t st = sched_prep_create(g, NULL, &prep);
+    heft_graph_t hg;
+    ompc_status_t st = sched_prep_succ(g, NULL, &prep);
     if (st != OMPC_OK)
         return st;
-    st = heft_entry_prefs(g, &prep, pref);
+    st = heft_graph_build(g, &prep, &hg);
+    if (st == OMPC_OK) {
+        st = heft_entry_prefs(g, &hg, pref);
+        heft_graph_free(&hg);
+    }
     sched_prep_free(&prep);
     return st;
 }
@@ -380,25 +432,14 @@ void sched_heft_ranks(const sched_graph_t *g, const sched_prep_t *prep, double *
     free(scaled);
 }
 
-/* The per-task state of the placement, grouped by who reads it so that
- * each task costs one cache miss where separate arrays cost two or three
- * (tasks are reached through arcs, far apart in memory at 10^6 tasks;
- * docs/performance.md, "HEFT at scale").  heft_done_t is what a task's
- * successors read once it is placed; heft_wait_t what its predecessors'
- * placements read and write, and what its own pop reads. */
+/* What a task's successors read of it once it is placed, in one record:
+ * one cache miss per input where separate arrays cost two. */
 typedef struct heft_done {
     double finish;
     int32_t worker;
 } heft_done_t;
 
-typedef struct heft_wait {
-    int64_t waiting; /* inputs not yet placed */
-    double rank;     /* scaled, as heft_scaled_ranks */
-    int64_t orig;    /* the caller's index: the ready order's tie */
-    int32_t pref;    /* the preferred worker, or -1 */
-} heft_wait_t;
-
-_Static_assert(64 % sizeof(heft_done_t) == 0 && 64 % sizeof(heft_wait_t) == 0,
+_Static_assert(64 % sizeof(heft_done_t) == 0,
                "a task's state must not straddle two cache lines");
 
 /* n elements of size sz on cache-line boundaries (sz divides 64), zeroed. */
@@ -426,9 +467,9 @@ static void *heft_lines_alloc(int64_t n, size_t sz)
  * by at most one swap with the heap's top, O(log P), and each task reads
  * the k it needs straight from `near` instead of searching for them. */
 typedef struct heft_wheap {
-    int32_t *v;   /* the heap of the workers not in near */
+    int32_t *v; /* the heap of the workers not in near */
     int32_t *pos; /* pos[w]: w's index in v, or -1 - (w's index in near) */
-    double *end;  /* end[w]: the key */
+    double *end; /* end[w]: the key */
     int32_t n;
 } heft_wheap_t;
 
@@ -470,7 +511,7 @@ static uint64_t heft_mix(uint64_t x)
 /* Scratch of the bounded mode, all per worker. */
 typedef struct heft_bounded {
     heft_wheap_t heap;
-    int32_t *near;  /* the nnear workers whose timelines end first, any order */
+    int32_t *near; /* the nnear workers whose timelines end first, any order */
     int32_t nnear;
     int64_t *stamp; /* stamp[w] = task + 1 once w is a candidate of task */
     int32_t *cand;
@@ -614,7 +655,116 @@ static void heft_bounded_free(heft_bounded_t *b)
     free(b->near);
 }
 
-/* ------------------------------------------------------ the ready tasks */
+/* --------------------------------------------------- the placement order */
+/* HEFT places next the highest-ranked task whose inputs are all placed,
+ * ties to the lower index of the caller's numbering.  Which task that is
+ * never depends on where the earlier ones went, so the whole order is
+ * worked out first and the tasks renumbered in it (heft_graph_seq): the
+ * placement then walks its tasks in memory order, reads each input's
+ * record a little behind it (most inputs were placed shortly before), and
+ * keeps no count of unplaced inputs and no heap (docs/performance.md,
+ * "HEFT at scale, placement order"). */
+
+/* Whether hg's task a comes before b: higher rank, ties to the lower
+ * caller's index. */
+static inline bool heft_first(const heft_graph_t *hg, const double *rank, int64_t a,
+                              int64_t b)
+{
+    if (rank[a] != rank[b])
+        return rank[a] > rank[b];
+    return hg->orig[a] < hg->orig[b];
+}
+
+/* Whether every edge goes from a task that comes first to one that comes
+ * later.  Then the order is the sort of all tasks: the first unplaced
+ * task of the sort has all its inputs placed, and no task ready then
+ * comes before it.  Ranks fall along an edge whenever its source or the
+ * edge costs something; zero costs (or rounding) can make a successor tie
+ * with its input and, having the lower index, come first. */
+static bool heft_order_falls(const heft_graph_t *hg, int64_t n, const double *rank)
+{
+    for (int64_t u = 0; u < n; u++)
+        for (int64_t s = hg->out_off[u]; s < hg->out_off[u + 1]; s++)
+            if (!heft_first(hg, rank, u, hg->out[s].v))
+                return false;
+    return true;
+}
+
+typedef struct heft_key {
+    uint64_t key;
+    int64_t u;
+} heft_key_t;
+
+static int heft_key_cmp(const void *pa, const void *pb)
+{
+    const heft_key_t *a = pa, *b = pb;
+    return (a->key > b->key) - (a->key < b->key);
+}
+
+/* Radix sort digits: 6 passes of 11 bits cover a 64-bit key with 2048
+ * buckets, few enough that each bucket's next slot stays in cache. */
+#define HEFT_RADIX_BITS 11
+#define HEFT_RADIX_PASSES 6
+
+/* seq = hg's tasks in heft_first order, by a stable radix sort on the
+ * ranks' bits (the bits of a non-negative double order as the values do)
+ * and the caller's index among equal ranks. */
+static ompc_status_t heft_order_sort(const heft_graph_t *hg, int64_t n,
+                                     const double *rank, int64_t *seq)
+{
+    enum { B = 1 << HEFT_RADIX_BITS };
+    heft_key_t *a = malloc(((size_t)n + 1) * sizeof(*a));
+    heft_key_t *b = malloc(((size_t)n + 1) * sizeof(*b));
+    int64_t(*count)[B] = calloc(HEFT_RADIX_PASSES, sizeof(*count));
+    if (!a || !b || !count) {
+        free(a);
+        free(b);
+        free(count);
+        return OMPC_ERR_NOMEM;
+    }
+    for (int64_t u = 0; u < n; u++) {
+        uint64_t bits = 0;
+        if (rank[u] != 0.0) /* +0 and -0 alike */
+            memcpy(&bits, &rank[u], sizeof(bits));
+        a[u] = (heft_key_t){~bits, u}; /* ascending key: descending rank */
+        for (int d = 0; d < HEFT_RADIX_PASSES; d++)
+            count[d][(a[u].key >> (d * HEFT_RADIX_BITS)) & (B - 1)]++;
+    }
+    for (int d = 0; d < HEFT_RADIX_PASSES; d++) {
+        int shift = d * HEFT_RADIX_BITS;
+        /* A digit all keys share moves nothing. */
+        if (count[d][(a[0].key >> shift) & (B - 1)] == n)
+            continue;
+        int64_t sum = 0;
+        for (int x = 0; x < B; x++) {
+            int64_t c = count[d][x];
+            count[d][x] = sum;
+            sum += c;
+        }
+        for (int64_t j = 0; j < n; j++)
+            b[count[d][(a[j].key >> shift) & (B - 1)]++] = a[j];
+        heft_key_t *t = a;
+        a = b;
+        b = t;
+    }
+    for (int64_t j = 0; j < n;) {
+        int64_t e = j + 1;
+        while (e < n && a[e].key == a[j].key)
+            e++;
+        if (e - j > 1) {
+            for (int64_t x = j; x < e; x++)
+                a[x].key = (uint64_t)hg->orig[a[x].u];
+            qsort(a + j, (size_t)(e - j), sizeof(*a), heft_key_cmp);
+        }
+        for (; j < e; j++)
+            seq[j] = a[j].u;
+    }
+    free(a);
+    free(b);
+    free(count);
+    return OMPC_OK;
+}
+
 /* The tasks whose inputs are all placed, highest rank first, ties to the
  * lower index of the caller's numbering.  Keys live in the heap entries:
  * a sift then reads no rank[] or orig[] of tasks far away in memory. */
@@ -660,13 +810,102 @@ static int64_t heft_ready_pop(heft_ready_t *h, int64_t *n_p)
     return top;
 }
 
+/* seq = hg's tasks in placement order when ranks do not fall along every
+ * edge: Kahn's algorithm with the ready tasks in a heap. */
+static ompc_status_t heft_order_heap(const heft_graph_t *hg, int64_t n,
+                                     const double *rank, int64_t *seq)
+{
+    int64_t *waiting = malloc(((size_t)n + 1) * sizeof(int64_t));
+    heft_ready_t *heap = malloc(((size_t)n + 1) * sizeof(heft_ready_t));
+    if (!waiting || !heap) {
+        free(waiting);
+        free(heap);
+        return OMPC_ERR_NOMEM;
+    }
+    int64_t nheap = 0, q = 0;
+    for (int64_t u = 0; u < n; u++) {
+        waiting[u] = hg->in_off[u + 1] - hg->in_off[u];
+        if (waiting[u] == 0)
+            heft_ready_push(heap, &nheap, (heft_ready_t){rank[u], hg->orig[u], u});
+    }
+    while (nheap > 0) {
+        int64_t u = heft_ready_pop(heap, &nheap);
+        seq[q++] = u;
+        for (int64_t s = hg->out_off[u]; s < hg->out_off[u + 1]; s++) {
+            int64_t v = hg->out[s].v;
+            if (--waiting[v] == 0)
+                heft_ready_push(heap, &nheap, (heft_ready_t){rank[v], hg->orig[v], v});
+        }
+    }
+    OMPC_ASSERT(q == n); /* hg is acyclic: prep->topo ordered it */
+    free(waiting);
+    free(heap);
+    return OMPC_OK;
+}
+
+/* pg = hg renumbered in the placement order: pg's task q is hg's seq[q].
+ * Only what the placement reads: inputs (each group in hg's order), the
+ * caller's indices and uniform costs; pref (caller's numbering) comes
+ * out as pref_q[q]. */
+static ompc_status_t heft_graph_seq(const heft_graph_t *hg, int64_t n, const int64_t *seq,
+                                    const int32_t *pref, heft_graph_t *pg,
+                                    int32_t *pref_q)
+{
+    int64_t m = hg->in_off[n];
+    memset(pg, 0, sizeof(*pg));
+    int64_t *pos = malloc(((size_t)n + 1) * sizeof(int64_t));
+    pg->orig_owned = malloc(((size_t)n + 1) * sizeof(int64_t));
+    pg->in_off = malloc(((size_t)n + 1) * sizeof(int64_t));
+    pg->in = malloc(((size_t)m + 1) * sizeof(heft_arc_t));
+    if (hg->cu)
+        pg->cu = malloc(((size_t)n + 1) * sizeof(double));
+    if (!pos || !pg->orig_owned || !pg->in_off || !pg->in || (hg->cu && !pg->cu)) {
+        free(pos);
+        heft_graph_free(pg);
+        return OMPC_ERR_NOMEM;
+    }
+    pg->orig = pg->orig_owned;
+    for (int64_t q = 0; q < n; q++)
+        pos[seq[q]] = q;
+    int64_t e = 0;
+    for (int64_t q = 0; q < n; q++) {
+        /* hg's groups come in no useful order: fetch ahead as in
+         * sched_prep_succ's Kahn, offsets, then arcs, then their pos[]. */
+        if (q + HEFT_AHEAD < n)
+            __builtin_prefetch(&hg->in_off[seq[q + HEFT_AHEAD]]);
+        if (q + HEFT_AHEAD / 2 < n)
+            __builtin_prefetch(&hg->in[hg->in_off[seq[q + HEFT_AHEAD / 2]]]);
+        if (q + HEFT_AHEAD / 4 < n) {
+            int64_t a = seq[q + HEFT_AHEAD / 4];
+            for (int64_t p = hg->in_off[a]; p < hg->in_off[a + 1]; p++)
+                __builtin_prefetch(&pos[hg->in[p].v]);
+        }
+        int64_t u = seq[q];
+        pg->in_off[q] = e;
+        pg->orig_owned[q] = hg->orig[u];
+        pref_q[q] = -1;
+        if (hg->cu)
+            pg->cu[q] = hg->cu[u];
+        for (int64_t p = hg->in_off[u]; p < hg->in_off[u + 1]; p++)
+            pg->in[e++] = (heft_arc_t){pos[hg->in[p].v], hg->in[p].c};
+    }
+    pg->in_off[n] = e;
+    /* Few tasks have a preferred worker, unless the caller gave them:
+     * scattered from the caller's order, not gathered with a miss each. */
+    for (int64_t i = 0; i < n; i++)
+        if (pref[i] >= 0)
+            pref_q[pos[hg->newof[i]]] = pref[i];
+    free(pos);
+    return OMPC_OK;
+}
+
 /* ----------------------------------------------------------- placement */
 /* candidates as in sched_heft_policy_t. */
 static ompc_status_t heft_place(const sched_graph_t *g, int32_t candidates,
                                 sched_result_t *r)
 {
     sched_prep_t prep;
-    ompc_status_t st = sched_prep_create(g, r, &prep);
+    ompc_status_t st = sched_prep_succ(g, r, &prep);
     if (st != OMPC_OK)
         return st;
 
@@ -690,18 +929,17 @@ static ompc_status_t heft_place(const sched_graph_t *g, int32_t candidates,
     int32_t sample = k > 0 && k < P && HEFT_RANK_SAMPLE < P ? HEFT_RANK_SAMPLE : P;
     /* The schedule is built aside, renumbered (heft_graph_t), and copied
      * into r at the end, so r is untouched if a timeline cannot grow. */
-    heft_graph_t hg = {0};
+    heft_graph_t hg = {0}, pg = {0};
     double *rank = calloc((size_t)n + 1, sizeof(double));
+    int64_t *seq = malloc(((size_t)n + 1) * sizeof(int64_t));
     double *start = calloc((size_t)n + 1, sizeof(double));
     heft_done_t *done = heft_lines_alloc(n, sizeof(heft_done_t));
-    heft_wait_t *wait = heft_lines_alloc(n, sizeof(heft_wait_t));
     double *dready = calloc(uP, sizeof(double));
     int32_t *pref = calloc((size_t)n + 1, sizeof(int32_t));
+    int32_t *pref_q = calloc((size_t)n + 1, sizeof(int32_t));
     heft_timeline_t *tl = calloc(uP, sizeof(*tl));
-    heft_ready_t *heap = malloc(((size_t)n + 1) * sizeof(heft_ready_t));
-    int64_t nheap = 0;
     heft_bounded_t bd = {0};
-    if (!rank || !start || !done || !wait || !dready || !pref || !tl || !heap ||
+    if (!rank || !seq || !start || !done || !dready || !pref || !pref_q || !tl ||
         (k > 0 && heft_bounded_init(&bd, g, k) != OMPC_OK) ||
         heft_graph_build(g, &prep, &hg) != OMPC_OK) {
         st = OMPC_ERR_NOMEM;
@@ -710,26 +948,20 @@ static ompc_status_t heft_place(const sched_graph_t *g, int32_t candidates,
     heft_scaled_ranks(g, &hg, sample, rank);
     if (g->prefer)
         memcpy(pref, g->prefer, (size_t)n * sizeof(*pref));
-    else if ((st = heft_entry_prefs(g, &prep, pref)) != OMPC_OK)
+    else if ((st = heft_entry_prefs(g, &hg, pref)) != OMPC_OK)
         goto out;
-    for (int64_t u = 0; u < n; u++)
-        wait[u] = (heft_wait_t){.waiting = hg.in_off[u + 1] - hg.in_off[u],
-                                .rank = rank[u],
-                                .orig = hg.orig[u],
-                                .pref = pref[hg.orig[u]]};
+    st = heft_order_falls(&hg, n, rank) ? heft_order_sort(&hg, n, rank, seq)
+                                        : heft_order_heap(&hg, n, rank, seq);
+    if (st != OMPC_OK || (st = heft_graph_seq(&hg, n, seq, pref, &pg, pref_q)) != OMPC_OK)
+        goto out;
+    /* What is left is in placement order. */
+    heft_graph_free(&hg);
+    free(rank);
+    rank = NULL;
 
-    /* Decreasing rank alone is a topological order when every rank exceeds
-     * its successors'; with zero costs (or rounding) a successor can tie
-     * with its predecessor and, having the lower index, jump ahead.  So
-     * the next task is the highest-ranked one whose predecessors are all
-     * placed, which is the same order whenever ranks strictly decrease. */
-    for (int64_t u = 0; u < n; u++)
-        if (wait[u].waiting == 0)
-            heft_ready_push(heap, &nheap, (heft_ready_t){rank[u], hg.orig[u], u});
-    while (nheap > 0) {
-        int64_t u = heft_ready_pop(heap, &nheap);
-        int64_t i = wait[u].orig;
-        int32_t best = -1, pw = wait[u].pref;
+    for (int64_t u = 0; u < n; u++) {
+        int64_t i = pg.orig[u];
+        int32_t best = -1, pw = pref_q[u];
         int64_t best_pos = 0, pref_pos = 0;
         double best_start = 0.0, best_finish = 0.0, pref_start = 0.0;
         bool pref_seen = false;
@@ -742,7 +974,7 @@ static ompc_status_t heft_place(const sched_graph_t *g, int32_t candidates,
                 bd.ncand = 0;
                 heft_cand_add(&bd, u, g->pinned[i]);
             } else {
-                heft_cand_collect(&bd, g, &hg, done, pw, k, u, i);
+                heft_cand_collect(&bd, g, &pg, done, pw, k, u, i);
             }
             /* Two passes, same choice: first the candidates free from
              * their data-ready time t on (no search), then the others,
@@ -756,8 +988,8 @@ static ompc_status_t heft_place(const sched_graph_t *g, int32_t candidates,
             int32_t nin = 0;
             double remote = 0.0;
             if (!g->comm_lat && !pinned) {
-                for (int64_t p = hg.in_off[u]; p < hg.in_off[u + 1]; p++) {
-                    const heft_arc_t *a = &hg.in[p];
+                for (int64_t p = pg.in_off[u]; p < pg.in_off[u + 1]; p++) {
+                    const heft_arc_t *a = &pg.in[p];
                     if (done[a->v].finish + a->c > remote)
                         remote = done[a->v].finish + a->c;
                 }
@@ -767,10 +999,10 @@ static ompc_status_t heft_place(const sched_graph_t *g, int32_t candidates,
             }
             for (int32_t j = 0; j < bd.ncand; j++) {
                 int32_t w = bd.cand[j];
-                double cw = hg.cu ? hg.cu[u] : sched_cost(g, i, w);
+                double cw = pg.cu ? pg.cu[u] : sched_cost(g, i, w);
                 double t;
                 if (j < nin) {
-                    t = heft_data_ready(g, &hg, done, u, i, w);
+                    t = heft_data_ready(g, &pg, done, u, i, w);
                 } else {
                     t = 0.0;
                     if (g->ready && g->ready[(size_t)i * uP + (size_t)w] > t)
@@ -802,12 +1034,13 @@ static ompc_status_t heft_place(const sched_graph_t *g, int32_t candidates,
                 double t = bd.cand_t[j];
                 if (bd.heap.end[w] <= t)
                     continue;
-                double cw = hg.cu ? hg.cu[u] : sched_cost(g, i, w);
+                double cw = pg.cu ? pg.cu[u] : sched_cost(g, i, w);
                 if (w != pw && best >= 0 &&
                     (t + cw > best_finish || (t + cw == best_finish && w > best)))
                     continue;
+                /* end[w] > t >= avail[w]: the last interval ends after t. */
                 int64_t pos;
-                double s = heft_slot_find(&tl[w], t, cw, &pos);
+                double s = heft_slot_search(&tl[w], t, cw, &pos);
                 if (w == pw) {
                     pref_seen = true;
                     pref_pos = pos;
@@ -838,8 +1071,8 @@ static ompc_status_t heft_place(const sched_graph_t *g, int32_t candidates,
                     t = g->avail[w];
                 dready[w] = t;
             }
-            for (int64_t p = hg.in_off[u]; p < hg.in_off[u + 1]; p++) {
-                const heft_arc_t *a = &hg.in[p];
+            for (int64_t p = pg.in_off[u]; p < pg.in_off[u + 1]; p++) {
+                const heft_arc_t *a = &pg.in[p];
                 double f = done[a->v].finish;
                 int32_t wf = done[a->v].worker;
                 for (int32_t w = lo; w < hi; w++) {
@@ -849,7 +1082,7 @@ static ompc_status_t heft_place(const sched_graph_t *g, int32_t candidates,
                 }
             }
             for (int32_t w = lo; w < hi; w++) {
-                double cw = hg.cu ? hg.cu[u] : sched_cost(g, i, w);
+                double cw = pg.cu ? pg.cu[u] : sched_cost(g, i, w);
                 int64_t pos;
                 double s = heft_slot_find(&tl[w], dready[w], cw, &pos);
                 if (w == pw) {
@@ -869,7 +1102,7 @@ static ompc_status_t heft_place(const sched_graph_t *g, int32_t candidates,
         /* Up to one task's cost later (and half another: inputs that
          * reach the workers microseconds apart must not tip it). */
         if (pref_seen && pw != best) {
-            double cp = hg.cu ? hg.cu[u] : sched_cost(g, i, pw);
+            double cp = pg.cu ? pg.cu[u] : sched_cost(g, i, pw);
             if (pref_start + cp <= best_finish + 1.5 * cp) {
                 best = pw;
                 best_pos = pref_pos;
@@ -884,16 +1117,10 @@ static ompc_status_t heft_place(const sched_graph_t *g, int32_t candidates,
             heft_bounded_grow(&bd, best, best_finish);
         done[u] = (heft_done_t){.finish = best_finish, .worker = best};
         start[u] = best_start;
-        for (int64_t s = hg.out_off[u]; s < hg.out_off[u + 1]; s++) {
-            int64_t v = hg.out[s].v;
-            heft_wait_t *wv = &wait[v];
-            if (--wv->waiting == 0)
-                heft_ready_push(heap, &nheap, (heft_ready_t){wv->rank, wv->orig, v});
-        }
     }
 
     for (int64_t u = 0; u < n; u++) {
-        int64_t i = hg.orig[u];
+        int64_t i = pg.orig[u];
         r->worker[i] = done[u].worker;
         r->start[i] = start[u];
         r->finish[i] = done[u].finish;
@@ -902,17 +1129,20 @@ static ompc_status_t heft_place(const sched_graph_t *g, int32_t candidates,
     st = OMPC_OK;
 out:
     if (tl)
-        for (int32_t w = 0; w < P; w++)
+        for (int32_t w = 0; w < P; w++) {
             free(tl[w].slot);
+            free(tl[w].last);
+        }
     heft_bounded_free(&bd);
-    free(heap);
+    heft_graph_free(&pg);
     heft_graph_free(&hg);
     free(tl);
+    free(pref_q);
     free(pref);
     free(dready);
-    free(wait);
     free(done);
     free(start);
+    free(seq);
     free(rank);
     sched_prep_free(&prep);
     return st;

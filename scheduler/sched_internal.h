@@ -40,6 +40,13 @@ ompc_status_t sched_graph_validate(const sched_graph_t *g, const sched_result_t 
  * on success; release it with sched_prep_free. */
 ompc_status_t sched_prep_create(const sched_graph_t *g, const sched_result_t *r,
                                 sched_prep_t *prep);
+/* sched_prep_create for a policy that needs neither predecessor lists
+ * nor the tie rule (HEFT, and the checks that only want cycles found):
+ * adj holds succ_off and succ_to only (the rest NULL), and topo is
+ * breadth-first, which costs one counting sort of the edges less and lets
+ * the order fetch ahead.  Errors, cycles included, as sched_prep_create. */
+ompc_status_t sched_prep_succ(const sched_graph_t *g, const sched_result_t *r,
+                              sched_prep_t *prep);
 void sched_prep_free(sched_prep_t *prep);
 
 /* Time to move edge e's data from worker p to worker q (0 when p == q). */

@@ -743,14 +743,18 @@ static bool sj_farray(sj_cur_t *c, sj_path_t path, sj_array_t *a)
     return sj_fchar(c, ']');
 }
 
-static bool sj_ftask(sj_cur_t *c, sj_path_t path)
+/* One key of an object sj_fobject reads, the cursor at its value: reads
+ * the value of a key of its own and returns that key's bit (one per key,
+ * so that a repeat is caught), 0 for a key not its own (read as one
+ * sj_parse ignores), -1 for a value it does not take. */
+typedef int (*sj_ffield_t)(sj_cur_t *c, void *obj, const char *key, size_t len,
+                           sj_path_t vp);
+
+/* The rest of an object whose '{' was read, its members at path.m: the
+ * one loop of keys, repeats and unknown keys for every object sj_fast
+ * reads. */
+static bool sj_fobject(sj_cur_t *c, sj_path_t path, void *obj, sj_ffield_t field)
 {
-    sj_t *t = c->t;
-    if (!sj_fchar(c, '{'))
-        return false;
-    sj_reserve(t, (void **)&t->task, &t->task_cap, t->ntasks + 1, sizeof(sj_task_t));
-    sj_task_t *k = &t->task[t->ntasks++];
-    *k = (sj_task_t){.path = path, .pinned = -1};
     if (sj_fchar(c, '}'))
         return true;
     unsigned seen = 0;
@@ -761,46 +765,91 @@ static bool sj_ftask(sj_cur_t *c, sj_path_t path)
         size_t kl;
         if (!sj_fkey(c, &key, &kl))
             return false;
-        sj_path_t vp = sj_path_add(path, m++);
-        unsigned bit;
-        if (sj_fkey_is(key, kl, "id")) {
-            bit = 1;
-            if (!sj_fint(c, 0, INT64_MAX, &k->id))
-                return false;
-            k->has_id = true;
-        } else if (sj_fkey_is(key, kl, "cost")) {
-            bit = 2;
-            sj_fws(c);
-            if (c->p < t->len && t->text[c->p] == '[') {
-                if (!sj_farray(c, vp, &k->cost))
-                    return false;
-            } else {
-                sj_reserve(t, (void **)&t->num, &t->num_cap, t->nnum + 1, sizeof(double));
-                if (!sj_fvalue(c, &t->num[t->nnum]))
-                    return false;
-                k->cost = (sj_array_t){
-                    .off = t->nnum, .n = 1, .path = vp, .has = true, .scalar = true};
-                t->nnum++;
-            }
-        } else if (sj_fkey_is(key, kl, "ready")) {
-            bit = 4;
-            if (!sj_farray(c, vp, &k->ready))
-                return false;
-        } else if (sj_fkey_is(key, kl, "pinned")) {
-            bit = 8;
-            if (!sj_fint(c, -1, INT32_MAX, &k->pinned))
-                return false;
-            k->pinned_path = vp;
-        } else if (sj_funknown(c, &unknown, key, kl)) {
-            bit = 0;
-        } else {
+        int bit = field(c, obj, key, kl, sj_path_add(path, m++));
+        if (bit < 0 || (bit == 0 && !sj_funknown(c, &unknown, key, kl)) ||
+            (seen & (unsigned)bit))
             return false;
-        }
-        if (seen & bit)
-            return false;
-        seen |= bit;
+        seen |= (unsigned)bit;
     } while (sj_fchar(c, ','));
     return sj_fchar(c, '}');
+}
+
+static int sj_ftask_field(sj_cur_t *c, void *obj, const char *key, size_t kl,
+                          sj_path_t vp)
+{
+    sj_t *t = c->t;
+    sj_task_t *k = obj;
+    if (sj_fkey_is(key, kl, "id")) {
+        if (!sj_fint(c, 0, INT64_MAX, &k->id))
+            return -1;
+        k->has_id = true;
+        return 1;
+    }
+    if (sj_fkey_is(key, kl, "cost")) {
+        sj_fws(c);
+        if (c->p < t->len && t->text[c->p] == '[')
+            return sj_farray(c, vp, &k->cost) ? 2 : -1;
+        sj_reserve(t, (void **)&t->num, &t->num_cap, t->nnum + 1, sizeof(double));
+        if (!sj_fvalue(c, &t->num[t->nnum]))
+            return -1;
+        k->cost = (sj_array_t){
+            .off = t->nnum, .n = 1, .path = vp, .has = true, .scalar = true};
+        t->nnum++;
+        return 2;
+    }
+    if (sj_fkey_is(key, kl, "ready"))
+        return sj_farray(c, vp, &k->ready) ? 4 : -1;
+    if (sj_fkey_is(key, kl, "pinned")) {
+        if (!sj_fint(c, -1, INT32_MAX, &k->pinned))
+            return -1;
+        k->pinned_path = vp;
+        return 8;
+    }
+    return 0;
+}
+
+static int sj_fedge_field(sj_cur_t *c, void *obj, const char *key, size_t kl,
+                          sj_path_t vp)
+{
+    sj_edge_t *e = obj;
+    if (sj_fkey_is(key, kl, "from")) {
+        if (!sj_fint(c, 0, INT64_MAX, &e->from))
+            return -1;
+        e->from_path = vp;
+        e->has_from = true;
+        return 1;
+    }
+    if (sj_fkey_is(key, kl, "to")) {
+        if (!sj_fint(c, 0, INT64_MAX, &e->to))
+            return -1;
+        e->to_path = vp;
+        e->has_to = true;
+        return 2;
+    }
+    if (sj_fkey_is(key, kl, "cost")) {
+        if (!sj_fvalue(c, &e->cost))
+            return -1;
+        e->has_cost = true;
+        return 4;
+    }
+    if (sj_fkey_is(key, kl, "bytes")) {
+        if (!sj_fvalue(c, &e->bytes))
+            return -1;
+        e->has_bytes = true;
+        return 8;
+    }
+    return 0;
+}
+
+static bool sj_ftask(sj_cur_t *c, sj_path_t path)
+{
+    sj_t *t = c->t;
+    if (!sj_fchar(c, '{'))
+        return false;
+    sj_reserve(t, (void **)&t->task, &t->task_cap, t->ntasks + 1, sizeof(sj_task_t));
+    sj_task_t *k = &t->task[t->ntasks++];
+    *k = (sj_task_t){.path = path, .pinned = -1};
+    return sj_fobject(c, path, k, sj_ftask_field);
 }
 
 static bool sj_fedge(sj_cur_t *c, sj_path_t path)
@@ -811,50 +860,47 @@ static bool sj_fedge(sj_cur_t *c, sj_path_t path)
     sj_reserve(t, (void **)&t->edge, &t->edge_cap, t->nedges + 1, sizeof(sj_edge_t));
     sj_edge_t *e = &t->edge[t->nedges++];
     *e = (sj_edge_t){.path = path};
-    if (sj_fchar(c, '}'))
-        return true;
-    unsigned seen = 0;
-    sj_funknown_t unknown = {.n = 0};
-    int64_t m = 0;
-    do {
-        const char *key;
-        size_t kl;
-        if (!sj_fkey(c, &key, &kl))
-            return false;
-        sj_path_t vp = sj_path_add(path, m++);
-        unsigned bit;
-        if (sj_fkey_is(key, kl, "from")) {
-            bit = 1;
-            if (!sj_fint(c, 0, INT64_MAX, &e->from))
-                return false;
-            e->from_path = vp;
-            e->has_from = true;
-        } else if (sj_fkey_is(key, kl, "to")) {
-            bit = 2;
-            if (!sj_fint(c, 0, INT64_MAX, &e->to))
-                return false;
-            e->to_path = vp;
-            e->has_to = true;
-        } else if (sj_fkey_is(key, kl, "cost")) {
-            bit = 4;
-            if (!sj_fvalue(c, &e->cost))
-                return false;
-            e->has_cost = true;
-        } else if (sj_fkey_is(key, kl, "bytes")) {
-            bit = 8;
-            if (!sj_fvalue(c, &e->bytes))
-                return false;
-            e->has_bytes = true;
-        } else if (sj_funknown(c, &unknown, key, kl)) {
-            bit = 0;
-        } else {
-            return false;
+    return sj_fobject(c, path, e, sj_fedge_field);
+}
+
+/* The top level's keys (obj is t). */
+static int sj_ftop_field(sj_cur_t *c, void *obj, const char *key, size_t kl, sj_path_t vp)
+{
+    sj_t *t = obj;
+    if (sj_fkey_is(key, kl, "workers")) {
+        if (!sj_fint(c, 1, INT32_MAX, &t->workers))
+            return -1;
+        t->workers_path = vp;
+        t->has_workers = true;
+        return 1;
+    }
+    if (sj_fkey_is(key, kl, "tasks") || sj_fkey_is(key, kl, "edges")) {
+        bool tasks = key[0] == 't';
+        if (!sj_fchar(c, '['))
+            return -1;
+        if (!sj_fchar(c, ']')) {
+            int64_t i = 0;
+            do {
+                sj_path_t ep = sj_path_add(vp, i++);
+                if (!(tasks ? sj_ftask(c, ep) : sj_fedge(c, ep)))
+                    return -1;
+            } while (sj_fchar(c, ','));
+            if (!sj_fchar(c, ']'))
+                return -1;
         }
-        if (seen & bit)
-            return false;
-        seen |= bit;
-    } while (sj_fchar(c, ','));
-    return sj_fchar(c, '}');
+        if (tasks)
+            t->has_tasks = true;
+        else
+            t->has_edges = true;
+        return tasks ? 2 : 4;
+    }
+    if (sj_fkey_is(key, kl, "avail"))
+        return sj_farray(c, vp, &t->avail) ? 8 : -1;
+    if (sj_fkey_is(key, kl, "comm_lat"))
+        return sj_farray(c, vp, &t->lat) ? 16 : -1;
+    if (sj_fkey_is(key, kl, "comm_inv_bw"))
+        return sj_farray(c, vp, &t->inv_bw) ? 32 : -1;
+    return 0;
 }
 
 /* The whole input as sj_parse would read it from jansson's tree, or false
@@ -862,68 +908,8 @@ static bool sj_fedge(sj_cur_t *c, sj_path_t path)
 static bool sj_fast(sj_t *t)
 {
     sj_cur_t cur = {t, 0}, *c = &cur;
-    if (!sj_fchar(c, '{'))
+    if (!sj_fchar(c, '{') || !sj_fobject(c, t->top, t, sj_ftop_field))
         return false;
-    if (!sj_fchar(c, '}')) {
-        unsigned seen = 0;
-        sj_funknown_t unknown = {.n = 0};
-        int64_t m = 0;
-        do {
-            const char *key;
-            size_t kl;
-            if (!sj_fkey(c, &key, &kl))
-                return false;
-            sj_path_t vp = sj_path_add(t->top, m++);
-            unsigned bit;
-            if (sj_fkey_is(key, kl, "workers")) {
-                bit = 1;
-                if (!sj_fint(c, 1, INT32_MAX, &t->workers))
-                    return false;
-                t->workers_path = vp;
-                t->has_workers = true;
-            } else if (sj_fkey_is(key, kl, "tasks") || sj_fkey_is(key, kl, "edges")) {
-                bool tasks = key[0] == 't';
-                bit = tasks ? 2 : 4;
-                if (!sj_fchar(c, '['))
-                    return false;
-                if (!sj_fchar(c, ']')) {
-                    int64_t i = 0;
-                    do {
-                        sj_path_t ep = sj_path_add(vp, i++);
-                        if (!(tasks ? sj_ftask(c, ep) : sj_fedge(c, ep)))
-                            return false;
-                    } while (sj_fchar(c, ','));
-                    if (!sj_fchar(c, ']'))
-                        return false;
-                }
-                if (tasks)
-                    t->has_tasks = true;
-                else
-                    t->has_edges = true;
-            } else if (sj_fkey_is(key, kl, "avail")) {
-                bit = 8;
-                if (!sj_farray(c, vp, &t->avail))
-                    return false;
-            } else if (sj_fkey_is(key, kl, "comm_lat")) {
-                bit = 16;
-                if (!sj_farray(c, vp, &t->lat))
-                    return false;
-            } else if (sj_fkey_is(key, kl, "comm_inv_bw")) {
-                bit = 32;
-                if (!sj_farray(c, vp, &t->inv_bw))
-                    return false;
-            } else if (sj_funknown(c, &unknown, key, kl)) {
-                bit = 0;
-            } else {
-                return false;
-            }
-            if (seen & bit)
-                return false;
-            seen |= bit;
-        } while (sj_fchar(c, ','));
-        if (!sj_fchar(c, '}'))
-            return false;
-    }
     sj_fws(c);
     return c->p == t->len;
 }

@@ -11,6 +11,10 @@
  *       same graph (what any policy pays to read it), and full HEFT on
  *       N/50 of the tasks, whose time is scaled up by 50 (its cost grows
  *       linearly in N at fixed P and layer width).
+ *   ompc-heft-scale once N P K
+ *       bounded HEFT alone on the `scale` graph, once, for a profiler:
+ *       its CPU seconds and the makespan with every digit (a changed
+ *       schedule shows in the last digits);
  *   ompc-heft-scale json N P FILE
  *       writes the graph `scale` uses (N tasks, P identical workers) as
  *       ompc-sched's JSON input, costs with 10 significant digits, to
@@ -120,6 +124,15 @@ static void scale(int64_t n, int32_t P, int32_t k)
     st_graph_free(&sg);
 }
 
+static void once(int64_t n, int32_t P, int32_t k)
+{
+    st_graph_t sg;
+    uniform_graph(&sg, 11, n, P);
+    double t = run(&sg, k);
+    printf("bounded (k = %d): %.3f s CPU, makespan %.17g\n", (int)k, t, sg.r.makespan);
+    st_graph_free(&sg);
+}
+
 static void write_json(int64_t n, int32_t P, const char *path)
 {
     st_graph_t sg;
@@ -155,6 +168,11 @@ int main(int argc, char **argv)
         int32_t k = argc > 4 ? (int32_t)atoi(argv[4]) : SCHED_HEFT_CANDIDATES;
         CHECK(n > 0 && P > 0);
         scale(n, P, k);
+    } else if (strcmp(mode, "once") == 0 && argc == 5) {
+        int64_t n = atoll(argv[2]);
+        int32_t P = (int32_t)atoi(argv[3]);
+        CHECK(n > 0 && P > 0);
+        once(n, P, (int32_t)atoi(argv[4]));
     } else if (strcmp(mode, "json") == 0 && argc == 5) {
         int64_t n = atoll(argv[2]);
         int32_t P = (int32_t)atoi(argv[3]);
@@ -162,7 +180,8 @@ int main(int argc, char **argv)
         write_json(n, P, argv[4]);
     } else {
         fprintf(stderr,
-                "usage: ompc-heft-scale quality [K] | scale [N P K] | json N P FILE\n");
+                "usage: ompc-heft-scale quality [K] | scale [N P K] | once N P K | "
+                "json N P FILE\n");
         return 2;
     }
     return 0;
