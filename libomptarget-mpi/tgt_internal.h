@@ -321,6 +321,9 @@ typedef struct tgt_kernel_rec {
     _Atomic(const char *) exited_in; /* exit() was called in this kernel */
     atomic_int exit_status;          /* and with this status */
     atomic_int exit_outside;         /* exit() was called outside kernels */
+    atomic_int app_group;            /* split ranks (tgt_mpi_apps.c): 1 + the
+                                      * application rank of this rank's group */
+    atomic_int app_head;             /* ... and 1 when it is that rank */
 } tgt_kernel_rec_t;
 extern tgt_kernel_rec_t *tgt_kernel_rec;
 /* " (function, line N)" from clang's name of a target region, or "". */

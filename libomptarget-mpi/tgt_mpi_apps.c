@@ -60,7 +60,7 @@ typedef struct apps {
     MPI_Comm group;     /* this rank's application rank and its workers */
     MPI_Comm app;       /* the application ranks (MPI_COMM_NULL on workers) */
     MPI_Comm finish;    /* every rank: the wait before MPI_Finalize */
-    int app_rank, app_size;
+    int app_rank, app_size; /* on a worker: the rank it serves, and 0 */
     bool app_init;      /* the program called MPI_Init or MPI_Init_thread */
     bool app_fin;       /* ... and MPI_Finalize */
 } apps_t;
@@ -75,8 +75,14 @@ static _Atomic MPI_Comm app_world = MPI_COMM_WORLD;
 /* ompc's own MPI_Init_thread and MPI_Finalize (ev_mpi_start/finish). */
 static _Thread_local bool own_call;
 
-#define APPW(c)                                                                          \
-    ((c) == MPI_COMM_WORLD ? atomic_load_explicit(&app_world, memory_order_relaxed) : (c))
+static MPI_Comm map_comm(MPI_Comm c)
+{
+    return c == MPI_COMM_WORLD ? atomic_load_explicit(&app_world, memory_order_relaxed)
+                               : c;
+}
+/* In a wrapper: the argument as the next definition must get it (raw_:
+ * the next is a tool's MPI_x, which gets the program's own handles). */
+#define APPW(c) (raw_ ? (c) : map_comm(c))
 
 /* The next definition of `name` after this library (MPICH's, or a tool's
  * linked after us), looked up once. */
@@ -105,8 +111,17 @@ static void *next_fn(void *_Atomic *slot, const char *name)
 
 /* --------------------------------------------- calls that take a communicator */
 #define OMPC_WRAP(name, params, args)                                                    \
-    int name params { return NEXT(int(*) params, #name) args; }                          \
-    int P##name params { return NEXT(int(*) params, "P" #name) args; }
+    int name params                                                                      \
+    {                                                                                    \
+        int(*next_) params = NEXT(int(*) params, #name);                                 \
+        bool raw_ = (void *)next_ != NEXT(void *, "P" #name);                            \
+        return next_ args;                                                               \
+    }                                                                                    \
+    int P##name params                                                                   \
+    {                                                                                    \
+        const bool raw_ = false;                                                         \
+        return NEXT(int(*) params, "P" #name) args;                                      \
+    }
 #include "tgt_mpi_wrap.inc"
 #undef OMPC_WRAP
 
@@ -195,10 +210,18 @@ static int app_init_thread(const char *real, int *argc, char ***argv, int requir
     return app_init("MPI_Init_thread", required, provided);
 }
 
+/* A profiling tool linked after this library defines MPI_x too: its
+ * definition comes next, and MPI's own MPI_x is a weak alias of PMPI_x
+ * (same address).  The tool then gets the call, and its PMPI_x reaches
+ * ours; else ours handles it at once. */
+static void *tool_fn(void *next, void *real) { return next == real ? NULL : next; }
+#define TOOL_NEXT(type, name) ((type)tool_fn(NEXT(void *, name), NEXT(void *, "P" name)))
+
 int MPI_Init(int *argc, char ***argv)
 {
-    (void)argc;
-    (void)argv;
+    int (*tool)(int *, char ***) = TOOL_NEXT(int (*)(int *, char ***), "MPI_Init");
+    if (tool)
+        return tool(argc, argv);
     return app_init("MPI_Init", MPI_THREAD_SINGLE, NULL);
 }
 
@@ -211,6 +234,10 @@ int PMPI_Init(int *argc, char ***argv)
 
 int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
 {
+    int (*tool)(int *, char ***, int, int *) =
+        TOOL_NEXT(int (*)(int *, char ***, int, int *), "MPI_Init_thread");
+    if (tool && !own_call)
+        return tool(argc, argv, required, provided);
     return app_init_thread("MPI_Init_thread", argc, argv, required, provided);
 }
 
@@ -232,7 +259,13 @@ static int app_finalize(const char *real)
     return MPI_SUCCESS;
 }
 
-int MPI_Finalize(void) { return app_finalize("MPI_Finalize"); }
+int MPI_Finalize(void)
+{
+    int (*tool)(void) = TOOL_NEXT(int (*)(void), "MPI_Finalize");
+    if (tool && !own_call)
+        return tool();
+    return app_finalize("MPI_Finalize");
+}
 int PMPI_Finalize(void) { return app_finalize("PMPI_Finalize"); }
 
 static _Noreturn void app_abort(MPI_Comm comm, int code)
@@ -265,7 +298,13 @@ static _Noreturn void app_abort(MPI_Comm comm, int code)
     abort();
 }
 
-int MPI_Abort(MPI_Comm comm, int code) { app_abort(comm, code); }
+int MPI_Abort(MPI_Comm comm, int code)
+{
+    int (*tool)(MPI_Comm, int) = TOOL_NEXT(int (*)(MPI_Comm, int), "MPI_Abort");
+    if (tool && !ompc_aborting())
+        tool(comm, code);
+    app_abort(comm, code);
+}
 int PMPI_Abort(MPI_Comm comm, int code) { app_abort(comm, code); }
 
 /* ------------------------------------------------------------- start-up */
@@ -313,9 +352,15 @@ MPI_Comm tgt_mpi_apps_start(void)
         PMPI_Comm_rank(apps.app, &apps.app_rank);
         PMPI_Comm_size(apps.app, &apps.app_size);
         PMPI_Comm_set_name(apps.app, "MPI_COMM_WORLD");
-    } else {
-        apps.app_rank = -1;
     }
+    /* Each rank learns which application rank its group serves, for the
+     * supervisor's report should it die (tgt_supervise.c). */
+    int served = apps.app_rank;
+    check_mpi(PMPI_Bcast(&served, 1, MPI_INT, 0, apps.group), "MPI_Bcast");
+    if (grank != 0)
+        apps.app_rank = served;
+    atomic_store(&tgt_kernel_rec->app_group, served + 1);
+    atomic_store(&tgt_kernel_rec->app_head, grank == 0);
     check_mpi(PMPI_Comm_dup(MPI_COMM_WORLD, &apps.finish), "MPI_Comm_dup");
     apps.on = true;
     return apps.group;
@@ -368,7 +413,9 @@ void tgt_mpi_apps_check(void)
 {
     static const char *const names[] = {"MPI_Init", "MPI_Init_thread", "mpi_init_",
                                         "mpi_init_thread_"};
-    if (tgt_symbol_is_ours("MPI_Init") && tgt_symbol_is_ours("MPI_Comm_rank"))
+    /* Every call ends in a PMPI_ name (a tool's wrapper calls it), and
+     * tools do not define those: ours must come before MPI's. */
+    if (tgt_symbol_is_ours("PMPI_Init") && tgt_symbol_is_ours("PMPI_Comm_rank"))
         return;
     const char *call = NULL;
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]) && !call; i++)
@@ -377,7 +424,7 @@ void tgt_mpi_apps_check(void)
     if (!call && !apps.on)
         return;
     Dl_info seen;
-    void *sym = dlsym(RTLD_DEFAULT, "MPI_Init");
+    void *sym = dlsym(RTLD_DEFAULT, "PMPI_Init");
     const char *lib = sym && dladdr(sym, &seen) && seen.dli_fname ? seen.dli_fname
                                                                   : "another library";
     if (apps.on)
