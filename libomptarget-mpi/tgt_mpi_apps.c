@@ -92,6 +92,12 @@ static void *next_fn(void *_Atomic *slot, const char *name)
     if (fn)
         return fn;
     fn = dlsym(RTLD_NEXT, name);
+    /* MPI linked ahead of this library (tgt_mpi_apps_check): ompc's own
+     * calls still get here, and MPI's definition comes first. */
+    Dl_info found, self;
+    if (!fn && (fn = dlsym(RTLD_DEFAULT, name)) && dladdr(fn, &found) &&
+        dladdr((void *)next_fn, &self) && found.dli_fbase == self.dli_fbase)
+        fn = NULL;
     if (!fn) {
         fprintf(stderr,
                 "[ompc] fatal: %s: no MPI library after ompc's libomptarget "
