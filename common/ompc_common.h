@@ -99,7 +99,8 @@ _Noreturn void ompc_fatal_at(const char *file, int line, const char *fmt, ...)
 /* ---------------------------------------------------------- configuration */
 /* All OMPC_* environment variables, read once from one table. */
 #define OMPC_WORKERS_NONE (-1) /* OMPC_WORKERS_PER_RANK=none: not an MPI program */
-#define OMPC_WORKERS_NODE (-2) /* OMPC_WORKERS_PER_RANK=node: one application rank per node */
+#define OMPC_WORKERS_NODE                                                                \
+    (-2) /* OMPC_WORKERS_PER_RANK=node: one application rank per node */
 typedef struct ompc_config {
     int64_t workers_per_rank; /* OMPC_WORKERS_NONE, OMPC_WORKERS_NODE or >= 0 */
     int64_t num_comms;

@@ -246,7 +246,8 @@ static ompc_status_t cfg_parse(const cfg_row_t *row, const char *s, int64_t *v_p
                      (long long)row->max);
         else if (row->offset == offsetof(ompc_config_t, workers_per_rank))
             snprintf(reason, sizeof(reason),
-                     "expected none, node or an integer in [0, %lld]", (long long)row->max);
+                     "expected none, node or an integer in [0, %lld]",
+                     (long long)row->max);
         else
             snprintf(reason, sizeof(reason), "out of range [%lld, %lld]",
                      (long long)row->min, (long long)row->max);

@@ -855,8 +855,8 @@ static void peer_silent(ev_ctx_t *ctx, int p, uint64_t silent_ns, const char *wh
                "(OMPC_PEER_TIMEOUT=%.3g s; a stopped or hung process, or a "
                "lost node)",
                ctx->world_rank, ctx->ids[p].world_rank, role, ev_peer_pid(ctx, p),
-               ev_peer_host(ctx, p),
-               (double)silent_ns / 1e9, what, (double)ctx->cfg->peer_timeout_ms / 1e3);
+               ev_peer_host(ctx, p), (double)silent_ns / 1e9, what,
+               (double)ctx->cfg->peer_timeout_ms / 1e3);
 }
 
 /* One wait on peer p that began at `since`: ping p after half the timeout

@@ -292,6 +292,10 @@ int tgt_mpi_apps_world_size(void);
 /* The application rank and their count (0 and 1 when not split). */
 int tgt_mpi_apps_rank(void);
 int tgt_mpi_apps_size(void);
+/* A file every head writes (OMPC_TRACE): application rank r > 0 writes
+ * `name-r<r>.ext` (into buf) instead of `name.ext`, so that the heads do
+ * not write over each other. */
+const char *tgt_mpi_apps_path(const char *path, char *buf, size_t cap);
 /* Rank 0 of each group at start-up: fatal when the ranks were split but the
  * program's MPI calls would not reach our definitions (linked without
  * ompcc's flags); a warning when the program calls MPI_Init and was not

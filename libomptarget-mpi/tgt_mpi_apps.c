@@ -65,8 +65,8 @@ typedef struct apps {
     bool app_fin;       /* ... and MPI_Finalize */
 } apps_t;
 
-static apps_t apps = {.group = MPI_COMM_WORLD, .app = MPI_COMM_NULL,
-                      .finish = MPI_COMM_NULL};
+static apps_t apps = {
+    .group = MPI_COMM_WORLD, .app = MPI_COMM_NULL, .finish = MPI_COMM_NULL};
 
 /* What MPI_COMM_WORLD stands for in the program's calls: set once, after
  * the event system's threads started (they may be in a wrapped call). */
@@ -240,8 +240,8 @@ int PMPI_Init(int *argc, char ***argv)
 
 int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
 {
-    int (*tool)(int *, char ***, int, int *) =
-        TOOL_NEXT(int (*)(int *, char ***, int, int *), "MPI_Init_thread");
+    int (*tool)(int *, char ***, int, int *) = TOOL_NEXT(
+        int (*)(int *, char ***, int, int *), "MPI_Init_thread");
     if (tool && !own_call)
         return tool(argc, argv, required, provided);
     return app_init_thread("MPI_Init_thread", argc, argv, required, provided);
@@ -383,6 +383,18 @@ int tgt_mpi_apps_world_size(void) { return apps.world_size; }
 int tgt_mpi_apps_world_rank(void) { return apps.world_rank; }
 int tgt_mpi_apps_rank(void) { return apps.on ? apps.app_rank : 0; }
 int tgt_mpi_apps_size(void) { return apps.on ? apps.app_size : 1; }
+
+const char *tgt_mpi_apps_path(const char *path, char *buf, size_t cap)
+{
+    if (!path || !*path || !apps.on || apps.app_rank <= 0)
+        return path;
+    const char *slash = strrchr(path, '/');
+    const char *dot = strrchr(path, '.');
+    if (!dot || (slash && dot < slash) || dot == path || (slash && dot == slash + 1))
+        dot = path + strlen(path);
+    int n = snprintf(buf, cap, "%.*s-r%d%s", (int)(dot - path), path, apps.app_rank, dot);
+    return n > 0 && (size_t)n < cap ? buf : path;
+}
 
 void tgt_mpi_apps_finish(void)
 {

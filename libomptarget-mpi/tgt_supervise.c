@@ -290,8 +290,9 @@ static const char *role_of(int64_t rank, char *buf, size_t cap)
     int group = atomic_load(&r->app_group);
     if (group <= 0)
         return rank == 0 ? "head" : "worker";
-    snprintf(buf, cap, atomic_load(&r->app_head) ? "application rank %d"
-                                                 : "worker of application rank %d",
+    snprintf(buf, cap,
+             atomic_load(&r->app_head) ? "application rank %d"
+                                       : "worker of application rank %d",
              group - 1);
     return buf;
 }
@@ -350,9 +351,8 @@ static void report(pid_t child, int sig, int64_t rank, int64_t size)
                      "[ompc r%lld] fatal: rank %lld%s (%s; pid %lld on %s, "
                      "supervisor pid %lld) was killed by signal %d (%s)%s\n",
                      (long long)rank, (long long)rank, of,
-                     role_of(rank, role, sizeof(role)),
-                     (long long)child, host, (long long)getpid(), sig, name,
-                     signal_hint(sig));
+                     role_of(rank, role, sizeof(role)), (long long)child, host,
+                     (long long)getpid(), sig, name, signal_hint(sig));
     say_and_settle(msg, n, sizeof(msg));
 }
 
