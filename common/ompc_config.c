@@ -196,6 +196,18 @@ static ompc_status_t cfg_parse(const cfg_row_t *row, const char *s, int64_t *v_p
             *v_p = strcasecmp(s, "none") == 0 ? OMPC_WORKERS_NONE : OMPC_WORKERS_NODE;
             return OMPC_OK;
         }
+        char *end;
+        errno = 0;
+        long long w = strtoll(s, &end, 10);
+        if (errno || end == s || *end || w < row->min || w > row->max) {
+            char reason[96];
+            snprintf(reason, sizeof(reason),
+                     "expected none, node or an integer in [0, %lld]",
+                     (long long)row->max);
+            return cfg_bad(row->var.name, s, reason, why, whysz);
+        }
+        *v_p = w;
+        return OMPC_OK;
     }
     if (row->offset == offsetof(ompc_config_t, peer_timeout_ms)) {
         char *end;
@@ -360,6 +372,11 @@ void ompc_config_print(void)
         }
         int64_t v;
         memcpy(&v, (const char *)c + rows[i].offset, sizeof(v));
+        if (rows[i].offset == offsetof(ompc_config_t, workers_per_rank) && v < 0) {
+            fprintf(stderr, "[ompc] %s=%s (default %s)\n", rows[i].var.name,
+                    v == OMPC_WORKERS_NODE ? "node" : "none", rows[i].var.default_value);
+            continue;
+        }
         fprintf(stderr, "[ompc] %s=%lld%s (default %s)\n", rows[i].var.name, (long long)v,
                 rows[i].kind == CFG_LEVEL                                    ? " (level)"
                 : rows[i].offset == offsetof(ompc_config_t, peer_timeout_ms) ? " ms"
