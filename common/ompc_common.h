@@ -72,6 +72,9 @@ void ompc_set_fatal_cleanup(void (*cleanup)(void));
 /* True once a fatal error started to end the job: exit handlers that would
  * talk to other ranks (MPI is being aborted) must not. */
 bool ompc_aborting(void);
+/* For an abort that printed its own message (the program's MPI_Abort):
+ * from now on ompc_aborting() is true. */
+void ompc_set_aborting(void);
 _Noreturn void ompc_fatal_at(const char *file, int line, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 #define ompc_fatal(...) ompc_fatal_at(__FILE__, __LINE__, __VA_ARGS__)
@@ -95,7 +98,11 @@ _Noreturn void ompc_fatal_at(const char *file, int line, const char *fmt, ...)
 
 /* ---------------------------------------------------------- configuration */
 /* All OMPC_* environment variables, read once from one table. */
+#define OMPC_WORKERS_NONE (-1) /* OMPC_WORKERS_PER_RANK=none: not an MPI program */
+#define OMPC_WORKERS_NODE                                                                \
+    (-2) /* OMPC_WORKERS_PER_RANK=node: one application rank per node */
 typedef struct ompc_config {
+    int64_t workers_per_rank; /* OMPC_WORKERS_NONE, OMPC_WORKERS_NODE or >= 0 */
     int64_t num_comms;
     int64_t num_handlers;
     int64_t chunk_size;

@@ -27,6 +27,15 @@ typedef struct cfg_row {
     {{n, def, help}, k, offsetof(ompc_config_t, field), lo, hi}
 
 static const cfg_row_t rows[] = {
+    ROW("OMPC_WORKERS_PER_RANK", "none",
+        "for MPI programs (they call MPI_Init): the workers each application "
+        "rank gets, taken from the launcher's ranks in order (N ranks make "
+        "N/(1+W) application ranks); node: the lowest rank of each node is an "
+        "application rank and the node's other ranks its workers; none: the "
+        "program is not an MPI program (rank 0 runs main, the others are its "
+        "workers), and one that calls MPI_Init runs on one rank only "
+        "(docs/mpi.md)",
+        CFG_INT, workers_per_rank, 0, 1 << 20),
     ROW("OMPC_NUM_COMMS", "8",
         "communicators in the event pool; events pick one round-robin by tag", CFG_INT,
         num_comms, 1, 1024),
@@ -182,6 +191,24 @@ static ompc_status_t cfg_parse(const cfg_row_t *row, const char *s, int64_t *v_p
         *v_p = -1;
         return OMPC_OK;
     }
+    if (row->offset == offsetof(ompc_config_t, workers_per_rank)) {
+        if (strcasecmp(s, "none") == 0 || strcasecmp(s, "node") == 0) {
+            *v_p = strcasecmp(s, "none") == 0 ? OMPC_WORKERS_NONE : OMPC_WORKERS_NODE;
+            return OMPC_OK;
+        }
+        char *end;
+        errno = 0;
+        long long w = strtoll(s, &end, 10);
+        if (errno || end == s || *end || w < row->min || w > row->max) {
+            char reason[96];
+            snprintf(reason, sizeof(reason),
+                     "expected none, node or an integer in [0, %lld]",
+                     (long long)row->max);
+            return cfg_bad(row->var.name, s, reason, why, whysz);
+        }
+        *v_p = w;
+        return OMPC_OK;
+    }
     if (row->offset == offsetof(ompc_config_t, peer_timeout_ms)) {
         char *end;
         errno = 0;
@@ -228,6 +255,10 @@ static ompc_status_t cfg_parse(const cfg_row_t *row, const char *s, int64_t *v_p
         char reason[128];
         if (row->offset == offsetof(ompc_config_t, spin_us))
             snprintf(reason, sizeof(reason), "expected auto or an integer in [0, %lld]",
+                     (long long)row->max);
+        else if (row->offset == offsetof(ompc_config_t, workers_per_rank))
+            snprintf(reason, sizeof(reason),
+                     "expected none, node or an integer in [0, %lld]",
                      (long long)row->max);
         else
             snprintf(reason, sizeof(reason), "out of range [%lld, %lld]",
@@ -341,6 +372,11 @@ void ompc_config_print(void)
         }
         int64_t v;
         memcpy(&v, (const char *)c + rows[i].offset, sizeof(v));
+        if (rows[i].offset == offsetof(ompc_config_t, workers_per_rank) && v < 0) {
+            fprintf(stderr, "[ompc] %s=%s (default %s)\n", rows[i].var.name,
+                    v == OMPC_WORKERS_NODE ? "node" : "none", rows[i].var.default_value);
+            continue;
+        }
         fprintf(stderr, "[ompc] %s=%lld%s (default %s)\n", rows[i].var.name, (long long)v,
                 rows[i].kind == CFG_LEVEL                                    ? " (level)"
                 : rows[i].offset == offsetof(ompc_config_t, peer_timeout_ms) ? " ms"

@@ -74,6 +74,7 @@ void ompc_set_fatal_cleanup(void (*cleanup)(void))
 }
 
 bool ompc_aborting(void) { return atomic_load(&aborting); }
+void ompc_set_aborting(void) { atomic_store(&aborting, true); }
 
 _Noreturn void ompc_fatal_at(const char *file, int line, const char *fmt, ...)
 {

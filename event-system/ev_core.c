@@ -854,8 +854,9 @@ static void peer_silent(ev_ctx_t *ctx, int p, uint64_t silent_ns, const char *wh
                "message for %.1f s while this rank waits for %s "
                "(OMPC_PEER_TIMEOUT=%.3g s; a stopped or hung process, or a "
                "lost node)",
-               ctx->rank, p, role, ev_peer_pid(ctx, p), ev_peer_host(ctx, p),
-               (double)silent_ns / 1e9, what, (double)ctx->cfg->peer_timeout_ms / 1e3);
+               ctx->world_rank, ctx->ids[p].world_rank, role, ev_peer_pid(ctx, p),
+               ev_peer_host(ctx, p), (double)silent_ns / 1e9, what,
+               (double)ctx->cfg->peer_timeout_ms / 1e3);
 }
 
 /* One wait on peer p that began at `since`: ping p after half the timeout
@@ -1003,6 +1004,7 @@ static void peer_ids_exchange(ev_ctx_t *ctx)
     ev_peer_id_t mine;
     memset(&mine, 0, sizeof(mine));
     mine.pid = (int64_t)getpid();
+    mine.world_rank = ctx->world_rank;
     if (gethostname(mine.host, sizeof(mine.host) - 1) != 0)
         snprintf(mine.host, sizeof(mine.host), "?");
     ctx->ids = calloc((size_t)ctx->size, sizeof(*ctx->ids));
@@ -1397,11 +1399,12 @@ void ev_mpi_library(char *buf, size_t cap)
 
 ompc_status_t ev_ctx_create(ev_ctx_t **ctx_p) { return ev_ctx_create_opts(ctx_p, NULL); }
 
-ompc_status_t ev_ctx_create_opts(ev_ctx_t **ctx_p, const ev_ctx_opts_t *opts)
+/* Whether ev_mpi_start initialised MPI (main thread only). */
+static bool mpi_started_here;
+
+ompc_status_t ev_mpi_start(void)
 {
-    const ompc_config_t *cfg = ompc_config_get();
     int init = 0, provided = 0;
-    bool owned = false;
     MPI_Initialized(&init);
     if (!init) {
         /* Test hook, not a setting: OMPC_TEST_THREAD_LEVEL=single asks MPI
@@ -1412,13 +1415,13 @@ ompc_status_t ev_ctx_create_opts(ev_ctx_t **ctx_p, const ev_ctx_opts_t *opts)
         int required = test_level && strcmp(test_level, "single") == 0
                            ? MPI_THREAD_SINGLE
                            : MPI_THREAD_MULTIPLE;
-        /* PMPI_: libomptarget defines MPI_Init_thread to refuse the
-         * program's own call (ompc owns MPI), and would catch ours. */
+        /* PMPI_: libomptarget defines MPI_Init_thread for the program's
+         * own call (tgt_mpi_apps.c), and lets ompc's own through. */
         if (PMPI_Init_thread(NULL, NULL, required, &provided) != MPI_SUCCESS) {
             ompc_error("MPI_Init_thread failed");
             return OMPC_ERR_MPI;
         }
-        owned = true;
+        mpi_started_here = true;
     } else {
         MPI_Query_thread(&provided);
     }
@@ -1438,19 +1441,46 @@ ompc_status_t ev_ctx_create_opts(ev_ctx_t **ctx_p, const ev_ctx_opts_t *opts)
                    "and rebuild with it.",
                    provided, MPI_THREAD_MULTIPLE, lib);
     }
+    return OMPC_OK;
+}
+
+void ev_mpi_finish(void)
+{
+    if (!mpi_started_here)
+        return;
+    mpi_started_here = false;
+    PMPI_Finalize(); /* PMPI_: as PMPI_Init_thread above */
+}
+
+ompc_status_t ev_ctx_create_opts(ev_ctx_t **ctx_p, const ev_ctx_opts_t *opts)
+{
+    const ompc_config_t *cfg = ompc_config_get();
+    int init = 0;
+    MPI_Initialized(&init);
+    ompc_status_t mst = ev_mpi_start();
+    if (mst != OMPC_OK)
+        return mst;
+    /* A context that started MPI ends it; one that found it running (the
+     * caller's ev_mpi_start, or the application) leaves it running. */
+    bool owned = !init;
+    if (owned)
+        mpi_started_here = false;
     ev_ctx_t *ctx = calloc(1, sizeof(*ctx));
     if (!ctx)
         return OMPC_ERR_NOMEM;
     ctx->cfg = cfg;
     ctx->coordinator = opts ? opts->coordinator : -1;
     ctx->mpi_owned = owned;
-    MPI_Comm_rank(MPI_COMM_WORLD, &ctx->rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &ctx->size);
-    ompc_log_set_rank(ctx->rank);
-    if (cfg->print_config && ctx->rank == 0 && ctx_counter++ == 0)
+    ctx->world = opts && opts->world != (MPI_Comm)0 && opts->world != MPI_COMM_NULL
+                     ? opts->world
+                     : MPI_COMM_WORLD;
+    MPI_Comm_rank(MPI_COMM_WORLD, &ctx->world_rank);
+    MPI_Comm_rank(ctx->world, &ctx->rank);
+    MPI_Comm_size(ctx->world, &ctx->size);
+    if (cfg->print_config && ctx->world_rank == 0 && ctx_counter++ == 0)
         ompc_config_print();
     int *tag_ub = NULL, flag = 0;
-    MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &tag_ub, &flag);
+    MPI_Comm_get_attr(ctx->world, MPI_TAG_UB, &tag_ub, &flag);
     int ub = flag ? *tag_ub : 32767;
     ctx->tag_seq_max = ((ub - 1) / 2 - (ctx->size - 1)) / ctx->size;
     if (ctx->tag_seq_max > (1 << 22))
@@ -1474,10 +1504,10 @@ ompc_status_t ev_ctx_create_opts(ev_ctx_t **ctx_p, const ev_ctx_opts_t *opts)
     if (!ctx->tag_busy || !ctx->comms || !ctx->last_heard || !ctx->last_ping ||
         !ctx->owed || !ctx->owed_since || !ctx->handlers)
         ompc_fatal("out of memory creating the event context");
-    EV_CHECK_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &ctx->ctrl), "MPI_Comm_dup");
-    EV_CHECK_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &ctx->coll), "MPI_Comm_dup");
+    EV_CHECK_MPI(MPI_Comm_dup(ctx->world, &ctx->ctrl), "MPI_Comm_dup");
+    EV_CHECK_MPI(MPI_Comm_dup(ctx->world, &ctx->coll), "MPI_Comm_dup");
     for (int i = 0; i < ctx->ncomms; i++)
-        EV_CHECK_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &ctx->comms[i]), "MPI_Comm_dup");
+        EV_CHECK_MPI(MPI_Comm_dup(ctx->world, &ctx->comms[i]), "MPI_Comm_dup");
     /* Errors inside MPI must reach us as return codes so that messages name
      * the event; EV_CHECK_MPI turns them into fatal errors. */
     MPI_Comm_set_errhandler(ctx->ctrl, MPI_ERRORS_RETURN);

@@ -202,10 +202,14 @@ typedef struct ev_bell {
 typedef struct ev_peer_id {
     int64_t pid;
     char host[56];
+    int32_t world_rank; /* in MPI_COMM_WORLD */
+    int32_t pad;
 } ev_peer_id_t;
 
 struct ev_ctx {
     int rank, size;
+    int world_rank;          /* this rank in MPI_COMM_WORLD, for messages */
+    MPI_Comm world;          /* the context's ranks (ev_ctx_opts_t) */
     bool mpi_owned;          /* we called MPI_Init_thread */
     int tag_seq_max;
     MPI_Comm ctrl;           /* notifications */

@@ -16,6 +16,7 @@
 #define OMPC_EV_H
 
 #include "ompc_common.h"
+#include <mpi.h>
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -34,12 +35,21 @@ typedef int32_t ev_fn_id_t;
 #define EV_EXEC_MAX_ARGS (64 * 1024)
 #define EV_EXEC_MAX_RESULT (64 * 1024)
 
-/* Create the event system: initialises MPI with MPI_THREAD_MULTIPLE unless
- * the application already did (a lower thread level is a fatal error that
- * names the MPI library), duplicates the communicator pool, starts the gate
- * and handler threads.  Collective over MPI_COMM_WORLD.  Call from the main
- * thread, then register functions, then call ev_ctx_start. */
+/* Create the event system: initialises MPI as ev_mpi_start does,
+ * duplicates the communicator pool, starts the gate and handler threads.
+ * Collective over MPI_COMM_WORLD (or the options' world).  Call from the
+ * main thread, then register functions, then call ev_ctx_start. */
 ompc_status_t ev_ctx_create(ev_ctx_t **ctx_p);
+
+/* Initialises MPI with MPI_THREAD_MULTIPLE unless it is initialised
+ * already (a lower thread level is a fatal error that names the MPI
+ * library).  For a caller that needs MPI before it creates a context (to
+ * split the ranks); it then ends MPI itself with ev_mpi_finish after
+ * ev_ctx_destroy, which leaves MPI running when the context did not start
+ * it.  Main thread, before any context exists. */
+ompc_status_t ev_mpi_start(void);
+/* MPI_Finalize, if ev_mpi_start initialised MPI; else nothing. */
+void ev_mpi_finish(void);
 
 /* The first line of MPI_Get_library_version, for messages that name the
  * MPI library (callable before MPI_Init). */
@@ -52,6 +62,12 @@ typedef struct ev_ctx_opts {
      * other ranks it counts as crowded (ev_node): its polling would take
      * a core from their work; so do the others where they share theirs. */
     int coordinator;
+    /* The ranks of the context: a communicator the caller keeps alive
+     * until ev_ctx_destroy returns, whose rank 0... are the context's
+     * ranks (zero or MPI_COMM_NULL: MPI_COMM_WORLD).  Every message of the
+     * context runs on duplicates of it; log lines and the liveness message
+     * still name each rank by its rank in MPI_COMM_WORLD. */
+    MPI_Comm world;
 } ev_ctx_opts_t;
 
 /* ev_ctx_create with options (NULL: the defaults, no coordinator). */

@@ -275,10 +275,32 @@ bool tgt_exe_imports(const char *name);
  * link order is in effect). */
 bool tgt_symbol_is_ours(const char *name);
 
-/* tgt_mpi_guard.c.  Rank 0 at start-up: warns when the program imports
- * MPI_Init (or a variant) but our refusal of it is not the definition the
- * process resolves (the program was linked without ompcc's flags). */
-void tgt_mpi_guard_check(void);
+/* tgt_mpi_apps.c: MPI programs that offload (docs/mpi.md).  Main thread,
+ * in __tgt_register_lib.  _start starts MPI and, with
+ * OMPC_WORKERS_PER_RANK set, splits the ranks into application ranks and
+ * their workers; it returns the communicator of this rank's group (the
+ * ranks of its ompc runtime; MPI_COMM_WORLD when not split).  _activate,
+ * once the event system runs on that group, maps MPI_COMM_WORLD to the
+ * application ranks in the program's MPI calls.  _finish, after
+ * ev_ctx_destroy on every rank, waits for the whole job and ends MPI. */
+MPI_Comm tgt_mpi_apps_start(void);
+void tgt_mpi_apps_activate(void);
+void tgt_mpi_apps_finish(void);
+bool tgt_mpi_apps_on(void);
+int tgt_mpi_apps_world_rank(void);
+int tgt_mpi_apps_world_size(void);
+/* The application rank and their count (0 and 1 when not split). */
+int tgt_mpi_apps_rank(void);
+int tgt_mpi_apps_size(void);
+/* A file every head writes (OMPC_TRACE): application rank r > 0 writes
+ * `name-r<r>.ext` (into buf) instead of `name.ext`, so that the heads do
+ * not write over each other. */
+const char *tgt_mpi_apps_path(const char *path, char *buf, size_t cap);
+/* Rank 0 of each group at start-up: fatal when the ranks were split but the
+ * program's MPI calls would not reach our definitions (linked without
+ * ompcc's flags); a warning when the program calls MPI_Init and was not
+ * split. */
+void tgt_mpi_apps_check(void);
 
 /* tgt_supervise.c.  The rank and world size a launcher (Hydra, srun, Open
  * MPI, PMIx) put in the environment, size -1 when it gave none; false
@@ -303,6 +325,9 @@ typedef struct tgt_kernel_rec {
     _Atomic(const char *) exited_in; /* exit() was called in this kernel */
     atomic_int exit_status;          /* and with this status */
     atomic_int exit_outside;         /* exit() was called outside kernels */
+    atomic_int app_group;            /* split ranks (tgt_mpi_apps.c): 1 + the
+                                      * application rank of this rank's group */
+    atomic_int app_head;             /* ... and 1 when it is that rank */
 } tgt_kernel_rec_t;
 extern tgt_kernel_rec_t *tgt_kernel_rec;
 /* " (function, line N)" from clang's name of a target region, or "". */

@@ -555,7 +555,8 @@ void tgt_model_fini(void)
  * file on the head's clock. */
 void tgt_trace_gather(void)
 {
-    const char *path = ompc_config_get()->trace;
+    char own[4096];
+    const char *path = tgt_mpi_apps_path(ompc_config_get()->trace, own, sizeof(own));
     if (!path || !*path || !ompc_trace_on())
         return;
     int n = 0;

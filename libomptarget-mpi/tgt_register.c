@@ -271,7 +271,7 @@ static void refuse_tool_disabled(void)
 static void refuse_srun_without_pmi(void)
 {
     const char *n = getenv("SLURM_STEP_NUM_TASKS");
-    if (tgt_rt->size != 1 || !n || atoll(n) <= 1)
+    if (tgt_mpi_apps_world_size() != 1 || !n || atoll(n) <= 1)
         return;
     ompc_fatal("srun started %s tasks, but MPI sees this one as a job of its "
                "own (1 rank): srun gave MPI no way to connect them. Use "
@@ -296,7 +296,7 @@ static void refuse_foreign_launcher(void)
     for (size_t i = 0; i < sizeof(launchers) / sizeof(launchers[0]); i++) {
         const char *v = getenv(launchers[i].var);
         long long n = v ? atoll(v) : 0;
-        if (n <= 0 || n == tgt_rt->size)
+        if (n <= 0 || n == tgt_mpi_apps_world_size())
             continue;
         char lib[256];
         ev_mpi_library(lib, sizeof(lib));
@@ -305,8 +305,8 @@ static void refuse_foreign_launcher(void)
                    "another MPI than the launcher's. Library: \"%s\". Start it "
                    "with that library's mpiexec (Debian: mpiexec.mpich for "
                    "MPICH), or rebuild it with the launcher's MPI",
-                   launchers[i].who, n, launchers[i].var, v, tgt_rt->size,
-                   tgt_rt->size == 1 ? "" : "s", lib);
+                   launchers[i].who, n, launchers[i].var, v, tgt_mpi_apps_world_size(),
+                   tgt_mpi_apps_world_size() == 1 ? "" : "s", lib);
     }
 }
 
@@ -449,9 +449,13 @@ void __tgt_register_lib(tgt_bin_desc_t *desc)
     if (desc->num_images < 1)
         ompc_fatal("the program has no device image; compile with ompcc");
     tgt_image_read_entries(desc);
-    /* Rank 0 is the head: it records and schedules, the workers compute. */
-    if (ev_ctx_create_opts(&tgt_rt->ev, &(ev_ctx_opts_t){.coordinator = 0}) != OMPC_OK)
+    /* Rank 0 is the head: it records and schedules, the workers compute.
+     * In an MPI program, rank 0 of each application rank's group. */
+    MPI_Comm group = tgt_mpi_apps_start();
+    if (ev_ctx_create_opts(&tgt_rt->ev,
+                           &(ev_ctx_opts_t){.coordinator = 0, .world = group}) != OMPC_OK)
         ompc_fatal("cannot start the event system");
+    tgt_mpi_apps_activate();
     tgt_rt->rank = ev_ctx_rank(tgt_rt->ev);
     tgt_rt->size = ev_ctx_size(tgt_rt->ev);
     refuse_srun_without_pmi();
@@ -494,7 +498,7 @@ void __tgt_register_lib(tgt_bin_desc_t *desc)
     if (tgt_rt->rank == 0) {
         tgt_model_init();
         tgt_graph_init();
-        tgt_mpi_guard_check();
+        tgt_mpi_apps_check();
     }
     tgt_rt->t_ready_ns = ompc_now_ns();
     ompc_trace_span("runtime", "start-up", t_start, tgt_rt->t_ready_ns, NULL, 0);
@@ -528,6 +532,7 @@ void __tgt_register_lib(tgt_bin_desc_t *desc)
     tgt_ahead_stop();
     dm_ctx_destroy(tgt_rt->dm);
     ev_ctx_destroy(tgt_rt->ev);
+    tgt_mpi_apps_finish();
     fflush(NULL);
     kmp_forget_self();
     _exit(0);
@@ -570,6 +575,7 @@ void __tgt_unregister_lib(tgt_bin_desc_t *desc)
         tgt_stats_print(t_sd0, ompc_now_ns());
     dm_ctx_destroy(tgt_rt->dm);
     ev_ctx_destroy(tgt_rt->ev);
+    tgt_mpi_apps_finish();
     ompc_trace_fini();
     pthread_mutex_unlock(&register_mtx);
 }

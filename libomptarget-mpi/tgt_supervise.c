@@ -282,6 +282,21 @@ static void say_and_settle(char *msg, int n, size_t cap)
     nanosleep(&ts, NULL);
 }
 
+/* The rank's role: head or worker, or in an MPI program whose ranks were
+ * split (tgt_mpi_apps.c), which application rank it is or works for. */
+static const char *role_of(int64_t rank, char *buf, size_t cap)
+{
+    const tgt_kernel_rec_t *r = tgt_kernel_rec;
+    int group = atomic_load(&r->app_group);
+    if (group <= 0)
+        return rank == 0 ? "head" : "worker";
+    snprintf(buf, cap,
+             atomic_load(&r->app_head) ? "application rank %d"
+                                       : "worker of application rank %d",
+             group - 1);
+    return buf;
+}
+
 /* The rank ended in a kernel: exited with status (sig 0) or died of sig. */
 static void report_kernel(pid_t child, int64_t rank, int64_t size, int exit_status,
                           int sig)
@@ -309,12 +324,12 @@ static void report_kernel(pid_t child, int64_t rank, int64_t size, int exit_stat
                  exit_status, exit_status);
     }
     int code = sig ? 128 + sig : exit_status;
-    char msg[1024];
+    char msg[1024], role[64];
     int n = snprintf(
         msg, sizeof(msg),
         "[ompc r%lld] fatal: rank %lld%s (%s; pid %lld on %s) ended in kernel "
         "%s%s with %s%s%s; the job ends with exit code %d\n",
-        (long long)rank, (long long)rank, of, rank == 0 ? "head" : "worker",
+        (long long)rank, (long long)rank, of, role_of(rank, role, sizeof(role)),
         (long long)child, host, name ? name : "?", where, what,
         running > 1 && !via_exit ? " while several kernels ran (the last started "
                                    "is named)"
@@ -331,13 +346,13 @@ static void report(pid_t child, int sig, int64_t rank, int64_t size)
     signal_name(sig, name, sizeof(name));
     if (size > 0)
         snprintf(of, sizeof(of), " of %lld", (long long)size);
-    char msg[640];
+    char msg[640], role[64];
     int n = snprintf(msg, sizeof(msg),
                      "[ompc r%lld] fatal: rank %lld%s (%s; pid %lld on %s, "
                      "supervisor pid %lld) was killed by signal %d (%s)%s\n",
-                     (long long)rank, (long long)rank, of, rank == 0 ? "head" : "worker",
-                     (long long)child, host, (long long)getpid(), sig, name,
-                     signal_hint(sig));
+                     (long long)rank, (long long)rank, of,
+                     role_of(rank, role, sizeof(role)), (long long)child, host,
+                     (long long)getpid(), sig, name, signal_hint(sig));
     say_and_settle(msg, n, sizeof(msg));
 }
 

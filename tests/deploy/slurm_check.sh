@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# slurm_check.sh TEMPLATE CONFORMANCE_PROGRAM TASKBENCH_PROGRAM
+# slurm_check.sh TEMPLATE CONFORMANCE_PROGRAM TASKBENCH_PROGRAM MPI_PROGRAM
 #
 # Deployment test: start a private single-host SLURM cluster (munged,
 # slurmctld and slurmd on loopback, every file in a temporary directory),
@@ -7,15 +7,18 @@
 # would, on 1 head + 2 workers, with both launchers the template offers
 # (srun with Slurm's PMI, MPICH's mpiexec inside the allocation).  Each job
 # runs CONFORMANCE_PROGRAM (an ompcc-built test that prints PASS) or a
-# small Task Bench graph, and must exit 0 with the expected output.
+# small Task Bench graph, and must exit 0 with the expected output.  Then
+# MPI_PROGRAM (tests/offload/mpi/halo.c, an MPI program that offloads) runs
+# through the template with srun on 4 ranks, 2 application ranks x 1
+# worker (OMPC_WORKERS_PER_RANK=1), and must print stock LLVM's result.
 #
 # Installs slurm-wlm and munge with apt-get when missing (root only; exit
 # 77, a CTest skip, otherwise).  Exits non-zero with a message naming the
 # step that failed, and the daemons' logs.
 set -euo pipefail
 
-if [ $# -ne 3 ]; then
-  echo "usage: $0 TEMPLATE CONFORMANCE_PROGRAM TASKBENCH_PROGRAM" >&2
+if [ $# -ne 4 ]; then
+  echo "usage: $0 TEMPLATE CONFORMANCE_PROGRAM TASKBENCH_PROGRAM MPI_PROGRAM" >&2
   exit 2
 fi
 for f in "$@"; do
@@ -28,8 +31,10 @@ done
 template=$(realpath "$1")
 conformance=$(realpath "$2")
 taskbench=$(realpath "$3")
+mpi_program=$(realpath "$4")
 
 ranks=3            # 1 head + 2 workers
+mpi_ranks=4        # the MPI program: 2 application ranks x 1 worker
 node=ompc-node     # the node's SLURM name, independent of the host name
 job_wait=120       # seconds one job may take, queueing included
 start_wait=60      # seconds the daemons may take to be ready
@@ -233,8 +238,8 @@ hw=${hw#NodeName=* }
 real_cpus=$(grep -oE 'CPUs=[0-9]+' <<<"$hw" | cut -d= -f2)
 real_mem=$(grep -oE 'RealMemory=[0-9]+' <<<"$hw" | cut -d= -f2)
 slurmd_params=""
-if [ "${real_cpus:-0}" -lt "$ranks" ]; then
-  hw="CPUs=$ranks RealMemory=${real_mem:-1}"
+if [ "${real_cpus:-0}" -lt "$mpi_ranks" ]; then
+  hw="CPUs=$mpi_ranks RealMemory=${real_mem:-1}"
   slurmd_params="SlurmdParameters=config_overrides"
 fi
 cat >"$SLURM_CONF" <<EOF
@@ -306,7 +311,9 @@ say "cluster up: slurmctld on 127.0.0.1:$ctl_port, slurmd on :$slurmd_port, node
 # --- jobs -----------------------------------------------------------------
 # run_job NAME LAUNCHER PROGRAM [ARGS...]: submits the template and waits
 # for it.  The one node holds every rank, with one CPU each; everything
-# else comes from the template's own #SBATCH lines and logic.
+# else comes from the template's own #SBATCH lines and logic.  job_ranks
+# (default $ranks) and job_env (more NAME=value,... to export) change a
+# job.
 job_name=""
 job_id=""
 job_out=""
@@ -320,10 +327,11 @@ run_job() {
   # In the background: bash runs the EXIT trap on a signal only once the
   # foreground command ends, and `wait` returns at once.
   timeout "$job_wait" sbatch --wait --parsable \
-    --job-name="$job_name" --nodes=1 --ntasks="$ranks" --ntasks-per-node="$ranks" \
+    --job-name="$job_name" --nodes=1 --ntasks="${job_ranks:-$ranks}" \
+    --ntasks-per-node="${job_ranks:-$ranks}" \
     --cpus-per-task=1 --time=5 \
     --output="$job_out" --chdir="$work/jobs" \
-    --export="ALL,$tag,JOB_LAUNCHER=$launcher,OMPC_STATS=1,HYDRA_IFACE=lo" \
+    --export="ALL,$tag,JOB_LAUNCHER=$launcher,OMPC_STATS=1,HYDRA_IFACE=lo${job_env:+,$job_env}" \
     "$template" "$@" >"$sub" 2>&1 &
   sbatch_pid=$!
   wait "$sbatch_pid" || rc=$?
@@ -395,4 +403,19 @@ for launcher in srun mpiexec; do
   job_ok
 done
 
-say "ok: ${#jobs_submitted[@]} jobs of $(basename "$template") passed (srun --mpi=pmi2, and mpiexec inside the allocation)"
+# An MPI program that offloads, under srun: 2 application ranks, each the
+# head of one worker.  Singletons (no PMI) would stop at once: 1 rank does
+# not split into groups of 2.  Each head reports its own worker (rank 1 of
+# its group), and rank 0 prints stock LLVM's result (off_mpi_halo_2x1).
+job_ranks=$mpi_ranks job_env=OMPC_WORKERS_PER_RANK=1
+run_job mpi-srun srun "$mpi_program" 2
+expect "^ompc\.sbatch: job [0-9]+ .*: $mpi_ranks ranks \(2 application ranks x 1 worker\)" 1 \
+  "the template's start line"
+expect '^\[ompc stats\] worker 0 \(rank 1,' 2 "one worker per application rank"
+expect '^RESULT ranks 2 norm 1\.022893980821063e\+02 checksum 3\.069704879953006e\+04$' 1 \
+  "stock LLVM's result"
+expect '^ompc\.sbatch: exit status 0$' 1 "the template's end line"
+job_ok
+job_ranks="" job_env=""
+
+say "ok: ${#jobs_submitted[@]} jobs of $(basename "$template") passed (srun --mpi=pmi2, and mpiexec inside the allocation; an MPI program on 2 application ranks x 1 worker)"

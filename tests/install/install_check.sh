@@ -248,7 +248,8 @@ fi
 says "$tmp/nocxx.log" "mixed_main.cpp is CXX but the project does not enable CXX" ||
   { cat "$tmp/nocxx.log"; fail "no message about the C++ source"; }
 # A program linked through ompc::offload that calls MPI_Init is refused by
-# name (ompc::offload puts libomptarget ahead of the MPI library).
+# name on several ranks without OMPC_WORKERS_PER_RANK (ompc::offload puts
+# libomptarget ahead of the MPI library, so ompc sees the call).
 mkdir "$tmp/mpi"
 printf '%s\n' '#include <mpi.h>' 'int main(int c, char **v) { MPI_Init(&c, &v);' \
   '#pragma omp target' '{ }' 'return 0; }' > "$tmp/mpi/m.c"
@@ -261,7 +262,11 @@ printf '%s\n' 'cmake_minimum_required(VERSION 3.25)' 'find_package(ompc REQUIRED
   "$cmake" --build "$tmp/mpi/b" >> "$tmp/mpi.log" 2>&1 ||
   { cat "$tmp/mpi.log"; fail "building the MPI_Init program with ompc::offload"; }
 out=$(timeout 60 "$mpiexec" -n 3 "$tmp/mpi/b/m" 2>&1) && fail "the MPI_Init program exited 0"
-grep -q "the program calls MPI_Init itself; ompc owns MPI" <<< "$out" ||
+grep -q "the program calls MPI_Init, but OMPC_WORKERS_PER_RANK is not set" <<< "$out" ||
   { echo "$out"; fail "ompc::offload: MPI_Init was not refused by name"; }
 echo "ok: ompc::offload program calling MPI_Init refused by name"
+# ... and runs once each application rank gets its workers.
+out=$(OMPC_WORKERS_PER_RANK=1 timeout 60 "$mpiexec" -n 4 "$tmp/mpi/b/m" 2>&1) ||
+  { echo "$out"; fail "ompc::offload: the MPI_Init program failed with OMPC_WORKERS_PER_RANK=1"; }
+echo "ok: ompc::offload program calling MPI_Init runs on 2 application ranks x 1 worker"
 echo "PASSED: installed, moved, used through ompcc, ompc++ and find_package(ompc)"

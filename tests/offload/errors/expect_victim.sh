@@ -26,6 +26,8 @@ rank=$(printf '%s\n' "$victim" | sed -E 's/.*rank ([0-9]+) .*/\1/')
 pid=$(printf '%s\n' "$victim" | sed -E 's/.*\(pid ([0-9]+)\).*/\1/')
 role=worker
 [ "$rank" -eq 0 ] && role=head
+# An MPI program's ranks (OMPC_WORKERS_PER_RANK) have roles of their own.
+role=${EXPECT_VICTIM_ROLE:-$role}
 n=$(grep -c "was killed by signal" "$out")
 [ "$n" -eq 1 ] || fail "$n supervisor lines, expected exactly one"
 line=$(grep -E "^\[ompc r$rank\] fatal: rank $rank of [0-9]+ \($role; pid $pid on [^,]+, supervisor pid [0-9]+\) was killed by signal $signum \($signame\)" "$out") \

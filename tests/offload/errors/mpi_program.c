@@ -1,10 +1,12 @@
 /* An OpenMP offloading program that also uses MPI itself (argv[1]):
- *   init         MPI_Init, then a kernel: refused by ompc, which owns MPI.
- *   init-thread  MPI_Init_thread with MPI_THREAD_MULTIPLE: refused.
+ *   init         MPI_Init, then a kernel.
+ *   init-thread  MPI_Init_thread with MPI_THREAD_MULTIPLE, then a kernel.
  *   finalize     skips MPI_Init when MPI_Initialized says MPI is up, but
- *                calls MPI_Finalize at the end: refused.
+ *                calls MPI_Finalize at the end.
  *   initialized  (also without an argument) only asks MPI_Initialized
- *                (true: ompc started MPI), then runs a kernel: PASS.
+ *                (true: ompc started MPI), then runs a kernel.
+ * On one rank, or with OMPC_WORKERS_PER_RANK set, each passes; on several
+ * ranks without it, the MPI calls are refused by name (docs/mpi.md).
  * The kernel's result is printed, so that a run that got past a refusal
  * shows it. */
 #include <mpi.h>
