@@ -91,9 +91,12 @@ struct dm_pages {
     bool svc_started;
     struct sigaction old_segv;
     void (*namer)(char *buf, size_t cap);
-    /* Under mtx: the pages held through faults (key: address). */
+    /* Under mtx: the pages held through faults (key: address), and the
+     * launched-ahead tasks running here (their seqs, named in fetches). */
     pthread_mutex_t mtx;
     ompc_u64map_t pages;
+    uint64_t *seqs;
+    size_t nseqs, capseqs;
     void *fetch_buf;               /* block bytes, exposed to events */
     unsigned char *reply;          /* EV_EXEC_MAX_RESULT: a fetch's reply */
     /* This executor's counts (its own figures; the head keeps per-worker
@@ -202,9 +205,11 @@ static int exec_of_rank(const dm_ctx_t *dm, int rank)
 
 /* Serve a fault of executor exec at addr: *h_p, and up to block bytes of
  * the buffer holding addr, from its page on, into bytes (block bytes).
+ * seqs: the launched-ahead tasks running on exec (dm_set_fault_source).
  * OMPC_ERR_INVALID if no buffer holds addr. */
 static ompc_status_t page_serve(dm_ctx_t *dm, int exec, uint64_t addr, uint64_t block,
-                                dm_fetch_hdr_t *h_p, void *bytes)
+                                const uint64_t *seqs, size_t nseqs, dm_fetch_hdr_t *h_p,
+                                void *bytes)
 {
     dm_fetch_hdr_t h;
     pthread_mutex_lock(&dm->mtx);
@@ -228,6 +233,12 @@ static ompc_status_t page_serve(dm_ctx_t *dm, int exec, uint64_t addr, uint64_t 
         dm->pstats[exec].bytes_fetched += h.len;
     }
     pthread_mutex_unlock(&dm->mtx);
+    /* A writer the faulting task follows may be done on its executor
+     * before the head has handled its completion (launch ahead): its
+     * bytes are there, not in the copy the bookkeeping names yet. */
+    int src = -1;
+    if (dm->fault_source && exec >= 0 && nseqs > 0)
+        src = dm->fault_source(exec, seqs, nseqs, h.buf_addr);
     memset(bytes, 0, h.len);
     uint64_t off = h.start - h.buf_addr;
     ompc_status_t st = OMPC_OK;
@@ -235,7 +246,8 @@ static ompc_status_t page_serve(dm_ctx_t *dm, int exec, uint64_t addr, uint64_t 
      * a buffer never written reads as zeros. */
     if (off < h.buf_size) {
         uint64_t n_in = h.buf_size - off < h.len ? h.buf_size - off : h.len;
-        st = dm_read(dm, b, off, bytes, n_in);
+        st = src >= 0 && src != exec ? dm_read_on(dm, b, src, off, bytes, n_in)
+                                     : dm_read(dm, b, off, bytes, n_in);
     }
     if (st == OMPC_OK)
         *h_p = h;
@@ -303,25 +315,37 @@ static ompc_status_t page_write(dm_ctx_t *dm, int exec, const void *args, size_t
     return first;
 }
 
-/* args {addr, block, staging}: the bytes go to the executor's staging
- * buffer (exposed to events), the result is the dm_fetch_hdr_t.  Through
- * the head's memory: the valid copy may be the head's own snapshot, and
- * dm_read knows where it is. */
+/* args {addr, block, staging, seqs of the tasks running there...}: the
+ * bytes go to the executor's staging buffer (exposed to events), the
+ * result is the dm_fetch_hdr_t.  Through the head's memory: the valid copy
+ * may be the head's own snapshot, and dm_read knows where it is. */
 static ompc_status_t dm_fn_page_fetch(ev_exec_info_t *info)
 {
     dm_ctx_t *dm = atomic_load(&dm_fn_owner);
     uint64_t a[3];
-    if (!dm || info->args_size != sizeof(a) || info->result_cap < sizeof(dm_fetch_hdr_t))
+    if (!dm || info->args_size < sizeof(a) || info->args_size % 8 ||
+        info->result_cap < sizeof(dm_fetch_hdr_t))
         return OMPC_ERR_INVALID;
     memcpy(a, info->args, sizeof(a));
-    if (a[1] == 0 || a[1] > ((uint64_t)1 << 26))
-        return OMPC_ERR_INVALID;
-    void *tmp = malloc(a[1]);
-    if (!tmp)
+    size_t nseqs = (info->args_size - sizeof(a)) / 8;
+    uint64_t *seqs = nseqs ? malloc(nseqs * 8) : NULL;
+    if (nseqs && !seqs)
         return OMPC_ERR_NOMEM;
+    if (nseqs)
+        memcpy(seqs, (const char *)info->args + sizeof(a), nseqs * 8);
+    if (a[1] == 0 || a[1] > ((uint64_t)1 << 26)) {
+        free(seqs);
+        return OMPC_ERR_INVALID;
+    }
+    void *tmp = malloc(a[1]);
+    if (!tmp) {
+        free(seqs);
+        return OMPC_ERR_NOMEM;
+    }
     dm_fetch_hdr_t h;
-    ompc_status_t st = page_serve(dm, exec_of_rank(dm, info->origin), a[0], a[1], &h,
-                                  tmp);
+    ompc_status_t st = page_serve(dm, exec_of_rank(dm, info->origin), a[0], a[1], seqs,
+                                  nseqs, &h, tmp);
+    free(seqs);
     bool inline_bytes = st == OMPC_OK && sizeof(h) + h.len <= info->result_cap;
     if (inline_bytes) {
         /* With the reply: one message fewer on the fault's path. */
@@ -350,6 +374,8 @@ void dm_set_fault_write_check(dm_ctx_t *dm, dm_fault_write_check_fn_t fn)
 {
     dm->fault_write_check = fn;
 }
+
+void dm_set_fault_source(dm_ctx_t *dm, dm_fault_source_fn_t fn) { dm->fault_source = fn; }
 
 void dm_page_stats_of(dm_ctx_t *dm, int exec, dm_page_stats_t *stats_p)
 {
@@ -498,20 +524,32 @@ static void fetch_info(dm_pages_t *pg, const dm_fetch_hdr_t *h, uintptr_t addr,
         say(msg, (size_t)n < sizeof(msg) ? (size_t)n : sizeof(msg) - 1);
 }
 
-/* The block from page on into pg->fetch_buf, its header into *h_p. */
+/* The block from page on into pg->fetch_buf, its header into *h_p
+ * (pg->mtx held). */
 static ompc_status_t fetch(dm_pages_t *pg, uintptr_t page, dm_fetch_hdr_t *h_p)
 {
     dm_ctx_t *dm = pg->dm;
     ompc_status_t st;
     if (ev_ctx_rank(dm->ev) == 0) { /* one rank: the head serves itself */
-        st = page_serve(dm, 0, page, pg->block, h_p, pg->fetch_buf);
+        st = page_serve(dm, 0, page, pg->block, pg->seqs, pg->nseqs, h_p, pg->fetch_buf);
     } else {
         /* Blocks that fit come back with the reply, larger ones into
-         * fetch_buf. */
-        uint64_t args[3] = {page, pg->block, (uint64_t)(uintptr_t)pg->fetch_buf};
+         * fetch_buf.  The running tasks' seqs follow (as many as the
+         * message takes: at most one per kernel thread of this rank). */
+        size_t ns = pg->nseqs < EV_EXEC_MAX_ARGS / 8 - 3 ? pg->nseqs
+                                                         : EV_EXEC_MAX_ARGS / 8 - 3;
+        uint64_t *args = malloc((3 + ns) * sizeof(uint64_t));
+        if (!args)
+            return OMPC_ERR_NOMEM;
+        args[0] = page;
+        args[1] = pg->block;
+        args[2] = (uint64_t)(uintptr_t)pg->fetch_buf;
+        if (ns)
+            memcpy(args + 3, pg->seqs, ns * sizeof(uint64_t));
         ev_handle_t *h = NULL;
-        st = ev_execute(dm->ev, 0, dm->fn_page_fetch, args, sizeof(args), pg->reply,
-                        EV_EXEC_MAX_RESULT, &h);
+        st = ev_execute(dm->ev, 0, dm->fn_page_fetch, args, (3 + ns) * sizeof(uint64_t),
+                        pg->reply, EV_EXEC_MAX_RESULT, &h);
+        free(args);
         if (st == OMPC_OK) {
             st = ev_wait(h);
             size_t got = ev_handle_result_size(h);
@@ -759,6 +797,7 @@ void dm_pages_destroy(dm_ctx_t *dm)
         free(e);
     }
     ompc_u64map_fini(&pg->pages);
+    free(pg->seqs);
     pthread_mutex_destroy(&pg->mtx);
     ev_mem_unregister(dm->ev, pg->fetch_buf);
     munmap(pg->fetch_buf, pg->block);
@@ -798,12 +837,23 @@ static void drop_pages(dm_pages_t *pg, bool all)
     dm_pages_map_unlock();
 }
 
-uint64_t dm_pages_task_begin(dm_ctx_t *dm)
+uint64_t dm_pages_task_begin(dm_ctx_t *dm, uint64_t seq)
 {
     dm_pages_t *pg = dm->pg;
     if (!pg)
         return 0;
     pthread_mutex_lock(&pg->mtx);
+    if (seq) {
+        if (pg->nseqs == pg->capseqs) {
+            size_t nc = pg->capseqs ? 2 * pg->capseqs : 8;
+            uint64_t *v = realloc(pg->seqs, nc * sizeof(*v));
+            if (!v)
+                ompc_fatal("out of memory starting a kernel");
+            pg->seqs = v;
+            pg->capseqs = nc;
+        }
+        pg->seqs[pg->nseqs++] = seq;
+    }
     /* Pages held for kernels still running may predate writes ordered
      * before this task: read-only ones go (the others' twins keep their
      * own writes apart). */
@@ -947,6 +997,11 @@ ompc_status_t dm_pages_task_end(dm_ctx_t *dm, uint64_t faults_at_begin, uint64_t
             ompc_trace_span("pages", "write back", t0, ompc_now_ns(), args, 1);
         }
     }
+    for (size_t i = 0; seq && i < pg->nseqs; i++)
+        if (pg->seqs[i] == seq) {
+            pg->seqs[i] = pg->seqs[--pg->nseqs];
+            break;
+        }
     atomic_fetch_sub(&pg->running, 1);
     pthread_mutex_unlock(&pg->mtx);
     if (faulted_p)

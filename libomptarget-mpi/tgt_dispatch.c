@@ -679,6 +679,7 @@ void tgt_graph_init(void)
 {
     graph_policy_choose();
     dm_set_fault_write_check(tgt_rt->dm, graph_ahead_fault_write_check);
+    dm_set_fault_source(tgt_rt->dm, graph_ahead_fault_source);
     int ne = dm_num_executors(tgt_rt->dm);
     tgt_g.t0_ns = ompc_now_ns();
     tgt_g.busy_until = calloc((size_t)ne, sizeof(double));

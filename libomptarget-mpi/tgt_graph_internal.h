@@ -342,6 +342,9 @@ void graph_ahead_finish(tgt_node_t *n);
  * task launched ahead after it would not see. */
 void graph_ahead_fault_write_check(int exec, uint64_t seq, uint64_t buf_addr,
                                    size_t size);
+/* dm_set_fault_source: where a fault of a task launched ahead reads a
+ * buffer whose last writer it follows is done but not finished here. */
+int graph_ahead_fault_source(int exec, const uint64_t *seqs, size_t n, uint64_t buf_addr);
 
 /* Dispatch (tgt_dispatch.c). */
 /* Returns once n is done, running queued work meanwhile.  The caller holds
