@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define N 2048 /* longs: four pages */
 #define ROUNDS 16
@@ -73,12 +74,11 @@ int main(int argc, char **argv)
             for (int i = 0; i < N; i += STEP)
                 buf[i] = val(r, i);
             /* On B: the order, and time for R's request for buf to reach
-             * A before U runs there (A answers it once N is done). */
+             * A before U runs there (A answers it once N is done, so R's
+             * copy lacks U's bytes unless they reach the head). */
 #pragma omp target is_device_ptr(out) depend(inout : token) nowait
             {
-                double t0 = omp_get_wtime();
-                while (omp_get_wtime() - t0 < 0.005)
-                    ;
+                usleep(20000); /* asleep: B's gate gets its core */
                 out[0] += 0;
             }
             /* U, on A: through tab only, into A's copy. */
