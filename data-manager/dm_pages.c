@@ -86,13 +86,19 @@ struct dm_pages {
     int wake[2];                   /* pipe: signal handlers -> service */
     _Atomic(dm_fault_t *) reqs;    /* MPSC: handlers push, service takes all */
     _Atomic int running;           /* kernels running on this executor */
+    _Atomic int ending;            /* of them, in their write-back: done
+                                      writing (dm_pages_commit) */
     _Atomic bool stop;
     pthread_t svc;
     bool svc_started;
     struct sigaction old_segv;
     void (*namer)(char *buf, size_t cap);
-    /* Under mtx: the pages held through faults (key: address), and the
-     * launched-ahead tasks running here (their seqs, named in fetches). */
+    /* mtx orders the service of faults against the tasks' begin and end
+     * (it is held across a fetch); it guards seqs, the launched-ahead
+     * tasks running here (named in fetches).  pages, those held through
+     * faults (key: address), is guarded by map_mtx as well: a commit on
+     * the gate thread takes only map_mtx, never mtx, since the gate moves
+     * the messages that a fetch waits for. */
     pthread_mutex_t mtx;
     ompc_u64map_t pages;
     uint64_t *seqs;
@@ -431,15 +437,20 @@ static dm_fpage_t *fpage_get(dm_pages_t *pg, uintptr_t page)
 ompc_status_t dm_pages_commit(ev_ctx_t *ev, uintptr_t addr, size_t span)
 {
     dm_pages_t *pg = atomic_load(&dm_pages_live);
-    if (pg)
-        pthread_mutex_lock(&pg->mtx); /* before map_mtx, as serve_fault */
+    /* map_mtx alone (it guards pg->pages): pg->mtx may be held by the
+     * service thread waiting for a fetch, whose reply this gate thread
+     * must receive. */
     dm_pages_map_lock();
     ompc_status_t st = OMPC_OK;
     if (!ev_mem_contains(ev, (const void *)addr, span)) {
         size_t held = 0;
+        /* Kernels that only write back (their writes reach the head before
+         * their end is reported) write nothing more: their pages' bytes
+         * are kept as below, their twins stay with their write-back. */
+        bool writing = pg && atomic_load(&pg->running) > atomic_load(&pg->ending);
         for (uintptr_t q = addr; pg && q < addr + span; q += DM_PAGE) {
             dm_fpage_t *e = fpage_get(pg, q);
-            if (e && e->twin)
+            if (e && e->twin && writing)
                 /* A launch planned this buffer's copy before the kernel
                  * running here wrote it through faults: the copy would
                  * replace those writes, and its bytes would travel back
@@ -468,6 +479,8 @@ ompc_status_t dm_pages_commit(ev_ctx_t *ev, uintptr_t addr, size_t span)
                 if (!ompc_u64map_get(&pg->pages, q, &v))
                     continue;
                 memcpy((char *)p + (q - addr), (const void *)q, DM_PAGE);
+                if (((dm_fpage_t *)(uintptr_t)v)->twin)
+                    continue; /* its write-back's; dropped after it */
                 ompc_u64map_remove(&pg->pages, q, &v);
                 free((dm_fpage_t *)(uintptr_t)v);
             }
@@ -482,12 +495,11 @@ ompc_status_t dm_pages_commit(ev_ctx_t *ev, uintptr_t addr, size_t span)
         st = p == MAP_FAILED ? OMPC_ERR_NOMEM : ev_mem_register(ev, p, span);
     }
     dm_pages_map_unlock();
-    if (pg)
-        pthread_mutex_unlock(&pg->mtx);
     return st;
 }
 
-/* pg->mtx held: make a held page writable, keeping its bytes as the twin. */
+/* pg->mtx and map_mtx held: make a held page writable, keeping its bytes
+ * as the twin. */
 static ompc_status_t fpage_make_writable(dm_fpage_t *e)
 {
     if (e->twin)
@@ -579,17 +591,18 @@ static ompc_status_t serve_fault(dm_pages_t *pg, uintptr_t addr, bool write)
     uint64_t t0 = ompc_now_ns();
     ompc_status_t st = OMPC_OK;
     pthread_mutex_lock(&pg->mtx);
+    dm_pages_map_lock();
     dm_fpage_t *e = fpage_get(pg, page);
     if (e) {
         /* Another thread's fault brought it, or a read brought it and
          * this is the first write. */
         if (write)
             st = fpage_make_writable(e);
+        dm_pages_map_unlock();
         ompc_trace("page %#llx held", (unsigned long long)page);
         pthread_mutex_unlock(&pg->mtx);
         return st;
     }
-    dm_pages_map_lock();
     bool committed = page_committed(pg, page);
     dm_pages_map_unlock();
     if (committed) { /* its buffer arrived with a launch meanwhile */
@@ -633,9 +646,9 @@ static ompc_status_t serve_fault(dm_pages_t *pg, uintptr_t addr, bool write)
         }
         off = run;
     }
-    dm_pages_map_unlock();
     if (st == OMPC_OK && write && (e = fpage_get(pg, page)))
         st = fpage_make_writable(e);
+    dm_pages_map_unlock();
     pthread_mutex_unlock(&pg->mtx);
     atomic_fetch_add_explicit(&pg->faults, 1, memory_order_relaxed);
     uint64_t t1 = ompc_now_ns();
@@ -833,7 +846,8 @@ static void drop_pages(dm_pages_t *pg, bool all)
 {
     dm_pages_map_lock();
     drop_arg_t d = {pg, all};
-    ompc_u64map_remove_if(&pg->pages, drop_one, &d);
+    if (ompc_u64map_size(&pg->pages) > 0)
+        ompc_u64map_remove_if(&pg->pages, drop_one, &d);
     dm_pages_map_unlock();
 }
 
@@ -857,7 +871,7 @@ uint64_t dm_pages_task_begin(dm_ctx_t *dm, uint64_t seq)
     /* Pages held for kernels still running may predate writes ordered
      * before this task: read-only ones go (the others' twins keep their
      * own writes apart). */
-    if (atomic_load(&pg->running) > 0 && ompc_u64map_size(&pg->pages) > 0)
+    if (atomic_load(&pg->running) > 0)
         drop_pages(pg, false);
     atomic_fetch_add(&pg->running, 1);
     pthread_mutex_unlock(&pg->mtx);
@@ -954,7 +968,11 @@ ompc_status_t dm_pages_task_end(dm_ctx_t *dm, uint64_t faults_at_begin, uint64_t
         return OMPC_OK;
     ompc_status_t st = OMPC_OK;
     pthread_mutex_lock(&pg->mtx);
-    if (ompc_u64map_size(&pg->pages) > 0) {
+    dm_pages_map_lock(); /* pages: a commit may change it meanwhile */
+    bool held = ompc_u64map_size(&pg->pages) > 0;
+    if (!held)
+        dm_pages_map_unlock();
+    if (held) {
         uint64_t t0 = ompc_now_ns();
         /* Each writable page is copied once, diffed against its twin, and
          * that copy becomes the twin once the head has the bytes: kernels
@@ -980,16 +998,25 @@ ompc_status_t dm_pages_task_end(dm_ctx_t *dm, uint64_t faults_at_begin, uint64_t
             ents[i++] = e;
             st = diff_page(e, cur, &msg, &len, &cap);
         }
+        /* Not across the write-back: the gate's commits take map_mtx, and
+         * the gate moves the write-back's messages.  The pages with twins
+         * stay (a commit keeps them while this kernel is counted ending;
+         * drops hold pg->mtx). */
+        atomic_fetch_add(&pg->ending, 1);
+        dm_pages_map_unlock();
         if (st == OMPC_OK && len > 0)
             st = write_back(dm, seq, msg, len);
         free(msg);
         if (st == OMPC_OK && atomic_load(&pg->running) > 1) {
             /* Kernels still running keep their pages. */
+            dm_pages_map_lock();
             for (size_t j = 0; j < i; j++)
                 memcpy(ents[j]->twin, copies + j * DM_PAGE, DM_PAGE);
+            dm_pages_map_unlock();
         } else if (st == OMPC_OK) {
             drop_pages(pg, true);
         }
+        atomic_fetch_sub(&pg->ending, 1);
         free(ents);
         free(copies);
         if (len > 0 && ompc_trace_on()) {
