@@ -86,8 +86,6 @@ struct dm_pages {
     int wake[2];                   /* pipe: signal handlers -> service */
     _Atomic(dm_fault_t *) reqs;    /* MPSC: handlers push, service takes all */
     _Atomic int running;           /* kernels running on this executor */
-    _Atomic int ending;            /* of them, in their write-back: done
-                                      writing (dm_pages_commit) */
     _Atomic bool stop;
     pthread_t svc;
     bool svc_started;
@@ -444,13 +442,11 @@ ompc_status_t dm_pages_commit(ev_ctx_t *ev, uintptr_t addr, size_t span)
     ompc_status_t st = OMPC_OK;
     if (!ev_mem_contains(ev, (const void *)addr, span)) {
         size_t held = 0;
-        /* Kernels that only write back (their writes reach the head before
-         * their end is reported) write nothing more: their pages' bytes
-         * are kept as below, their twins stay with their write-back. */
-        bool writing = pg && atomic_load(&pg->running) > atomic_load(&pg->ending);
         for (uintptr_t q = addr; pg && q < addr + span; q += DM_PAGE) {
             dm_fpage_t *e = fpage_get(pg, q);
-            if (e && e->twin && writing)
+            /* Also while that kernel writes them back: the launch's data
+             * was planned before the write and may still land over it. */
+            if (e && e->twin)
                 /* A launch planned this buffer's copy before the kernel
                  * running here wrote it through faults: the copy would
                  * replace those writes, and its bytes would travel back
@@ -479,8 +475,6 @@ ompc_status_t dm_pages_commit(ev_ctx_t *ev, uintptr_t addr, size_t span)
                 if (!ompc_u64map_get(&pg->pages, q, &v))
                     continue;
                 memcpy((char *)p + (q - addr), (const void *)q, DM_PAGE);
-                if (((dm_fpage_t *)(uintptr_t)v)->twin)
-                    continue; /* its write-back's; dropped after it */
                 ompc_u64map_remove(&pg->pages, q, &v);
                 free((dm_fpage_t *)(uintptr_t)v);
             }
@@ -620,6 +614,19 @@ static ompc_status_t serve_fault(dm_pages_t *pg, uintptr_t addr, bool write)
     /* Install the runs of pages not held yet (a page held may be written
      * already: its bytes here would be older). */
     dm_pages_map_lock();
+    if (page_committed(pg, page))
+        /* A launch committed the buffer during the fetch (the gate's
+         * commits never wait for one: it moves the reply).  The launch's
+         * data, planned before this kernel's access, may land over the
+         * page at any time, and until it does the page reads as zeros:
+         * never silently. */
+        ompc_fatal_user("rank %d: a kernel reached device page %#llx through a "
+                        "pointer none of its clauses names while a target task "
+                        "launched ahead names that buffer and brings its copy here: "
+                        "what the kernel reads or writes there is not ordered with "
+                        "that copy; name the buffer in the kernel's map, "
+                        "is_device_ptr or depend clause, or set OMPC_AHEAD=0",
+                        ev_ctx_rank(pg->dm->ev), (unsigned long long)page);
     for (uint64_t off = 0; off < h.len && st == OMPC_OK;) {
         uintptr_t p = (uintptr_t)(h.start + off);
         if (fpage_get(pg, p) || page_committed(pg, p)) {
@@ -1000,9 +1007,7 @@ ompc_status_t dm_pages_task_end(dm_ctx_t *dm, uint64_t faults_at_begin, uint64_t
         }
         /* Not across the write-back: the gate's commits take map_mtx, and
          * the gate moves the write-back's messages.  The pages with twins
-         * stay (a commit keeps them while this kernel is counted ending;
-         * drops hold pg->mtx). */
-        atomic_fetch_add(&pg->ending, 1);
+         * stay (a commit over one stops the rank; drops hold pg->mtx). */
         dm_pages_map_unlock();
         if (st == OMPC_OK && len > 0)
             st = write_back(dm, seq, msg, len);
@@ -1016,7 +1021,6 @@ ompc_status_t dm_pages_task_end(dm_ctx_t *dm, uint64_t faults_at_begin, uint64_t
         } else if (st == OMPC_OK) {
             drop_pages(pg, true);
         }
-        atomic_fetch_sub(&pg->ending, 1);
         free(ents);
         free(copies);
         if (len > 0 && ompc_trace_on()) {
