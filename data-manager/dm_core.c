@@ -540,6 +540,22 @@ ompc_status_t dm_read(dm_ctx_t *dm, dm_buf_t *b, size_t off, void *dst, size_t l
     return ev_finish(ev_retrieve(dm->ev, rank, a, dst, len, &h), h);
 }
 
+ompc_status_t dm_read_on(dm_ctx_t *dm, dm_buf_t *b, int exec, size_t off, void *dst,
+                         size_t len)
+{
+    if (off + len > b->size || off + len < off || exec < 0 || exec >= dm->nexec)
+        return OMPC_ERR_INVALID;
+    if (len == 0)
+        return OMPC_OK;
+    pthread_mutex_lock(&dm->mtx);
+    dm->stats.bytes_dev_to_host += len;
+    dm_addr_t a = addr_on(b, exec) + off;
+    int rank = dm->exec_rank[exec];
+    pthread_mutex_unlock(&dm->mtx);
+    ev_handle_t *h = NULL;
+    return ev_finish(ev_retrieve(dm->ev, rank, a, dst, len, &h), h);
+}
+
 ompc_status_t dm_copy(dm_ctx_t *dm, dm_buf_t *dst, size_t doff, dm_buf_t *src,
                       size_t soff, size_t len)
 {

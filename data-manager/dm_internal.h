@@ -77,6 +77,7 @@ struct dm_ctx {
     /* Device pages on demand (dm_pages.c). */
     ev_fn_id_t fn_page_fetch, fn_page_write;
     dm_fault_write_hooks_t fw_hooks; /* head (dm_set_fault_write_hooks) */
+    dm_fault_source_fn_t fault_source;           /* head */
     dm_page_stats_t *pstats; /* head, under mtx: per executor */
     dm_pages_t *pg;          /* executors: the fault service, or NULL */
 };

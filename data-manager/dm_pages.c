@@ -91,14 +91,18 @@ struct dm_pages {
     bool svc_started;
     struct sigaction old_segv;
     void (*namer)(char *buf, size_t cap);
-    /* Under mtx: the pages held through faults (key: address), and how
-     * many times a task began while others ran (their read-only pages
-     * were dropped).  No thread waits on an event while it holds mtx (a
-     * fetch, a write-back): the gate takes mtx to commit a launch's
-     * buffers, and the reply the waiter needs may sit behind that launch. */
+    /* mtx guards drop_epoch (how many times a task began while others
+     * ran, and their read-only pages were dropped) and seqs (the
+     * launched-ahead tasks running here, named in fetches).  pages, those
+     * held through faults (key: address), is guarded by map_mtx as well: a
+     * commit on the gate thread takes only map_mtx.  No thread waits on an
+     * event while it holds either (a fetch, a write-back): the gate moves
+     * the reply the waiter needs, and a task may begin or end on it. */
     pthread_mutex_t mtx;
     ompc_u64map_t pages;
     uint64_t drop_epoch;
+    uint64_t *seqs;
+    size_t nseqs, capseqs;
     void *fetch_buf;               /* block bytes, exposed to events */
     unsigned char *reply;          /* EV_EXEC_MAX_RESULT: a fetch's reply */
     /* This executor's counts (its own figures; the head keeps per-worker
@@ -207,9 +211,11 @@ static int exec_of_rank(const dm_ctx_t *dm, int rank)
 
 /* Serve a fault of executor exec at addr: *h_p, and up to block bytes of
  * the buffer holding addr, from its page on, into bytes (block bytes).
+ * seqs: the launched-ahead tasks running on exec (dm_set_fault_source).
  * OMPC_ERR_INVALID if no buffer holds addr. */
 static ompc_status_t page_serve(dm_ctx_t *dm, int exec, uint64_t addr, uint64_t block,
-                                dm_fetch_hdr_t *h_p, void *bytes)
+                                const uint64_t *seqs, size_t nseqs, dm_fetch_hdr_t *h_p,
+                                void *bytes)
 {
     dm_fetch_hdr_t h;
     pthread_mutex_lock(&dm->mtx);
@@ -233,6 +239,12 @@ static ompc_status_t page_serve(dm_ctx_t *dm, int exec, uint64_t addr, uint64_t 
         dm->pstats[exec].bytes_fetched += h.len;
     }
     pthread_mutex_unlock(&dm->mtx);
+    /* A writer the faulting task follows may be done on its executor
+     * before the head has handled its completion (launch ahead): its
+     * bytes are there, not in the copy the bookkeeping names yet. */
+    int src = -1;
+    if (dm->fault_source && exec >= 0 && nseqs > 0)
+        src = dm->fault_source(exec, seqs, nseqs, h.buf_addr);
     memset(bytes, 0, h.len);
     uint64_t off = h.start - h.buf_addr;
     ompc_status_t st = OMPC_OK;
@@ -240,7 +252,8 @@ static ompc_status_t page_serve(dm_ctx_t *dm, int exec, uint64_t addr, uint64_t 
      * a buffer never written reads as zeros. */
     if (off < h.buf_size) {
         uint64_t n_in = h.buf_size - off < h.len ? h.buf_size - off : h.len;
-        st = dm_read(dm, b, off, bytes, n_in);
+        st = src >= 0 && src != exec ? dm_read_on(dm, b, src, off, bytes, n_in)
+                                     : dm_read(dm, b, off, bytes, n_in);
     }
     if (st == OMPC_OK)
         *h_p = h;
@@ -322,25 +335,37 @@ static ompc_status_t page_write(dm_ctx_t *dm, int exec, const void *args, size_t
     return first;
 }
 
-/* args {addr, block, staging}: the bytes go to the executor's staging
- * buffer (exposed to events), the result is the dm_fetch_hdr_t.  Through
- * the head's memory: the valid copy may be the head's own snapshot, and
- * dm_read knows where it is. */
+/* args {addr, block, staging, seqs of the tasks running there...}: the
+ * bytes go to the executor's staging buffer (exposed to events), the
+ * result is the dm_fetch_hdr_t.  Through the head's memory: the valid copy
+ * may be the head's own snapshot, and dm_read knows where it is. */
 static ompc_status_t dm_fn_page_fetch(ev_exec_info_t *info)
 {
     dm_ctx_t *dm = atomic_load(&dm_fn_owner);
     uint64_t a[3];
-    if (!dm || info->args_size != sizeof(a) || info->result_cap < sizeof(dm_fetch_hdr_t))
+    if (!dm || info->args_size < sizeof(a) || info->args_size % 8 ||
+        info->result_cap < sizeof(dm_fetch_hdr_t))
         return OMPC_ERR_INVALID;
     memcpy(a, info->args, sizeof(a));
-    if (a[1] == 0 || a[1] > ((uint64_t)1 << 26))
-        return OMPC_ERR_INVALID;
-    void *tmp = malloc(a[1]);
-    if (!tmp)
+    size_t nseqs = (info->args_size - sizeof(a)) / 8;
+    uint64_t *seqs = nseqs ? malloc(nseqs * 8) : NULL;
+    if (nseqs && !seqs)
         return OMPC_ERR_NOMEM;
+    if (nseqs)
+        memcpy(seqs, (const char *)info->args + sizeof(a), nseqs * 8);
+    if (a[1] == 0 || a[1] > ((uint64_t)1 << 26)) {
+        free(seqs);
+        return OMPC_ERR_INVALID;
+    }
+    void *tmp = malloc(a[1]);
+    if (!tmp) {
+        free(seqs);
+        return OMPC_ERR_NOMEM;
+    }
     dm_fetch_hdr_t h;
-    ompc_status_t st = page_serve(dm, exec_of_rank(dm, info->origin), a[0], a[1], &h,
-                                  tmp);
+    ompc_status_t st = page_serve(dm, exec_of_rank(dm, info->origin), a[0], a[1], seqs,
+                                  nseqs, &h, tmp);
+    free(seqs);
     bool inline_bytes = st == OMPC_OK && sizeof(h) + h.len <= info->result_cap;
     if (inline_bytes) {
         /* With the reply: one message fewer on the fault's path. */
@@ -369,6 +394,8 @@ void dm_set_fault_write_hooks(dm_ctx_t *dm, const dm_fault_write_hooks_t *hooks)
 {
     dm->fw_hooks = *hooks;
 }
+
+void dm_set_fault_source(dm_ctx_t *dm, dm_fault_source_fn_t fn) { dm->fault_source = fn; }
 
 void dm_page_stats_of(dm_ctx_t *dm, int exec, dm_page_stats_t *stats_p)
 {
@@ -424,14 +451,17 @@ static dm_fpage_t *fpage_get(dm_pages_t *pg, uintptr_t page)
 ompc_status_t dm_pages_commit(ev_ctx_t *ev, uintptr_t addr, size_t span)
 {
     dm_pages_t *pg = atomic_load(&dm_pages_live);
-    if (pg)
-        pthread_mutex_lock(&pg->mtx); /* before map_mtx, as serve_fault */
+    /* map_mtx alone (it guards pg->pages): pg->mtx may be held by the
+     * service thread waiting for a fetch, whose reply this gate thread
+     * must receive. */
     dm_pages_map_lock();
     ompc_status_t st = OMPC_OK;
     if (!ev_mem_contains(ev, (const void *)addr, span)) {
         size_t held = 0;
         for (uintptr_t q = addr; pg && q < addr + span; q += DM_PAGE) {
             dm_fpage_t *e = fpage_get(pg, q);
+            /* Also while that kernel writes them back: the launch's data
+             * was planned before the write and may still land over it. */
             if (e && e->twin)
                 /* A launch planned this buffer's copy before the kernel
                  * running here wrote it through faults: the copy would
@@ -475,12 +505,11 @@ ompc_status_t dm_pages_commit(ev_ctx_t *ev, uintptr_t addr, size_t span)
         st = p == MAP_FAILED ? OMPC_ERR_NOMEM : ev_mem_register(ev, p, span);
     }
     dm_pages_map_unlock();
-    if (pg)
-        pthread_mutex_unlock(&pg->mtx);
     return st;
 }
 
-/* pg->mtx held: make a held page writable, keeping its bytes as the twin. */
+/* pg->mtx and map_mtx held: make a held page writable, keeping its bytes
+ * as the twin. */
 static ompc_status_t fpage_make_writable(dm_fpage_t *e)
 {
     if (e->twin)
@@ -517,20 +546,34 @@ static void fetch_info(dm_pages_t *pg, const dm_fetch_hdr_t *h, uintptr_t addr,
         say(msg, (size_t)n < sizeof(msg) ? (size_t)n : sizeof(msg) - 1);
 }
 
-/* The block from page on into pg->fetch_buf, its header into *h_p. */
-static ompc_status_t fetch(dm_pages_t *pg, uintptr_t page, dm_fetch_hdr_t *h_p)
+/* The block from page on into pg->fetch_buf, its header into *h_p
+ * (pg->mtx held). */
+/* seqs: the launched-ahead tasks running here when the fault came (a
+ * copy: fetch runs without pg->mtx). */
+static ompc_status_t fetch(dm_pages_t *pg, uintptr_t page, const uint64_t *seqs,
+                           size_t nseqs, dm_fetch_hdr_t *h_p)
 {
     dm_ctx_t *dm = pg->dm;
     ompc_status_t st;
     if (ev_ctx_rank(dm->ev) == 0) { /* one rank: the head serves itself */
-        st = page_serve(dm, 0, page, pg->block, h_p, pg->fetch_buf);
+        st = page_serve(dm, 0, page, pg->block, seqs, nseqs, h_p, pg->fetch_buf);
     } else {
         /* Blocks that fit come back with the reply, larger ones into
-         * fetch_buf. */
-        uint64_t args[3] = {page, pg->block, (uint64_t)(uintptr_t)pg->fetch_buf};
+         * fetch_buf.  The running tasks' seqs follow (as many as the
+         * message takes: at most one per kernel thread of this rank). */
+        size_t ns = nseqs < EV_EXEC_MAX_ARGS / 8 - 3 ? nseqs : EV_EXEC_MAX_ARGS / 8 - 3;
+        uint64_t *args = malloc((3 + ns) * sizeof(uint64_t));
+        if (!args)
+            return OMPC_ERR_NOMEM;
+        args[0] = page;
+        args[1] = pg->block;
+        args[2] = (uint64_t)(uintptr_t)pg->fetch_buf;
+        if (ns)
+            memcpy(args + 3, seqs, ns * sizeof(uint64_t));
         ev_handle_t *h = NULL;
-        st = ev_execute(dm->ev, 0, dm->fn_page_fetch, args, sizeof(args), pg->reply,
-                        EV_EXEC_MAX_RESULT, &h);
+        st = ev_execute(dm->ev, 0, dm->fn_page_fetch, args, (3 + ns) * sizeof(uint64_t),
+                        pg->reply, EV_EXEC_MAX_RESULT, &h);
+        free(args);
         if (st == OMPC_OK) {
             st = ev_wait(h);
             size_t got = ev_handle_result_size(h);
@@ -560,17 +603,18 @@ static ompc_status_t serve_fault(dm_pages_t *pg, uintptr_t addr, bool write)
     uint64_t t0 = ompc_now_ns();
     ompc_status_t st = OMPC_OK;
     pthread_mutex_lock(&pg->mtx);
+    dm_pages_map_lock();
     dm_fpage_t *e = fpage_get(pg, page);
     if (e) {
         /* Another thread's fault brought it, or a read brought it and
          * this is the first write. */
         if (write)
             st = fpage_make_writable(e);
+        dm_pages_map_unlock();
         ompc_trace("page %#llx held", (unsigned long long)page);
         pthread_mutex_unlock(&pg->mtx);
         return st;
     }
-    dm_pages_map_lock();
     bool committed = page_committed(pg, page);
     dm_pages_map_unlock();
     if (committed) { /* its buffer arrived with a launch meanwhile */
@@ -584,12 +628,24 @@ static ompc_status_t serve_fault(dm_pages_t *pg, uintptr_t addr, bool write)
      * again. */
     dm_fetch_hdr_t h;
     uint64_t epoch;
+    uint64_t *seqs = NULL;
+    size_t nseqs = 0;
     do {
         epoch = pg->drop_epoch;
+        free(seqs);
+        nseqs = pg->nseqs;
+        seqs = nseqs ? malloc(nseqs * sizeof(*seqs)) : NULL;
+        if (nseqs && !seqs) {
+            st = OMPC_ERR_NOMEM;
+            break;
+        }
+        if (nseqs)
+            memcpy(seqs, pg->seqs, nseqs * sizeof(*seqs));
         pthread_mutex_unlock(&pg->mtx);
-        st = fetch(pg, page, &h);
+        st = fetch(pg, page, seqs, nseqs, &h);
         pthread_mutex_lock(&pg->mtx);
     } while (st == OMPC_OK && epoch != pg->drop_epoch);
+    free(seqs);
     if (st != OMPC_OK) {
         pthread_mutex_unlock(&pg->mtx);
         return st;
@@ -598,6 +654,19 @@ static ompc_status_t serve_fault(dm_pages_t *pg, uintptr_t addr, bool write)
     /* Install the runs of pages not held yet (a page held may be written
      * already: its bytes here would be older). */
     dm_pages_map_lock();
+    if (page_committed(pg, page))
+        /* A launch committed the buffer during the fetch (the gate's
+         * commits never wait for one: it moves the reply).  The launch's
+         * data, planned before this kernel's access, may land over the
+         * page at any time, and until it does the page reads as zeros:
+         * never silently. */
+        ompc_fatal_user("rank %d: a kernel reached device page %#llx through a "
+                        "pointer none of its clauses names while a target task "
+                        "launched ahead names that buffer and brings its copy here: "
+                        "what the kernel reads or writes there is not ordered with "
+                        "that copy; name the buffer in the kernel's map, "
+                        "is_device_ptr or depend clause, or set OMPC_AHEAD=0",
+                        ev_ctx_rank(pg->dm->ev), (unsigned long long)page);
     for (uint64_t off = 0; off < h.len && st == OMPC_OK;) {
         uintptr_t p = (uintptr_t)(h.start + off);
         if (fpage_get(pg, p) || page_committed(pg, p)) {
@@ -624,9 +693,9 @@ static ompc_status_t serve_fault(dm_pages_t *pg, uintptr_t addr, bool write)
         }
         off = run;
     }
-    dm_pages_map_unlock();
     if (st == OMPC_OK && write && (e = fpage_get(pg, page)))
         st = fpage_make_writable(e);
+    dm_pages_map_unlock();
     pthread_mutex_unlock(&pg->mtx);
     atomic_fetch_add_explicit(&pg->faults, 1, memory_order_relaxed);
     uint64_t t1 = ompc_now_ns();
@@ -788,6 +857,7 @@ void dm_pages_destroy(dm_ctx_t *dm)
         free(e);
     }
     ompc_u64map_fini(&pg->pages);
+    free(pg->seqs);
     pthread_mutex_destroy(&pg->mtx);
     ev_mem_unregister(dm->ev, pg->fetch_buf);
     munmap(pg->fetch_buf, pg->block);
@@ -823,16 +893,28 @@ static void drop_pages(dm_pages_t *pg, bool all)
 {
     dm_pages_map_lock();
     drop_arg_t d = {pg, all};
-    ompc_u64map_remove_if(&pg->pages, drop_one, &d);
+    if (ompc_u64map_size(&pg->pages) > 0)
+        ompc_u64map_remove_if(&pg->pages, drop_one, &d);
     dm_pages_map_unlock();
 }
 
-uint64_t dm_pages_task_begin(dm_ctx_t *dm)
+uint64_t dm_pages_task_begin(dm_ctx_t *dm, uint64_t seq)
 {
     dm_pages_t *pg = dm->pg;
     if (!pg)
         return 0;
     pthread_mutex_lock(&pg->mtx);
+    if (seq) {
+        if (pg->nseqs == pg->capseqs) {
+            size_t nc = pg->capseqs ? 2 * pg->capseqs : 8;
+            uint64_t *v = realloc(pg->seqs, nc * sizeof(*v));
+            if (!v)
+                ompc_fatal("out of memory starting a kernel");
+            pg->seqs = v;
+            pg->capseqs = nc;
+        }
+        pg->seqs[pg->nseqs++] = seq;
+    }
     /* Pages held for kernels still running may predate writes ordered
      * before this task: read-only ones go (the others' twins keep their
      * own writes apart). */
@@ -936,7 +1018,11 @@ ompc_status_t dm_pages_task_end(dm_ctx_t *dm, uint64_t faults_at_begin, uint64_t
         return OMPC_OK;
     ompc_status_t st = OMPC_OK;
     pthread_mutex_lock(&pg->mtx);
-    if (ompc_u64map_size(&pg->pages) > 0) {
+    dm_pages_map_lock(); /* pages: a commit may change it meanwhile */
+    bool held = ompc_u64map_size(&pg->pages) > 0;
+    if (!held)
+        dm_pages_map_unlock();
+    if (held) {
         uint64_t t0 = ompc_now_ns();
         /* Each writable page is copied once, diffed against its twin, and
          * that copy becomes the twin once the head has the bytes: kernels
@@ -962,9 +1048,11 @@ ompc_status_t dm_pages_task_end(dm_ctx_t *dm, uint64_t faults_at_begin, uint64_t
             addrs[i++] = e->addr;
             st = diff_page(e, cur, &msg, &len, &cap);
         }
+        dm_pages_map_unlock();
         if (st == OMPC_OK && len > 0) {
-            /* Without mtx (see struct dm_pages): a commit may replace or drop pages
-             * meanwhile, so they are found again by address below. */
+            /* Without either lock (see struct dm_pages): a commit or a drop
+             * may change pages meanwhile, so they are found again by
+             * address below. */
             pthread_mutex_unlock(&pg->mtx);
             st = write_back(dm, seq, msg, len);
             pthread_mutex_lock(&pg->mtx);
@@ -972,11 +1060,13 @@ ompc_status_t dm_pages_task_end(dm_ctx_t *dm, uint64_t faults_at_begin, uint64_t
         free(msg);
         if (st == OMPC_OK && atomic_load(&pg->running) > 1) {
             /* Kernels still running keep their pages. */
+            dm_pages_map_lock();
             for (size_t j = 0; j < i; j++) {
                 dm_fpage_t *e = fpage_get(pg, addrs[j]);
                 if (e && e->twin)
                     memcpy(e->twin, copies + j * DM_PAGE, DM_PAGE);
             }
+            dm_pages_map_unlock();
         } else if (st == OMPC_OK) {
             drop_pages(pg, true);
         }
@@ -987,6 +1077,11 @@ ompc_status_t dm_pages_task_end(dm_ctx_t *dm, uint64_t faults_at_begin, uint64_t
             ompc_trace_span("pages", "write back", t0, ompc_now_ns(), args, 1);
         }
     }
+    for (size_t i = 0; seq && i < pg->nseqs; i++)
+        if (pg->seqs[i] == seq) {
+            pg->seqs[i] = pg->seqs[--pg->nseqs];
+            break;
+        }
     atomic_fetch_sub(&pg->running, 1);
     pthread_mutex_unlock(&pg->mtx);
     if (faulted_p)

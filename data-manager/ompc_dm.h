@@ -78,6 +78,10 @@ ompc_status_t dm_unborrow(dm_ctx_t *dm, dm_buf_t *buf);
 /* Device -> host, from a valid copy.  Bytes never written are left as they
  * are in dst. */
 ompc_status_t dm_read(dm_ctx_t *dm, dm_buf_t *buf, size_t off, void *dst, size_t len);
+/* dm_read from executor exec's copy, whatever this layer thinks of it
+ * (the caller knows it is current: dm_set_fault_source). */
+ompc_status_t dm_read_on(dm_ctx_t *dm, dm_buf_t *buf, int exec, size_t off, void *dst,
+                         size_t len);
 /* Device -> device (may be within one buffer if the ranges do not overlap). */
 ompc_status_t dm_copy(dm_ctx_t *dm, dm_buf_t *dst, size_t doff, dm_buf_t *src,
                       size_t soff, size_t len);
@@ -154,7 +158,10 @@ typedef struct dm_pages dm_pages_t;
  * task_begin returns a token for task_end; task_end writes back what the
  * kernel wrote through faults (blocks until the head has it) and says
  * whether faults were served on this executor meanwhile. */
-uint64_t dm_pages_task_begin(dm_ctx_t *dm);
+/* seq: the launched-ahead task about to run (0: none); the head orders
+ * the fetches of its faults after the writers it follows
+ * (dm_set_fault_source). */
+uint64_t dm_pages_task_begin(dm_ctx_t *dm, uint64_t seq);
 /* seq: the launched-ahead task that ran (0: none), named to the head
  * with the write-back (dm_set_fault_write_hooks). */
 ompc_status_t dm_pages_task_end(dm_ctx_t *dm, uint64_t token, uint64_t seq,
@@ -177,6 +184,15 @@ typedef struct dm_fault_write_hooks {
     void (*done)(int exec, uint64_t seq, const void *runs, size_t len);
 } dm_fault_write_hooks_t;
 void dm_set_fault_write_hooks(dm_ctx_t *dm, const dm_fault_write_hooks_t *hooks);
+/* Head: source(exec, seqs, n, buffer address) says where a fault of exec
+ * reads the buffer's bytes when the tasks running there (seqs, launched
+ * ahead) follow a writer of it whose completion the head has not handled
+ * yet: that writer's executor, whose copy holds its bytes (the task
+ * started after the writer was done).  -1: the valid copy this layer
+ * knows of. */
+typedef int (*dm_fault_source_fn_t)(int exec, const uint64_t *seqs, size_t n,
+                                    uint64_t buf_addr);
+void dm_set_fault_source(dm_ctx_t *dm, dm_fault_source_fn_t fn);
 /* How OMPC_INFO names the running kernel (called on the fault service
  * thread; writes a string into buf). */
 void dm_pages_set_namer(dm_ctx_t *dm, void (*namer)(char *buf, size_t cap));

@@ -793,6 +793,74 @@ void graph_ahead_fault_write_done(int exec, uint64_t seq, const void *runs, size
     free(out);
 }
 
+/* tgt_g.mtx held: the latest writer of buf_addr among the ancestors of n
+ * that are not done here (their writes are not in the data manager's
+ * bookkeeping yet), or NULL.  As ordered_after, every node on the way is
+ * in flight, so its preds are held; past VISIT_MAX nodes, the latest
+ * found so far. */
+static const tgt_node_t *last_writer_before(const tgt_node_t *n, uint64_t buf_addr)
+{
+    const tgt_node_t *stk_v[64], **stk = stk_v, *best = NULL;
+    size_t ns = 0, cap = 64, visited = 0;
+    stk[ns++] = n;
+    while (ns > 0 && ++visited <= VISIT_MAX) {
+        const tgt_node_t *m = stk[--ns];
+        for (size_t i = 0; i < m->preds.n; i++) {
+            const tgt_node_t *p = m->preds.v[i];
+            /* A pred's seq is below its successor's: nothing behind one
+             * at or below best can be later. */
+            if (p->state == N_DONE || (best && p->seq <= best->seq))
+                continue;
+            if (p->k && p->ahead.launched && writes_buf(p, buf_addr) &&
+                (!best || p->seq > best->seq))
+                best = p;
+            if (ns == cap) {
+                const tgt_node_t **g = malloc(2 * cap * sizeof(*g));
+                if (!g)
+                    break;
+                memcpy(g, stk, ns * sizeof(*g));
+                if (stk != stk_v)
+                    free(stk);
+                stk = g;
+                cap *= 2;
+            }
+            stk[ns++] = p;
+        }
+    }
+    if (stk != stk_v)
+        free(stk);
+    return best;
+}
+
+/* A task launched ahead starts once the tasks it follows are done on
+ * their executors, which may be before the head has their completions
+ * (they come in batches): a fault of it must read a buffer where its last
+ * writer among them left it, not where the bookkeeping, which learns of
+ * that writer only at its completion, says.  Writers of one buffer that
+ * may run at once share an executor, so the latest such writer's
+ * executor holds all their bytes.  Runs on the head for each fault. */
+int graph_ahead_fault_source(int exec, const uint64_t *seqs, size_t n, uint64_t buf_addr)
+{
+    int src = -1;
+    uint64_t best = 0;
+    pthread_mutex_lock(&tgt_g.mtx);
+    for (size_t i = 0; i < n; i++) {
+        ompc_tmap_node_t *t = ompc_tmap_ceil(&tgt_g.ahead_nodes, seqs[i]);
+        if (!t || t->key != seqs[i])
+            continue;
+        const tgt_node_t *node = OMPC_TMAP_ENTRY(t, tgt_node_t, ahead.anode);
+        if (node->exec != exec)
+            continue;
+        const tgt_node_t *w = last_writer_before(node, buf_addr);
+        if (w && w->seq > best) {
+            best = w->seq;
+            src = w->exec;
+        }
+    }
+    pthread_mutex_unlock(&tgt_g.mtx);
+    return src;
+}
+
 int tgt_graph_describe_owed(int rank, int owed, char *buf, size_t cap)
 {
     /* The gate calls this as it ends the job; a thread stuck holding the

@@ -681,6 +681,7 @@ void tgt_graph_init(void)
     const dm_fault_write_hooks_t fw = {graph_ahead_fault_write_order,
                                        graph_ahead_fault_write_done};
     dm_set_fault_write_hooks(tgt_rt->dm, &fw);
+    dm_set_fault_source(tgt_rt->dm, graph_ahead_fault_source);
     int ne = dm_num_executors(tgt_rt->dm);
     tgt_g.t0_ns = ompc_now_ns();
     tgt_g.busy_until = calloc((size_t)ne, sizeof(double));

@@ -345,6 +345,9 @@ void graph_ahead_finish(tgt_node_t *n);
 void graph_ahead_fault_write_order(int exec, uint64_t seq, uint64_t buf_addr,
                                    size_t size);
 void graph_ahead_fault_write_done(int exec, uint64_t seq, const void *runs, size_t len);
+/* dm_set_fault_source: where a fault of a task launched ahead reads a
+ * buffer whose last writer it follows is done but not finished here. */
+int graph_ahead_fault_source(int exec, const uint64_t *seqs, size_t n, uint64_t buf_addr);
 
 /* Dispatch (tgt_dispatch.c). */
 /* Returns once n is done, running queued work meanwhile.  The caller holds

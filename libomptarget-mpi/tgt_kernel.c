@@ -114,7 +114,7 @@ ompc_status_t tgt_kernel_run(const void *args, size_t args_size, uint64_t *ns_p,
             clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c0);
         uint64_t t0 = ompc_now_ns();
         tgt_kernel_rec_start(k->name);
-        uint64_t pages = dm_pages_task_begin(tgt_rt->dm);
+        uint64_t pages = dm_pages_task_begin(tgt_rt->dm, tgt_kernel_seq);
         tgt_in_kernel = true;
         ffi_call(&cif, FFI_FN(k->fn), NULL, ptrs);
         tgt_in_kernel = false;
