@@ -28,6 +28,8 @@
 
 #include "ompc_sched.h"
 
+#include <stdlib.h>
+
 /* ------------------------------------------------------------------ ops */
 typedef enum { OP_WRITE, OP_READ, OP_HOST_STORE, OP_FREE, OP_DONE } op_kind_t;
 
@@ -77,8 +79,9 @@ struct tgt_node {
     const tgt_kernel_t *k;   /* NULL: data-only node */
     /* What was recorded: written by the recording thread until the node
      * enters the graph, then by the thread that runs the node. */
-    char *msg;               /* the kernel's launch message */
+    char *msg;               /* the kernel's launch message (graph_msg_set) */
     size_t msg_len;
+    bool msg_inl;            /* msg lies in the node's block: not freed */
     dm_buf_t **bufs;         /* the kernel's buffers (made valid on exec) */
     size_t nbufs;
     dm_buf_t **wr;           /* the ones it may write */
@@ -251,6 +254,17 @@ extern tgt_graph_state_t tgt_g;
  * plan_mtx and map_mtx, which come before them). */
 
 /* The core: the state above and a node's life. */
+/* n's launch message becomes msg (a heap block n now owns, or NULL); the
+ * one before is freed unless it lay in n's block.  n's recorder or
+ * runner. */
+static inline void graph_msg_set(tgt_node_t *n, char *msg, size_t len)
+{
+    if (!n->msg_inl)
+        free(n->msg);
+    n->msg_inl = false;
+    n->msg = msg;
+    n->msg_len = len;
+}
 /* The entry of m with exactly this key, or NULL. */
 ompc_tmap_node_t *graph_tmap_find(ompc_tmap_t *m, uintptr_t key);
 /* realloc that never returns NULL: out of memory is fatal, naming what. */
