@@ -117,7 +117,7 @@ static void on_launch_done(void *arg, ompc_status_t st)
         tgt_node_t *n = s->nodes[i];
         if (st != OMPC_OK && !n->ahead.kdone) {
             /* The executor refused it: no completion will come. */
-            if (ompc_tmap_erase(&tgt_g.ahead_nodes, n->seq))
+            if (ompc_u64map_remove(&tgt_g.ahead_nodes, n->seq, NULL))
                 ahead_owed(n, -1);
             n->kst = st;
             n->ahead.kdone = true;
@@ -254,7 +254,7 @@ static unsigned char *lb_add(tgt_node_t *n, dm_buf_t **claimed, size_t nclaimed,
     }
     size_t item = tgt_wire_batch_item_size(launch_len);
     if (o->len + item > o->cap) {
-        size_t cap = o->cap ? 2 * o->cap : 2048;
+        size_t cap = o->cap ? 2 * o->cap : 8192;
         while (cap < o->len + item)
             cap *= 2;
         o->buf = graph_xrealloc(o->buf, cap, "launching kernels");
@@ -403,8 +403,8 @@ void graph_ahead_launch(tgt_node_t *n, int e, uint64_t t0)
     /* Successors may go as soon as this one has. */
     n->ahead.launched = true;
     n->state = N_RUNNING;
-    n->ahead.anode.key = n->seq;
-    ompc_tmap_insert(&tgt_g.ahead_nodes, &n->ahead.anode);
+    if (ompc_u64map_put(&tgt_g.ahead_nodes, n->seq, (uint64_t)(uintptr_t)n) != OMPC_OK)
+        ompc_fatal("out of memory launching a kernel");
     ahead_owed(n, 1);
     size_t woken = 0;
     for (size_t i = 0; i < n->succs.n; i++) {
@@ -533,13 +533,15 @@ void graph_ahead_fault_write_check(int exec, uint64_t seq, uint64_t buf_addr, si
     if (!seq)
         return;
     pthread_mutex_lock(&tgt_g.mtx);
+    /* The oldest such task is named. */
     const tgt_node_t *late = NULL, *writer = NULL;
-    for (ompc_tmap_node_t *t = ompc_tmap_ceil(&tgt_g.ahead_nodes, seq); t && !late;
-         t = ompc_tmap_ceil(&tgt_g.ahead_nodes, t->key + 1)) {
-        const tgt_node_t *n = OMPC_TMAP_ENTRY(t, tgt_node_t, ahead.anode);
+    uint64_t key, val;
+    for (size_t pos = 0; ompc_u64map_next(&tgt_g.ahead_nodes, &pos, &key, &val);) {
+        const tgt_node_t *n = (const tgt_node_t *)(uintptr_t)val;
         if (n->seq == seq)
             writer = n;
-        else if (n->k && names_buf(n, buf_addr) && ordered_after(n, seq))
+        else if (n->seq > seq && (!late || n->seq < late->seq) && n->k &&
+                 names_buf(n, buf_addr) && ordered_after(n, seq))
             late = n;
     }
     if (!late) {
@@ -579,10 +581,11 @@ int tgt_graph_describe_owed(int rank, int owed, char *buf, size_t cap)
     if (!locked)
         return snprintf(buf, cap, "%d kernel(s) launched there", owed);
     const tgt_node_t *oldest = NULL;
-    for (ompc_tmap_node_t *t = ompc_tmap_ceil(&tgt_g.ahead_nodes, 0); t && !oldest;
-         t = ompc_tmap_ceil(&tgt_g.ahead_nodes, t->key + 1)) {
-        const tgt_node_t *n = OMPC_TMAP_ENTRY(t, tgt_node_t, ahead.anode);
-        if (n->exec >= 0 && dm_executor_rank(tgt_rt->dm, n->exec) == rank)
+    uint64_t key, val;
+    for (size_t pos = 0; ompc_u64map_next(&tgt_g.ahead_nodes, &pos, &key, &val);) {
+        const tgt_node_t *n = (const tgt_node_t *)(uintptr_t)val;
+        if (n->exec >= 0 && dm_executor_rank(tgt_rt->dm, n->exec) == rank &&
+            (!oldest || n->seq < oldest->seq))
             oldest = n;
     }
     char where[256] = "";
@@ -617,19 +620,19 @@ static void learn_hop(int exec, uint64_t hop_raw, int hop_rank)
 static size_t ahead_done_one(uint64_t seq, uint64_t kernel_ns, ompc_status_t st,
                              uint64_t hop_raw, int hop_rank, int from)
 {
-    ompc_tmap_node_t *t = ompc_tmap_erase(&tgt_g.ahead_nodes, (uintptr_t)seq);
-    if (!t) {
+    uint64_t val;
+    if (!ompc_u64map_get(&tgt_g.ahead_nodes, seq, &val)) {
         ompc_error("an executor reported task %llu done, which is not running",
                    (unsigned long long)seq);
         return 0;
     }
-    tgt_node_t *n = OMPC_TMAP_ENTRY(t, tgt_node_t, ahead.anode);
+    tgt_node_t *n = (tgt_node_t *)(uintptr_t)val;
     if (n->exec < 0 || dm_executor_rank(tgt_rt->dm, n->exec) != from) {
-        ompc_tmap_insert(&tgt_g.ahead_nodes, t);
         ompc_error("rank %d reported task %llu done, which runs elsewhere", from,
                    (unsigned long long)seq);
         return 0;
     }
+    ompc_u64map_remove(&tgt_g.ahead_nodes, seq, NULL);
     ahead_owed(n, -1);
     if (hop_rank >= 0)
         learn_hop(n->exec, hop_raw, hop_rank);

@@ -27,6 +27,7 @@
 #include "tgt_graph.h"
 
 #include "ompc_sched.h"
+#include "ompc_u64map.h"
 
 #include <stdlib.h>
 
@@ -130,7 +131,6 @@ struct tgt_node {
         size_t npulled;
         struct ahead_buf **abufs; /* per-buffer plans it takes part in */
         size_t nabufs;
-        ompc_tmap_node_t anode; /* tgt_g.ahead_nodes, key seq */
     } ahead;
     tgt_node_t *qnext;       /* pending / ready / finished / blocked queue */
     tgt_node_t *lprev, *lnext; /* live list (not done), in seq order */
@@ -239,7 +239,10 @@ typedef struct tgt_graph_state {
     _Atomic size_t nwork;    /* nodes in ready + finished (read unlocked) */
     _Atomic int hot;         /* dispatch threads spinning for work */
     bool ahead;              /* OMPC_AHEAD and there are workers */
-    ompc_tmap_t ahead_nodes; /* launched ahead, not reported done: by seq */
+    /* Launched ahead, not reported done: seq -> node.  A hash map: the gate
+     * looks each completion up (a treap's search and erase were a few
+     * percent of the head's CPU per empty task). */
+    ompc_u64map_t ahead_nodes;
     pthread_mutex_t ahead_mtx; /* abufs */
     ompc_tmap_t abufs;       /* ahead_buf_t by buffer */
     tgt_graph_stats_t stats;
