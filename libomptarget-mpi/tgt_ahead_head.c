@@ -150,6 +150,16 @@ static lb_open_t *lb_open_find(int e)
     return NULL;
 }
 
+/* A batch is posted one way (ev_post: no reply, and no wake-up of either
+ * gate for one) unless a waiter needs its event (it carries commits this
+ * thread claimed: transfers into those buffers wait for it) or it is this
+ * thread's LB_REPLY_EVERY-th: that one's reply says when it reached its
+ * executor, the hop HEFT learns (on_launch_done).  A reply per batch was
+ * a second message per batch and a wake-up of the head's gate for it.
+ * A batch its executor refuses ends the job there either way. */
+#define LB_REPLY_EVERY 16
+static _Thread_local unsigned lb_batches;
+
 static void lb_send(int e, lb_item_t *v, size_t k)
 {
     dm_ctx_t *dm = tgt_rt->dm;
@@ -158,13 +168,22 @@ static void lb_send(int e, lb_item_t *v, size_t k)
     size_t len = o->len;
     void *m = o->buf;
     *o = LB.open[--LB.nopen];
-    lb_sent_t *s = malloc(sizeof(*s) + k * sizeof(tgt_node_t *));
-    if (!s)
-        ompc_fatal("out of memory launching %zu kernels", k);
-    s->msg = m;
-    s->exec = e;
-    s->reply.arrived_ns = 0;
-    s->n = k;
+    bool claims = false;
+    for (size_t i = 0; i < k; i++)
+        claims |= v[i].nclaimed > 0;
+    bool reply = claims || lb_batches++ % LB_REPLY_EVERY == 0;
+    lb_sent_t *s = NULL;
+    if (reply) {
+        s = malloc(sizeof(*s) + k * sizeof(tgt_node_t *));
+        if (!s)
+            ompc_fatal("out of memory launching %zu kernels", k);
+        s->msg = m;
+        s->exec = e;
+        s->reply.arrived_ns = 0;
+        s->n = k;
+        for (size_t i = 0; i < k; i++)
+            s->nodes[i] = v[i].n;
+    }
     int rank = dm_executor_rank(dm, e);
     pthread_mutex_lock(&tgt_g.mtx);
     bool needed = tgt_g.need > 0;
@@ -172,12 +191,16 @@ static void lb_send(int e, lb_item_t *v, size_t k)
     if (tgt_g.relaxed_sent)
         tgt_g.relaxed_sent[rank] = !needed;
     pthread_mutex_unlock(&tgt_g.mtx);
-    for (size_t i = 0; i < k; i++)
-        s->nodes[i] = v[i].n;
     ev_handle_t *h = NULL;
-    s->sent_ns = ompc_now_ns();
-    ompc_status_t st = ev_execute(tgt_rt->ev, rank, tgt_rt->fn_ahead_launch, s->msg, len,
-                                  &s->reply, sizeof(s->reply), &h);
+    ompc_status_t st;
+    if (reply) {
+        s->sent_ns = ompc_now_ns();
+        st = ev_execute(tgt_rt->ev, rank, tgt_rt->fn_ahead_launch, m, len, &s->reply,
+                        sizeof(s->reply), &h);
+    } else {
+        st = ev_post(tgt_rt->ev, rank, tgt_rt->fn_ahead_launch, m, len);
+        free(m); /* posted: copied */
+    }
     for (size_t i = 0; i < k; i++) {
         if (v[i].nclaimed) /* no claim: nothing for a waiter to see */
             dm_commit_claimed(dm, e, v[i].claimed, v[i].nclaimed,
@@ -196,10 +219,14 @@ static void lb_send(int e, lb_item_t *v, size_t k)
         n->ahead.sent = true;
         if (n->ahead.kdone && n->npred_left == 0)
             graph_push_finished(n);
+        if (!reply)
+            graph_node_unref(n); /* graph_ahead_launch took it for the reply */
     }
     pthread_mutex_unlock(&tgt_g.mtx);
-    ev_handle_on_done(h, on_launch_done, s);
-    ev_handle_release(h);
+    if (reply) {
+        ev_handle_on_done(h, on_launch_done, s);
+        ev_handle_release(h);
+    }
 }
 
 /* Send every launch this thread holds, one message per executor. */
@@ -412,7 +439,7 @@ void graph_ahead_launch(tgt_node_t *n, int e, uint64_t t0)
         woken += graph_make_ready(n->succs.v[i]);
     }
     graph_wake_dispatchers(woken);
-    graph_node_ref(n); /* on_launch_done's */
+    graph_node_ref(n); /* lb_send's, or on_launch_done's */
     pthread_mutex_unlock(&tgt_g.mtx);
     /* The batch keeps the claims until its reply. */
     dm_buf_t **kept = NULL;
