@@ -213,12 +213,18 @@ typedef struct tgt_graph_state {
     uint64_t seq;
     uint64_t nlive;
     tgt_node_t *live_head, *live_tail;
-    /* Queues.  pending: recorders push, flushes pop.  held: flushes push
-     * and pop.  ready, finished: any thread pushes (schedule, completion
-     * callbacks, node_done); dispatch threads and helping waiters pop.
-     * blocked: node_start pushes, node_done pops. */
-    queue_t pending, ready, finished, blocked;
-    queue_t held;            /* held back by a flush: before pending */
+    /* Recorded, not placed yet, in record order: recorders append, a
+     * flush takes the whole array.  (A queue linked through the nodes had
+     * the flush chase one pointer per node, each a cache miss: the nodes
+     * were recorded a window ago.) */
+    tgt_node_t **pend;
+    size_t npend, cappend;
+    /* Queues.  held: flushes push and pop.  ready, finished: any thread
+     * pushes (schedule, completion callbacks, node_done); dispatch threads
+     * and helping waiters pop.  blocked: node_start pushes, node_done
+     * pops. */
+    queue_t ready, finished, blocked;
+    queue_t held;            /* held back by a flush: before pend */
     tgt_node_t *last_all;    /* latest omp_all_memory node */
     ompc_tmap_t deps;        /* dep_state_t by address */
     ompc_tmap_t bstate;      /* buf_state_t by buffer */

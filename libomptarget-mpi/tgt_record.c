@@ -413,14 +413,19 @@ void tgt_rec_construct(const tgt_ident_t *loc, const tgt_kernel_t *k, tgt_plan_t
     n->hostside = !graph_ahead_candidate(n);
     graph_live_append(n);
     n->state = N_PENDING;
-    graph_q_push(&tgt_g.pending, n);
+    if (tgt_g.npend == tgt_g.cappend) {
+        tgt_g.cappend = tgt_g.cappend ? 2 * tgt_g.cappend : 256;
+        tgt_g.pend = graph_xrealloc(tgt_g.pend, tgt_g.cappend * sizeof(*tgt_g.pend),
+                                    "task graph");
+    }
+    tgt_g.pend[tgt_g.npend++] = n;
     tgt_g.stats.nodes++;
     if (n->k)
         tgt_g.stats.kernels++;
     uint64_t mem = atomic_load(&tgt_g.stats.in_memory);
     if (mem > tgt_g.stats.in_memory_peak)
         tgt_g.stats.in_memory_peak = mem;
-    size_t npend = tgt_g.pending.n;
+    size_t npend = tgt_g.npend;
     uint64_t nlive = tgt_g.nlive;
     if (wait) {
         graph_node_ref(n);
