@@ -386,7 +386,8 @@ void graph_flush_keep(tgt_node_t *mine)
         size_t h = 0;
         while (tgt_g.held.n)
             v[h++] = graph_q_pop(&tgt_g.held);
-        memcpy(v + h, tgt_g.pend, tgt_g.npend * sizeof(*v));
+        if (tgt_g.npend) /* none recorded since: pend may be NULL */
+            memcpy(v + h, tgt_g.pend, tgt_g.npend * sizeof(*v));
     }
     tgt_g.npend = 0;
     for (size_t i = 0; i < n; i++) {
