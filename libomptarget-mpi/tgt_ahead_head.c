@@ -31,9 +31,22 @@ typedef struct lb_item {
     size_t nclaimed;
 } lb_item_t;
 
+/* The message of the batch being filled for one executor: each launch is
+ * written into it once, as it is planned (its header goes in front when
+ * the batch is sent, tgt_wire.h).  It was built in a block of its own per
+ * launch, then copied into the batch: a malloc, a free and a copy per
+ * task on the dispatching thread. */
+typedef struct lb_open {
+    int exec;
+    unsigned char *buf;      /* NULL once sent (the batch owns it then) */
+    size_t len, cap;
+} lb_open_t;
+
 static _Thread_local struct {
     lb_item_t v[LB_MAX_ITEMS];
     size_t n, bytes;
+    lb_open_t open[LB_MAX_ITEMS]; /* one per executor with launches held */
+    size_t nopen;
 } LB;
 
 /* ------------------------------------------ per-buffer plans, launches */
@@ -129,36 +142,65 @@ static void on_launch_done(void *arg, ompc_status_t st)
 
 /* Send the launches v[0..k) to executor e, one message (a launch batch,
  * tgt_wire.h). */
+static lb_open_t *lb_open_find(int e)
+{
+    for (size_t i = 0; i < LB.nopen; i++)
+        if (LB.open[i].exec == e)
+            return &LB.open[i];
+    return NULL;
+}
+
+/* A batch is posted one way (ev_post: no reply, and no wake-up of either
+ * gate for one) unless a waiter needs its event (it carries commits this
+ * thread claimed: transfers into those buffers wait for it) or it is this
+ * thread's LB_REPLY_EVERY-th: that one's reply says when it reached its
+ * executor, the hop HEFT learns (on_launch_done).  A reply per batch was
+ * a second message per batch and a wake-up of the head's gate for it.
+ * A batch its executor refuses ends the job there either way. */
+#define LB_REPLY_EVERY 16
+static _Thread_local unsigned lb_batches;
+
 static void lb_send(int e, lb_item_t *v, size_t k)
 {
     dm_ctx_t *dm = tgt_rt->dm;
-    size_t len = sizeof(tgt_wire_batch_t);
+    lb_open_t *o = lb_open_find(e);
+    OMPC_ASSERT(o && o->buf);
+    size_t len = o->len;
+    void *m = o->buf;
+    *o = LB.open[--LB.nopen];
+    bool claims = false;
     for (size_t i = 0; i < k; i++)
-        len += tgt_wire_batch_item_size(v[i].n->msg_len);
-    lb_sent_t *s = malloc(sizeof(*s) + k * sizeof(tgt_node_t *));
-    void *m = malloc(len);
-    if (!s || !m)
-        ompc_fatal("out of memory launching %zu kernels", k);
-    s->msg = m;
-    s->exec = e;
-    s->reply.arrived_ns = 0;
-    s->n = k;
+        claims |= v[i].nclaimed > 0;
+    bool reply = claims || lb_batches++ % LB_REPLY_EVERY == 0;
+    lb_sent_t *s = NULL;
+    if (reply) {
+        s = malloc(sizeof(*s) + k * sizeof(tgt_node_t *));
+        if (!s)
+            ompc_fatal("out of memory launching %zu kernels", k);
+        s->msg = m;
+        s->exec = e;
+        s->reply.arrived_ns = 0;
+        s->n = k;
+        for (size_t i = 0; i < k; i++)
+            s->nodes[i] = v[i].n;
+    }
     int rank = dm_executor_rank(dm, e);
     pthread_mutex_lock(&tgt_g.mtx);
     bool needed = tgt_g.need > 0;
-    unsigned char *p = tgt_wire_batch_begin(m, k, tgt_g.need_gen, needed);
+    tgt_wire_batch_begin(m, k, tgt_g.need_gen, needed);
     if (tgt_g.relaxed_sent)
         tgt_g.relaxed_sent[rank] = !needed;
     pthread_mutex_unlock(&tgt_g.mtx);
-    for (size_t i = 0; i < k; i++) {
-        tgt_node_t *n = v[i].n;
-        p = tgt_wire_batch_put(p, n->msg, n->msg_len);
-        s->nodes[i] = n;
-    }
     ev_handle_t *h = NULL;
-    s->sent_ns = ompc_now_ns();
-    ompc_status_t st = ev_execute(tgt_rt->ev, rank, tgt_rt->fn_ahead_launch, s->msg, len,
-                                  &s->reply, sizeof(s->reply), &h);
+    ompc_status_t st;
+    if (reply) {
+        s->sent_ns = ompc_now_ns();
+        st = ev_execute(tgt_rt->ev, rank, tgt_rt->fn_ahead_launch, m, len, &s->reply,
+                        sizeof(s->reply), &h);
+    } else {
+        st = ev_post(tgt_rt->ev, rank, tgt_rt->fn_ahead_launch, m, len);
+        free(m); /* posted: copied */
+    }
     for (size_t i = 0; i < k; i++) {
         if (v[i].nclaimed) /* no claim: nothing for a waiter to see */
             dm_commit_claimed(dm, e, v[i].claimed, v[i].nclaimed,
@@ -174,15 +216,17 @@ static void lb_send(int e, lb_item_t *v, size_t k)
     tgt_g.stats.launches += k;
     for (size_t i = 0; i < k; i++) {
         tgt_node_t *n = v[i].n;
-        free(n->msg);
-        n->msg = NULL;
         n->ahead.sent = true;
         if (n->ahead.kdone && n->npred_left == 0)
             graph_push_finished(n);
+        if (!reply)
+            graph_node_unref(n); /* graph_ahead_launch took it for the reply */
     }
     pthread_mutex_unlock(&tgt_g.mtx);
-    ev_handle_on_done(h, on_launch_done, s);
-    ev_handle_release(h);
+    if (reply) {
+        ev_handle_on_done(h, on_launch_done, s);
+        ev_handle_release(h);
+    }
 }
 
 /* Send every launch this thread holds, one message per executor. */
@@ -222,12 +266,32 @@ bool graph_lb_due(void)
 
 bool graph_lb_held(void) { return LB.n > 0; }
 
-static void lb_add(tgt_node_t *n, dm_buf_t **claimed, size_t nclaimed)
+/* Holds n's launch of launch_len bytes for its executor's batch; returns
+ * where the caller writes the launch (before anything else touches this
+ * thread's batches). */
+static unsigned char *lb_add(tgt_node_t *n, dm_buf_t **claimed, size_t nclaimed,
+                             size_t launch_len)
 {
     if (LB.n == LB_MAX_ITEMS)
         graph_lb_flush();
+    lb_open_t *o = lb_open_find(n->exec);
+    if (!o) {
+        o = &LB.open[LB.nopen++];
+        *o = (lb_open_t){.exec = n->exec, .len = sizeof(tgt_wire_batch_t)};
+    }
+    size_t item = tgt_wire_batch_item_size(launch_len);
+    if (o->len + item > o->cap) {
+        size_t cap = o->cap ? 2 * o->cap : 8192;
+        while (cap < o->len + item)
+            cap *= 2;
+        o->buf = graph_xrealloc(o->buf, cap, "launching kernels");
+        o->cap = cap;
+    }
+    unsigned char *p = tgt_wire_count_put(o->buf + o->len, launch_len / sizeof(uint64_t));
+    o->len += item;
     LB.v[LB.n++] = (lb_item_t){n, claimed, nclaimed};
-    LB.bytes += tgt_wire_batch_item_size(n->msg_len);
+    LB.bytes += item;
+    return p;
 }
 
 /* ------------------------------------------- launching and finishing */
@@ -363,15 +427,6 @@ void graph_ahead_launch(tgt_node_t *n, int e, uint64_t t0)
             pulls[h.npull++] = (tgt_wire_pull_t){.after = p->seq,
                                                  .rank = (uint64_t)prank};
     }
-    size_t len = tgt_wire_launch_size(&h);
-    void *m = malloc(len);
-    if (!m)
-        ompc_fatal("out of memory launching a kernel");
-    tgt_wire_launch_put(m, &h, commits, after, pulls, n->msg);
-    free(lists);
-    free(n->msg);
-    n->msg = m;
-    n->msg_len = len;
     /* Successors may go as soon as this one has. */
     n->ahead.launched = true;
     n->state = N_RUNNING;
@@ -384,7 +439,7 @@ void graph_ahead_launch(tgt_node_t *n, int e, uint64_t t0)
         woken += graph_make_ready(n->succs.v[i]);
     }
     graph_wake_dispatchers(woken);
-    graph_node_ref(n); /* on_launch_done's */
+    graph_node_ref(n); /* lb_send's, or on_launch_done's */
     pthread_mutex_unlock(&tgt_g.mtx);
     /* The batch keeps the claims until its reply. */
     dm_buf_t **kept = NULL;
@@ -401,9 +456,14 @@ void graph_ahead_launch(tgt_node_t *n, int e, uint64_t t0)
         fprintf(stderr, "[ompc info] r0 task %llu (%s) -> executor %d (rank %d)\n",
                 (unsigned long long)n->seq, n->k->name, e, rank);
     graph_span("transfer", n, "launch", t0, 0);
-    /* From here on n may finish on another thread as soon as its batch is
-     * sent: only the reference taken above keeps it. */
-    lb_add(n, kept, nclaimed);
+    /* Written once, into its executor's batch.  From here on n may finish
+     * on another thread as soon as its batch is sent (by this thread, not
+     * before the next launch or flush): only the reference taken above
+     * keeps it. */
+    tgt_wire_launch_put(lb_add(n, kept, nclaimed, tgt_wire_launch_size(&h)), &h, commits,
+                        after, pulls, n->msg);
+    free(lists);
+    graph_msg_set(n, NULL, 0);
 }
 
 void graph_ahead_finish(tgt_node_t *n)

@@ -385,9 +385,7 @@ static void inline_writes(tgt_node_t *n)
         op->host = NULL;
         n->inl[n->ninline++] = op->buf;
     }
-    free(n->msg);
-    n->msg = msg;
-    n->msg_len = len;
+    graph_msg_set(n, msg, len);
 }
 
 /* Small copies back to the host after a directly launched kernel (a
@@ -437,9 +435,7 @@ static void read_backs(tgt_node_t *n, int e)
         if (op->back)
             p = tgt_wire_back_put(p, dm_buf_addr_on(op->buf, e) + op->off, op->len);
     }
-    free(n->msg);
-    n->msg = msg;
-    n->msg_len = len;
+    graph_msg_set(n, msg, len);
 }
 
 static void node_start(tgt_node_t *n)
@@ -544,8 +540,7 @@ static void node_start(tgt_node_t *n)
          * the gate and a handler thread and back per kernel). */
         uint64_t ns = 0;
         ompc_status_t kst = tgt_kernel_run(n->msg, n->msg_len, &ns, NULL);
-        free(n->msg);
-        n->msg = NULL;
+        graph_msg_set(n, NULL, 0);
         n->kernel_ns = ns;
         n->kst = kst;
         node_finish(n);
@@ -556,8 +551,7 @@ static void node_start(tgt_node_t *n)
     st = ev_execute(tgt_rt->ev, dm_executor_rank(tgt_rt->dm, e), tgt_rt->fn_kernel,
                     n->msg, n->msg_len, n->reply ? (void *)n->reply : &n->kernel_ns,
                     n->reply ? n->reply_len : sizeof(tgt_wire_kernel_reply_t), &h);
-    free(n->msg);
-    n->msg = NULL;
+    graph_msg_set(n, NULL, 0);
     if (st != OMPC_OK)
         TGT_USER_ERROR(n->loc, "cannot launch kernel %s: %s", n->k->name,
                        ompc_status_str(st));

@@ -365,27 +365,40 @@ void graph_flush_keep(tgt_node_t *mine)
 {
     pthread_mutex_lock(&tgt_g.sched_mtx);
     pthread_mutex_lock(&tgt_g.mtx);
-    size_t n = tgt_g.held.n + tgt_g.pending.n;
+    size_t n = tgt_g.held.n + tgt_g.npend;
     if (n == 0) {
         pthread_mutex_unlock(&tgt_g.mtx);
         pthread_mutex_unlock(&tgt_g.sched_mtx);
         return;
     }
     uint64_t batch = ++tgt_g.batches;
-    tgt_node_t **v = malloc(n * sizeof(*v));
-    if (!v)
-        ompc_fatal("out of memory scheduling %zu tasks", n);
-    /* Held-back nodes were recorded first: graph order is kept. */
+    tgt_node_t **v;
+    if (tgt_g.held.n == 0) {
+        /* The recorders' array becomes the batch; they start another. */
+        v = tgt_g.pend;
+        tgt_g.pend = NULL;
+        tgt_g.cappend = 0;
+    } else {
+        /* Held-back nodes were recorded first: graph order is kept. */
+        v = malloc(n * sizeof(*v));
+        if (!v)
+            ompc_fatal("out of memory scheduling %zu tasks", n);
+        size_t h = 0;
+        while (tgt_g.held.n)
+            v[h++] = graph_q_pop(&tgt_g.held);
+        if (tgt_g.npend) /* none recorded since: pend may be NULL */
+            memcpy(v + h, tgt_g.pend, tgt_g.npend * sizeof(*v));
+    }
+    tgt_g.npend = 0;
     for (size_t i = 0; i < n; i++) {
-        tgt_node_t *t = tgt_g.held.n ? graph_q_pop(&tgt_g.held)
-                                     : graph_q_pop(&tgt_g.pending);
+        if (i + 8 < n)
+            __builtin_prefetch(v[i + 8], 1);
+        tgt_node_t *t = v[i];
         t->state = N_SCHEDULING;
         t->sched.batch = batch;
-        v[i] = t;
+        t->sched.pref = -1;
     }
     size_t nheld = 0;
-    for (size_t i = 0; i < n; i++)
-        v[i]->sched.pref = -1;
     if (tgt_g.policy->needs & SCHED_NEEDS_MEASURED_COSTS) {
         nheld = hold_unmeasured(v, n);
         if (nheld)

@@ -63,7 +63,7 @@ void graph_node_unref(tgt_node_t *n)
         free(n->preds.v);
     if (!n->succs.inl)
         free(n->succs.v);
-    free(n->msg);
+    graph_msg_set(n, NULL, 0);
     free(n->reply);
     free(n); /* with bufs, wr and the ahead lists (tail) */
     atomic_fetch_sub(&tgt_g.stats.in_memory, 1);

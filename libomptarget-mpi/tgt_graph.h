@@ -34,12 +34,13 @@ bool tgt_graph_active(void);
  * ops (the host bytes they copy are taken now) and, for a kernel, m's
  * buffers and firstprivate copies (m is emptied, its arrays go back to
  * the planning's spares: tgt_mapped_release), the buffers it may write
- * (wr[0..nwr), copied) and its launch message (msg, taken).  Releases the planning lock once
+ * (wr[0..nwr), copied); a kernel's launch message is written once,
+ * into the node's own block, from k and m's arguments.  Releases the
+ * planning lock once
  * the node is in the graph (tgt_plan_end); wait=true returns only once
  * the node has run (synchronous constructs). */
 void tgt_rec_construct(const tgt_ident_t *loc, const tgt_kernel_t *k, tgt_plan_t *p,
-                       tgt_mapped_t *m, dm_buf_t **wr, size_t nwr, char *msg,
-                       size_t msg_len, bool wait);
+                       tgt_mapped_t *m, dm_buf_t **wr, size_t nwr, bool wait);
 
 /* Flush points. */
 void tgt_graph_sync_all(void);           /* barrier, taskwait, taskgroup, APIs */

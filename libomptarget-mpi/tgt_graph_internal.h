@@ -27,6 +27,9 @@
 #include "tgt_graph.h"
 
 #include "ompc_sched.h"
+#include "ompc_u64map.h"
+
+#include <stdlib.h>
 
 /* ------------------------------------------------------------------ ops */
 typedef enum { OP_WRITE, OP_READ, OP_HOST_STORE, OP_FREE, OP_DONE } op_kind_t;
@@ -77,8 +80,9 @@ struct tgt_node {
     const tgt_kernel_t *k;   /* NULL: data-only node */
     /* What was recorded: written by the recording thread until the node
      * enters the graph, then by the thread that runs the node. */
-    char *msg;               /* the kernel's launch message */
+    char *msg;               /* the kernel's launch message (graph_msg_set) */
     size_t msg_len;
+    bool msg_inl;            /* msg lies in the node's block: not freed */
     dm_buf_t **bufs;         /* the kernel's buffers (made valid on exec) */
     size_t nbufs;
     dm_buf_t **wr;           /* the ones it may write */
@@ -210,12 +214,18 @@ typedef struct tgt_graph_state {
     uint64_t seq;
     uint64_t nlive;
     tgt_node_t *live_head, *live_tail;
-    /* Queues.  pending: recorders push, flushes pop.  held: flushes push
-     * and pop.  ready, finished: any thread pushes (schedule, completion
-     * callbacks, node_done); dispatch threads and helping waiters pop.
-     * blocked: node_start pushes, node_done pops. */
-    queue_t pending, ready, finished, blocked;
-    queue_t held;            /* held back by a flush: before pending */
+    /* Recorded, not placed yet, in record order: recorders append, a
+     * flush takes the whole array.  (A queue linked through the nodes had
+     * the flush chase one pointer per node, each a cache miss: the nodes
+     * were recorded a window ago.) */
+    tgt_node_t **pend;
+    size_t npend, cappend;
+    /* Queues.  held: flushes push and pop.  ready, finished: any thread
+     * pushes (schedule, completion callbacks, node_done); dispatch threads
+     * and helping waiters pop.  blocked: node_start pushes, node_done
+     * pops. */
+    queue_t ready, finished, blocked;
+    queue_t held;            /* held back by a flush: before pend */
     tgt_node_t *last_all;    /* latest omp_all_memory node */
     ompc_tmap_t deps;        /* dep_state_t by address */
     ompc_tmap_t bstate;      /* buf_state_t by buffer */
@@ -236,7 +246,9 @@ typedef struct tgt_graph_state {
     _Atomic size_t nwork;    /* nodes in ready + finished (read unlocked) */
     _Atomic int hot;         /* dispatch threads spinning for work */
     bool ahead;              /* OMPC_AHEAD and there are workers */
-    ompc_tmap_t ahead_nodes; /* launched ahead, not reported done: by seq */
+    /* Launched ahead, not reported done: by seq.  Ordered: the fault
+     * write-back and fault source walks go through it in seq order. */
+    ompc_tmap_t ahead_nodes;
     pthread_mutex_t ahead_mtx; /* abufs */
     ompc_tmap_t abufs;       /* ahead_buf_t by buffer */
     tgt_graph_stats_t stats;
@@ -251,6 +263,17 @@ extern tgt_graph_state_t tgt_g;
  * plan_mtx and map_mtx, which come before them). */
 
 /* The core: the state above and a node's life. */
+/* n's launch message becomes msg (a heap block n now owns, or NULL); the
+ * one before is freed unless it lay in n's block.  n's recorder or
+ * runner. */
+static inline void graph_msg_set(tgt_node_t *n, char *msg, size_t len)
+{
+    if (!n->msg_inl)
+        free(n->msg);
+    n->msg_inl = false;
+    n->msg = msg;
+    n->msg_len = len;
+}
 /* The entry of m with exactly this key, or NULL. */
 ompc_tmap_node_t *graph_tmap_find(ompc_tmap_t *m, uintptr_t key);
 /* realloc that never returns NULL: out of memory is fatal, naming what. */

@@ -123,15 +123,9 @@ static void launch_record(tgt_ident_t *loc, const tgt_kernel_t *k,
     size_t nwr = tgt_written_bufs(&m, deps, dep_bufs, ndeps, wr);
     if (dep_bufs != dep_stack)
         free(dep_bufs);
-    size_t len = tgt_wire_kernel_size((uint32_t)m.nkargs);
-    char *msg = malloc(len);
-    if (!msg)
-        ompc_fatal("out of memory launching a kernel");
-    tgt_wire_kernel_put((unsigned char *)msg, (uint32_t)(k - tgt_rt->kernels),
-                        (uint32_t)m.nkargs, m.kargs);
     tgt_plan_post(&p);
     tgt_data_end(&a, &p);
-    tgt_rec_construct(loc, k, &p, &m, wr, nwr, msg, len, wait);
+    tgt_rec_construct(loc, k, &p, &m, wr, nwr, wait);
     if (wr != wr_stack)
         free(wr);
     if (t0 && !wait)
@@ -193,7 +187,7 @@ static void data_record(tgt_args_t *a, int what, bool wait)
         tgt_data_end(a, &p);
     else
         tgt_data_update(a, &p);
-    tgt_rec_construct(a->loc, NULL, &p, NULL, NULL, 0, NULL, 0, wait);
+    tgt_rec_construct(a->loc, NULL, &p, NULL, NULL, 0, wait);
 }
 
 #define DATA_FN(name, op)                                                                \

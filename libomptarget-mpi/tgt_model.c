@@ -46,6 +46,8 @@ typedef struct hop_ring {
 struct tgt_model {
     pthread_mutex_t mtx;
     cost_cell_t *cells;      /* [kernel][executor] */
+    _Atomic bool *known;     /* [kernel]: some cell of its row has n > 0
+                              * (set once, read without mtx) */
     int nk, ne;
     int64_t *cores;          /* per rank */
     double *lat, *ibw;       /* per executor */
@@ -359,10 +361,17 @@ double tgt_model_cost(const tgt_kernel_t *k, int e)
 bool tgt_model_known(const tgt_kernel_t *k)
 {
     int ki = (int)(k - tgt_rt->kernels);
+    /* Once known, always known (a cell's count only grows): every flush
+     * asks this of every predecessor it places, so the answer yes takes no
+     * lock. */
+    if (atomic_load_explicit(&model.known[ki], memory_order_relaxed))
+        return true;
     bool known = false;
     pthread_mutex_lock(&model.mtx);
     for (int e = 0; e < model.ne && !known; e++)
         known = model.cells[(size_t)ki * (size_t)model.ne + (size_t)e].n > 0;
+    if (known)
+        atomic_store_explicit(&model.known[ki], true, memory_order_relaxed);
     pthread_mutex_unlock(&model.mtx);
     return known;
 }
@@ -498,11 +507,13 @@ void tgt_model_init(void)
     model.ne = dm_num_executors(tgt_rt->dm);
     model.cells = calloc((size_t)(model.nk ? model.nk : 1) * (size_t)model.ne,
                          sizeof(cost_cell_t));
+    model.known = calloc((size_t)(model.nk ? model.nk : 1), sizeof(*model.known));
     model.lat = calloc((size_t)model.ne, sizeof(double));
     model.ibw = calloc((size_t)model.ne, sizeof(double));
     model.offset = calloc((size_t)model.ne, sizeof(int64_t));
     model.same_clock = calloc((size_t)model.ne, sizeof(bool));
-    if (!model.cells || !model.lat || !model.ibw || !model.offset || !model.same_clock)
+    if (!model.cells || !model.known || !model.lat || !model.ibw || !model.offset ||
+        !model.same_clock)
         ompc_fatal("out of memory starting the cost model");
     for (int e = 0; e < model.ne; e++)
         calibrate(e);

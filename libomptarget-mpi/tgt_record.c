@@ -320,13 +320,16 @@ static void buf_record(tgt_node_t *n)
 }
 
 void tgt_rec_construct(const tgt_ident_t *loc, const tgt_kernel_t *k, tgt_plan_t *p,
-                       tgt_mapped_t *m, dm_buf_t **wr, size_t nwr, char *msg,
-                       size_t msg_len, bool wait)
+                       tgt_mapped_t *m, dm_buf_t **wr, size_t nwr, bool wait)
 {
-    /* One block: the node, its buffers, those it may write, and one slot
-     * per buffer for each of launch-ahead's lists (tgt_ahead_head.c). */
+    /* One block: the node, its buffers, those it may write, one slot per
+     * buffer for each of launch-ahead's lists (tgt_ahead_head.c), and a
+     * kernel's launch message (written here, once: it was a block of its
+     * own, copied again into the launch ahead and into its batch). */
     size_t nb = m ? m->nbufs : 0, per = nb ? nb : 1;
-    size_t tail = per * sizeof(uint64_t) + (nb + nwr + 2 * per) * sizeof(void *);
+    size_t msg_len = k && m ? tgt_wire_kernel_size((uint32_t)m->nkargs) : 0;
+    size_t tail = per * sizeof(uint64_t) + (nb + nwr + 2 * per) * sizeof(void *) +
+                  msg_len;
     tgt_node_t *n = calloc(1, sizeof(*n) + tail);
     if (!n)
         ompc_fatal("out of memory recording a target task");
@@ -336,6 +339,13 @@ void tgt_rec_construct(const tgt_ident_t *loc, const tgt_kernel_t *k, tgt_plan_t
     n->ahead.abufs = (struct ahead_buf **)(slot + per);
     n->bufs = slot + 2 * per;
     n->wr = n->bufs + nb;
+    if (msg_len) {
+        n->msg = (char *)(n->wr + nwr);
+        n->msg_len = msg_len;
+        n->msg_inl = true;
+        tgt_wire_kernel_put((unsigned char *)n->msg, (uint32_t)(k - tgt_rt->kernels),
+                            (uint32_t)m->nkargs, m->kargs);
+    }
     n->preds = (node_list_t){n->inl_preds, 0, NODE_INL_EDGES, true};
     n->succs = (node_list_t){n->inl_succs, 0, NODE_INL_EDGES, true};
     atomic_init(&n->refs, 1); /* the graph's; dropped when done */
@@ -362,8 +372,6 @@ void tgt_rec_construct(const tgt_ident_t *loc, const tgt_kernel_t *k, tgt_plan_t
     if (nwr)
         memcpy(n->wr, wr, nwr * sizeof(*n->wr));
     n->nwr = nwr;
-    n->msg = msg;
-    n->msg_len = msg_len;
     ops_settle_borrowed(n);
     int ndeps;
     const tgt_dep_t *deps;
@@ -405,14 +413,19 @@ void tgt_rec_construct(const tgt_ident_t *loc, const tgt_kernel_t *k, tgt_plan_t
     n->hostside = !graph_ahead_candidate(n);
     graph_live_append(n);
     n->state = N_PENDING;
-    graph_q_push(&tgt_g.pending, n);
+    if (tgt_g.npend == tgt_g.cappend) {
+        tgt_g.cappend = tgt_g.cappend ? 2 * tgt_g.cappend : 256;
+        tgt_g.pend = graph_xrealloc(tgt_g.pend, tgt_g.cappend * sizeof(*tgt_g.pend),
+                                    "task graph");
+    }
+    tgt_g.pend[tgt_g.npend++] = n;
     tgt_g.stats.nodes++;
     if (n->k)
         tgt_g.stats.kernels++;
     uint64_t mem = atomic_load(&tgt_g.stats.in_memory);
     if (mem > tgt_g.stats.in_memory_peak)
         tgt_g.stats.in_memory_peak = mem;
-    size_t npend = tgt_g.pending.n;
+    size_t npend = tgt_g.npend;
     uint64_t nlive = tgt_g.nlive;
     if (wait) {
         graph_node_ref(n);

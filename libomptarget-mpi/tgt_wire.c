@@ -139,12 +139,6 @@ unsigned char *tgt_wire_batch_begin(void *buf, uint64_t count, uint64_t gen, boo
     return put(buf, &b, sizeof(b));
 }
 
-unsigned char *tgt_wire_batch_put(unsigned char *p, const void *launch, size_t launch_len)
-{
-    p = tgt_wire_count_put(p, launch_len / sizeof(uint64_t));
-    return put(p, launch, launch_len);
-}
-
 /* Whether the bytes at p are exactly one launch; its view if so. */
 static bool launch_parse(const unsigned char *p, size_t bytes, tgt_wire_launch_view_t *l)
 {

@@ -186,14 +186,13 @@ void tgt_wire_launch_put(void *buf, const tgt_wire_launch_t *h,
                          const tgt_wire_commit_t *commits, const uint64_t *afters,
                          const tgt_wire_pull_t *pulls, const void *kmsg);
 /* A batch of count launches of lens len[i] (each a launch_size) is
- * sizeof(tgt_wire_batch_t) plus tgt_wire_batch_item_size(len[i]) each. */
+ * sizeof(tgt_wire_batch_t) plus tgt_wire_batch_item_size(len[i]) each:
+ * the launch's word count (tgt_wire_count_put) and the launch. */
 static inline size_t tgt_wire_batch_item_size(size_t launch_len)
 {
     return sizeof(uint64_t) + launch_len;
 }
 unsigned char *tgt_wire_batch_begin(void *buf, uint64_t count, uint64_t gen, bool prompt);
-unsigned char *tgt_wire_batch_put(unsigned char *p, const void *launch,
-                                  size_t launch_len);
 
 /* Decoding, executor: open checks the whole batch (every launch in it),
  * then next gives the launches in order. */
