@@ -403,6 +403,10 @@ void tgt_map_dump(void); /* ompx_dump_mapping_tables, on stdout */
 
 /* tgt_kernel.c */
 ompc_status_t tgt_kernel_fn_register(void);
+/* Called by tgt_kernel_run on its thread once the launch's own copies are
+ * in place, just before the kernel (set at start-up, before any launch;
+ * tgt_split.c's share twins its buffers there). */
+extern void (*tgt_kernel_before)(void);
 /* Run a kernel launch message (tgt_wire.h) on this thread; *ns_p: its run
  * time.  *v_p: the message decoded, whose read-backs (v_p->nbacks; none
  * without a block) its reply must bring back; a caller that passes NULL

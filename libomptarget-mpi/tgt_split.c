@@ -586,6 +586,7 @@ static ompc_status_t fn_split_end(ev_exec_info_t *info)
 
 ompc_status_t tgt_split_fn_register(void)
 {
+    tgt_kernel_before = tgt_split_share_begin;
     ompc_status_t st = ev_fn_register(tgt_rt->ev, "tgt.split.run", fn_split_run, 0,
                                       &tgt_rt->fn_split_run);
     if (st == OMPC_OK)

@@ -89,9 +89,9 @@ static_assert(sizeof(tgt_split_end_t) == 24, "tgt_split_end_t is a wire format")
 /* ----------------------------------------------------------- executors */
 /* Registers tgt.split.run and tgt.split.end (every rank, in this order). */
 ompc_status_t tgt_split_fn_register(void);
-/* Called by tgt_kernel_run on its thread once the launch's own copies are
- * in place, just before the kernel: a split share twins its buffers
- * here.  A no-op outside a split share. */
+/* tgt_kernel_before (tgt_kernel_run calls it just before the kernel, the
+ * launch's own copies in place): a split share twins its buffers here.  A
+ * no-op outside a split share. */
 void tgt_split_share_begin(void);
 /* Whether this library's stand-ins for libomp's teams and worksharing
  * entry points are the ones the device image calls (ompcc links it first);
