@@ -150,8 +150,9 @@ void __kmpc_push_num_teams_51(void *loc, int32_t gtid, int32_t lb, int32_t ub,
     f_(loc, gtid, lb, ub, nth);
 }
 
-/* The teams of a share: T teams in all (the kernel's num_teams, else one
- * per share), share i running teams [T*i/n, T*(i+1)/n). */
+/* The teams of a share: T teams in all (the kernel's num_teams, else the
+ * nteams-var ICV, else one per share), share i running teams
+ * [T*i/n, T*(i+1)/n). */
 static void run_teams(share_t *s, void *loc, micro_t micro, int argc, void **args)
 {
     if (s->in_teams) {
@@ -159,7 +160,14 @@ static void run_teams(share_t *s, void *loc, micro_t micro, int argc, void **arg
         return;
     }
     s->in_teams = true;
-    uint64_t t = s->pushed_teams > 0 ? (uint64_t)s->pushed_teams : s->nshares;
+    int icv; /* OMP_NUM_TEAMS, omp_set_num_teams */
+    {
+        REAL(int (*)(void), "omp_get_max_teams");
+        icv = f_();
+    }
+    uint64_t t = s->pushed_teams > 0 ? (uint64_t)s->pushed_teams
+                 : icv > 0           ? (uint64_t)icv
+                                     : s->nshares;
     uint64_t t0 = t * s->idx / s->nshares, t1 = t * (s->idx + 1) / s->nshares;
     s->teams = (uint32_t)t;
     s->my_teams = (uint32_t)(t1 - t0);

@@ -192,6 +192,7 @@ bool tgt_split_exec(const tgt_ident_t *loc, const tgt_kernel_t *k, int home,
                            "failed: %s",
                            ex[i], ompc_status_str(st));
     }
+    uint64_t t_in = ompc_now_ns();
     size_t args_len = sizeof(tgt_split_hdr_t) + nwr * sizeof(tgt_split_buf_t) + msg_len;
     size_t res_cap = sizeof(tgt_split_reply_t) +
                      TGT_SPLIT_MAX_RANGES * sizeof(tgt_split_range_t);
@@ -235,6 +236,7 @@ bool tgt_split_exec(const tgt_ident_t *loc, const tgt_kernel_t *k, int home,
     }
     free(fresh);
     uint32_t flags = 0, teams = 0;
+    uint64_t t_run = 0;
     uint64_t ns = 0;
     size_t nranges = 0;
     for (int i = 0; i < nsh; i++) {
@@ -255,6 +257,7 @@ bool tgt_split_exec(const tgt_ident_t *loc, const tgt_kernel_t *k, int home,
         nranges += rep.nranges;
     }
     free(args);
+    t_run = ompc_now_ns();
     if (flags & TGT_SPLIT_FAULTED)
         TGT_USER_ERROR(loc,
                        "kernel %s was split over %d executors and reached device "
@@ -296,8 +299,11 @@ bool tgt_split_exec(const tgt_ident_t *loc, const tgt_kernel_t *k, int home,
         if (tgt_rt->info)
             fprintf(stderr,
                     "[ompc info] r0 split %s over %d executors (%u teams): %zu changed "
-                    "ranges, %zu bytes moved to executor %d\n",
-                    k->name, nsh, teams, n, bytes, home);
+                    "ranges, %zu bytes moved to executor %d; inputs %.3f ms, shares "
+                    "%.3f ms (longest kernel %.3f ms), merge %.3f ms\n",
+                    k->name, nsh, teams, n, bytes, home, (double)(t_in - t0) * 1e-6,
+                    (double)(t_run - t_in) * 1e-6, (double)ns * 1e-6,
+                    (double)(ompc_now_ns() - t_run) * 1e-6);
     } else {
         end_home(ranks[0], key, TGT_SPLIT_RESTORE, loc, k);
     }
