@@ -150,6 +150,29 @@ void __kmpc_push_num_teams_51(void *loc, int32_t gtid, int32_t lb, int32_t ub,
     f_(loc, gtid, lb, ub, nth);
 }
 
+/* libomp's __kmpc_fork_call with argc pointer-sized arguments: the common
+ * counts without libffi (every parallel region of the program comes
+ * through here). */
+typedef void (*fork_t)(void *, int32_t, micro_t, ...);
+static void fork_fwd(fork_t f, void *loc, int32_t argc, micro_t m, void **a)
+{
+    switch (argc) {
+    case 0: f(loc, argc, m); return;
+    case 1: f(loc, argc, m, a[0]); return;
+    case 2: f(loc, argc, m, a[0], a[1]); return;
+    case 3: f(loc, argc, m, a[0], a[1], a[2]); return;
+    case 4: f(loc, argc, m, a[0], a[1], a[2], a[3]); return;
+    case 5: f(loc, argc, m, a[0], a[1], a[2], a[3], a[4]); return;
+    case 6: f(loc, argc, m, a[0], a[1], a[2], a[3], a[4], a[5]); return;
+    case 7: f(loc, argc, m, a[0], a[1], a[2], a[3], a[4], a[5], a[6]); return;
+    case 8: f(loc, argc, m, a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7]); return;
+    default: {
+        void *fixed[3] = {loc, (void *)(intptr_t)argc, (void *)m};
+        call_ptrs((void *)f, true, 3, fixed, argc, a);
+    }
+    }
+}
+
 /* The teams of a share: T teams in all (the kernel's num_teams, else the
  * nteams-var ICV, else one per share), share i running teams
  * [T*i/n, T*(i+1)/n). */
@@ -200,9 +223,8 @@ void __kmpc_fork_teams(void *loc, int32_t argc, micro_t micro, ...)
     } else {
         if (cur.share)
             share_flag(cur.share, TGT_SPLIT_NESTED_TEAMS);
-        REAL(void (*)(void *, int32_t, micro_t, ...), "__kmpc_fork_teams");
-        void *fixed[3] = {loc, (void *)(intptr_t)argc, (void *)micro};
-        call_ptrs((void *)f_, true, 3, fixed, argc, args);
+        REAL(fork_t, "__kmpc_fork_teams");
+        fork_fwd(f_, loc, argc, micro, args);
     }
     if (args != st)
         free(args);
@@ -236,14 +258,13 @@ void __kmpc_fork_call(void *loc, int32_t argc, micro_t micro, ...)
     for (int32_t i = 0; i < argc; i++)
         args[i] = va_arg(ap, void *);
     va_end(ap);
-    REAL(void (*)(void *, int32_t, micro_t, ...), "__kmpc_fork_call");
+    REAL(fork_t, "__kmpc_fork_call");
     if (cur.share && cur.team >= 0) {
         wrap_t w = {cur, micro, argc, args};
         w.tls.depth++;
         f_(loc, 1, (micro_t)wrap_micro, &w);
     } else {
-        void *fixed[3] = {loc, (void *)(intptr_t)argc, (void *)micro};
-        call_ptrs((void *)f_, true, 3, fixed, argc, args);
+        fork_fwd(f_, loc, argc, micro, args);
     }
     if (args != st)
         free(args);
