@@ -627,6 +627,8 @@ static void node_finish(tgt_node_t *n)
     /* Data that came with the launch lives on the executor only. */
     if (n->ninline)
         dm_written_by(tgt_rt->dm, n->exec, n->inl, n->ninline, n->seq);
+    /* What a split kernel left unchanged stays valid on its helpers. */
+    tgt_split_after(n->wr, n->nwr, n->seq);
     if (n->nwr)
         dm_unpin(tgt_rt->dm, n->wr, n->nwr);
     ops_unborrow(n);

@@ -118,10 +118,55 @@ static void share_flag(share_t *s, uint32_t f)
     atomic_fetch_or_explicit(&s->flags, f, memory_order_relaxed);
 }
 
+/* Twins freed by earlier splits, kept for the next one of the same size:
+ * a fresh block of that size costs a page fault per page, which took
+ * longer than the copy itself for a stream of split kernels.  At most
+ * TWIN_KEEP blocks and TWIN_KEEP_BYTES in all. */
+#define TWIN_KEEP 8
+#define TWIN_KEEP_BYTES ((size_t)1 << 30)
+static pthread_mutex_t twin_mtx = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+    void *p;
+    size_t n;
+} twin_kept[TWIN_KEEP];
+static size_t twin_kept_bytes;
+
+static void *twin_get(size_t n)
+{
+    pthread_mutex_lock(&twin_mtx);
+    for (int i = 0; i < TWIN_KEEP; i++)
+        if (twin_kept[i].p && twin_kept[i].n == n) {
+            void *p = twin_kept[i].p;
+            twin_kept[i].p = NULL;
+            twin_kept_bytes -= n;
+            pthread_mutex_unlock(&twin_mtx);
+            return p;
+        }
+    pthread_mutex_unlock(&twin_mtx);
+    return malloc(n ? n : 1);
+}
+
+static void twin_put(void *p, size_t n)
+{
+    if (!p)
+        return;
+    pthread_mutex_lock(&twin_mtx);
+    for (int i = 0; i < TWIN_KEEP && twin_kept_bytes + n <= TWIN_KEEP_BYTES; i++)
+        if (!twin_kept[i].p) {
+            twin_kept[i].p = p;
+            twin_kept[i].n = n;
+            twin_kept_bytes += n;
+            pthread_mutex_unlock(&twin_mtx);
+            return;
+        }
+    pthread_mutex_unlock(&twin_mtx);
+    free(p);
+}
+
 static void share_free(share_t *s)
 {
     for (uint32_t i = 0; s->twins && i < s->nbufs; i++)
-        free(s->twins[i]);
+        twin_put(s->twins[i], (size_t)s->bufs[i].size);
     free(s->twins);
     free(s->bufs);
     free(s);
@@ -422,7 +467,7 @@ void tgt_split_share_begin(void)
                    tgt_rt->rank);
     for (uint32_t i = 0; i < s->nbufs; i++) {
         size_t n = (size_t)s->bufs[i].size;
-        s->twins[i] = malloc(n ? n : 1);
+        s->twins[i] = twin_get(n);
         if (!s->twins[i])
             ompc_fatal("rank %d: out of memory twinning %zu bytes of a split kernel's "
                        "buffer",

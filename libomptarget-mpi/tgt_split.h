@@ -112,5 +112,10 @@ bool tgt_split_wanted(const tgt_kernel_t *k);
 bool tgt_split_exec(const tgt_ident_t *loc, const tgt_kernel_t *k, int home,
                     const char *msg, size_t msg_len, dm_buf_t *const *bufs, size_t nbufs,
                     dm_buf_t *const *wr, size_t nwr, uint64_t *ns_p);
+/* Once the split kernel's node marked wr written by it (tag), on the
+ * thread that ran tgt_split_exec: the buffers no share changed are valid
+ * again on the helpers, whose bytes of them are the home's.  A no-op
+ * when this thread ran no split since. */
+void tgt_split_after(dm_buf_t *const *wr, size_t nwr, uint64_t tag);
 
 #endif

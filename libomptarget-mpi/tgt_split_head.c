@@ -24,6 +24,15 @@ static bool interposed;
 static pthread_mutex_t split_mtx = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t next_key;    /* split_mtx */
 
+/* What the last split merged on this thread, for tgt_split_after. */
+static _Thread_local struct {
+    bool pending;
+    int nsh;
+    int ex[64];
+    bool *changed;           /* per buffer of wr */
+    size_t nwr;
+} last;
+
 static void split_init(void)
 {
     kstate = calloc(tgt_rt->nkernels > 0 ? (size_t)tgt_rt->nkernels : 1, sizeof(*kstate));
@@ -293,6 +302,17 @@ bool tgt_split_exec(const tgt_ident_t *loc, const tgt_kernel_t *k, int home,
         find_overlap(t, n, nsh, wr, why, sizeof(why));
     }
     free(res);
+    free(last.changed);
+    last.changed = NULL;
+    last.pending = false;
+    if (!why[0] && nsh <= 64 && (last.changed = calloc(nwr ? nwr : 1, sizeof(bool)))) {
+        for (size_t i = 0; i < n; i++)
+            last.changed[t[i].r.buf] = true;
+        last.pending = true;
+        last.nsh = nsh;
+        last.nwr = nwr;
+        memcpy(last.ex, ex, (size_t)nsh * sizeof(int));
+    }
     if (!why[0]) {
         move_home(t, n, ranks, ex, wr, loc, k);
         end_home(ranks[0], key, TGT_SPLIT_DROP, loc, k);
@@ -338,4 +358,16 @@ bool tgt_split_exec(const tgt_ident_t *loc, const tgt_kernel_t *k, int home,
                     sizeof(targs) / sizeof(targs[0]));
     *ns_p = ns;
     return true;
+}
+
+void tgt_split_after(dm_buf_t *const *wr, size_t nwr, uint64_t tag)
+{
+    if (!last.pending)
+        return;
+    last.pending = false;
+    for (size_t b = 0; b < nwr && b < last.nwr; b++)
+        for (int i = 1; !last.changed[b] && i < last.nsh; i++)
+            dm_valid_if(tgt_rt->dm, last.ex[i], wr[b], tag);
+    free(last.changed);
+    last.changed = NULL;
 }
