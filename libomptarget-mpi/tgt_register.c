@@ -567,8 +567,10 @@ void __tgt_unregister_lib(tgt_bin_desc_t *desc)
     if (ompc_config_get()->stats)
         tgt_stats_gather();
     ev_ctx_shutdown(tgt_rt->ev);
-    if (ompc_config_get()->stats)
+    if (ompc_config_get()->stats) {
         tgt_stats_print(t_sd0, ompc_now_ns());
+        tgt_split_stats_print();
+    }
     dm_ctx_destroy(tgt_rt->dm);
     ev_ctx_destroy(tgt_rt->ev);
     ompc_trace_fini();

@@ -117,5 +117,7 @@ bool tgt_split_exec(const tgt_ident_t *loc, const tgt_kernel_t *k, int home,
  * again on the helpers, whose bytes of them are the home's.  A no-op
  * when this thread ran no split since. */
 void tgt_split_after(dm_buf_t *const *wr, size_t nwr, uint64_t tag);
+/* OMPC_STATS: one line per kernel that was split (head, at shutdown). */
+void tgt_split_stats_print(void);
 
 #endif

@@ -18,6 +18,14 @@
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static _Atomic unsigned *kstate;
+/* OMPC_STATS, per kernel (split_mtx). */
+typedef struct kstats {
+    uint64_t merged, undone;
+    uint32_t shares, teams;  /* of the last split */
+    uint64_t ranges, bytes;  /* merged: changed ranges, bytes moved home */
+    uint64_t in_ns, run_ns, merge_ns;
+} kstats_t;
+static kstats_t *kstats;
 static bool interposed;
 /* One split at a time: every executor runs at most one share, and the
  * shares of two splits never wait for each other. */
@@ -36,7 +44,8 @@ static _Thread_local struct {
 static void split_init(void)
 {
     kstate = calloc(tgt_rt->nkernels > 0 ? (size_t)tgt_rt->nkernels : 1, sizeof(*kstate));
-    if (!kstate)
+    kstats = calloc(tgt_rt->nkernels > 0 ? (size_t)tgt_rt->nkernels : 1, sizeof(*kstats));
+    if (!kstate || !kstats)
         ompc_fatal("out of memory for the split state of kernels");
     interposed = tgt_split_interposed();
     if (!interposed && ompc_config_get()->split != 0)
@@ -350,6 +359,19 @@ bool tgt_split_exec(const tgt_ident_t *loc, const tgt_kernel_t *k, int home,
                            ompc_status_str(st));
         ns = rep.kernel_ns;
     }
+    kstats_t *ks = &kstats[k - tgt_rt->kernels];
+    ks->shares = (uint32_t)nsh;
+    ks->teams = teams;
+    if (why[0]) {
+        ks->undone++;
+    } else {
+        ks->merged++;
+        ks->ranges += n;
+        ks->bytes += bytes;
+    }
+    ks->in_ns += t_in - t0;
+    ks->run_ns += t_run - t_in;
+    ks->merge_ns += ompc_now_ns() - t_run;
     pthread_mutex_unlock(&split_mtx);
     const ompc_trace_arg_t targs[] = {OMPC_TRACE_U64("shares", (uint64_t)nsh),
                                       OMPC_TRACE_U64("teams", teams),
@@ -370,4 +392,28 @@ void tgt_split_after(dm_buf_t *const *wr, size_t nwr, uint64_t tag)
             dm_valid_if(tgt_rt->dm, last.ex[i], wr[b], tag);
     free(last.changed);
     last.changed = NULL;
+}
+
+void tgt_split_stats_print(void)
+{
+    if (!kstats)
+        return;
+    pthread_mutex_lock(&split_mtx);
+    for (int i = 0; i < tgt_rt->nkernels; i++) {
+        const kstats_t *ks = &kstats[i];
+        if (!ks->merged && !ks->undone)
+            continue;
+        char where[160];
+        tgt_kernel_where(tgt_rt->kernels[i].name, where, sizeof(where));
+        fprintf(stderr,
+                "[ompc stats] split %s%s: %llu run(s) over %u executors (%u teams) "
+                "merged, %llu undone and run unsplit; %llu changed ranges, %llu bytes "
+                "moved to the home; inputs %.3f s, shares %.3f s, merge %.3f s\n",
+                tgt_rt->kernels[i].name, where, (unsigned long long)ks->merged,
+                ks->shares, ks->teams, (unsigned long long)ks->undone,
+                (unsigned long long)ks->ranges, (unsigned long long)ks->bytes,
+                (double)ks->in_ns * 1e-9, (double)ks->run_ns * 1e-9,
+                (double)ks->merge_ns * 1e-9);
+    }
+    pthread_mutex_unlock(&split_mtx);
 }
