@@ -107,6 +107,8 @@ struct share {
     int32_t pushed_teams;    /* num_teams the kernel asked for (0: none) */
     uint32_t teams, my_teams;
     bool in_teams;
+    char **packs;            /* helper: tgt.split.apply messages */
+    size_t *pack_len, npacks;
     struct share *next;
 };
 
@@ -168,6 +170,10 @@ static void share_free(share_t *s)
     for (uint32_t i = 0; s->twins && i < s->nbufs; i++)
         twin_put(s->twins[i], (size_t)s->bufs[i].size);
     free(s->twins);
+    for (size_t i = 0; i < s->npacks; i++)
+        free(s->packs[i]);
+    free(s->packs);
+    free(s->pack_len);
     free(s->bufs);
     free(s);
 }
@@ -530,6 +536,56 @@ static void diff_buf(ranges_t *r, uint32_t buf, const unsigned char *now,
     }
 }
 
+/* A helper keeps the bytes of its small changed ranges, packed into
+ * tgt.split.apply messages for the home. */
+static ompc_status_t pack_small(share_t *s, const ranges_t *r)
+{
+    const size_t cap = EV_EXEC_MAX_ARGS;
+    char *cur_pack = NULL;
+    size_t len = 0, cnt = 0;
+    for (size_t i = 0; i <= r->n; i++) {
+        bool last = i == r->n;
+        const tgt_split_range_t *g = last ? NULL : &r->v[i];
+        if (g && g->len > TGT_SPLIT_SMALL)
+            continue;
+        size_t need = g ? sizeof(tgt_split_span_t) + tgt_pad8(g->len) : 0;
+        if (cur_pack && (last || len + need > cap)) {
+            tgt_split_apply_t h = {TGT_SPLIT_MAGIC, s->key, cnt};
+            memcpy(cur_pack, &h, sizeof(h));
+            char **np = realloc(s->packs, (s->npacks + 1) * sizeof(*np));
+            size_t *nl = np ? realloc(s->pack_len, (s->npacks + 1) * sizeof(*nl)) : NULL;
+            if (np)
+                s->packs = np;
+            if (!np || !nl) {
+                free(cur_pack);
+                return OMPC_ERR_NOMEM;
+            }
+            s->pack_len = nl;
+            s->packs[s->npacks] = cur_pack;
+            s->pack_len[s->npacks++] = len;
+            cur_pack = NULL;
+        }
+        if (last)
+            break;
+        if (!cur_pack) {
+            cur_pack = malloc(cap);
+            if (!cur_pack)
+                return OMPC_ERR_NOMEM;
+            len = sizeof(tgt_split_apply_t);
+            cnt = 0;
+        }
+        const tgt_split_buf_t *b = &s->bufs[g->buf];
+        tgt_split_span_t sp = {b->home_addr + g->off, g->len};
+        memcpy(cur_pack + len, &sp, sizeof(sp));
+        memcpy(cur_pack + len + sizeof(sp), (const char *)(uintptr_t)b->addr + g->off,
+               (size_t)g->len);
+        memset(cur_pack + len + sizeof(sp) + g->len, 0, tgt_pad8(g->len) - g->len);
+        len += need;
+        cnt++;
+    }
+    return OMPC_OK;
+}
+
 static ompc_status_t fn_split_run(ev_exec_info_t *info)
 {
     tgt_split_hdr_t h;
@@ -608,11 +664,22 @@ static ompc_status_t fn_split_run(ev_exec_info_t *info)
     rep.my_teams = s->my_teams;
     memcpy(info->result, &rep, sizeof(rep));
     info->result_size = sizeof(rep) + r.n * sizeof(tgt_split_range_t);
-    /* A helper is done: the head moves its changed bytes to the home
-     * (worker to worker, from its copy, which nothing writes meanwhile). */
+    /* A helper is done but for its small ranges, which it sends itself
+     * when the head says so; the head moves the others (worker to worker,
+     * from its copy, which nothing writes meanwhile). */
     if (!s->home) {
-        share_free(s);
-        return OMPC_OK;
+        for (uint32_t i = 0; i < s->nbufs; i++) {
+            twin_put(s->twins[i], (size_t)s->bufs[i].size);
+            s->twins[i] = NULL;
+        }
+        if (!flags && pack_small(s, &r) != OMPC_OK) {
+            share_free(s);
+            return OMPC_ERR_NOMEM;
+        }
+        if (!s->npacks) {
+            share_free(s);
+            return OMPC_OK;
+        }
     }
     pthread_mutex_lock(&shares_mtx);
     s->next = shares;
@@ -647,15 +714,65 @@ static ompc_status_t fn_split_end(ev_exec_info_t *info)
         return OMPC_ERR_INVALID;
     }
     ompc_status_t st = OMPC_OK;
-    if (e.action == TGT_SPLIT_RESTORE) {
+    if (e.action == TGT_SPLIT_RESTORE && s->home) {
         for (uint32_t i = 0; i < s->nbufs; i++)
             memcpy((void *)(uintptr_t)s->bufs[i].addr, s->twins[i],
                    (size_t)s->bufs[i].size);
+    } else if (e.action == TGT_SPLIT_PUSH && !s->home) {
+        ev_handle_t **h = calloc(s->npacks ? s->npacks : 1, sizeof(*h));
+        if (!h)
+            st = OMPC_ERR_NOMEM;
+        size_t started = 0;
+        for (size_t i = 0; st == OMPC_OK && i < s->npacks; i++, started++)
+            st = ev_execute(info->ctx, e.home_rank, tgt_rt->fn_split_apply, s->packs[i],
+                            s->pack_len[i], NULL, 0, &h[i]);
+        for (size_t i = 0; i < started; i++) {
+            ompc_status_t w = ev_wait(h[i]);
+            ev_handle_release(h[i]);
+            if (st == OMPC_OK)
+                st = w;
+        }
+        free(h);
     } else if (e.action != TGT_SPLIT_DROP) {
         st = OMPC_ERR_INVALID;
     }
     share_free(s);
     return st;
+}
+
+static ompc_status_t fn_split_apply(ev_exec_info_t *info)
+{
+    tgt_split_apply_t h;
+    if (info->args_size < sizeof(h))
+        return OMPC_ERR_INVALID;
+    memcpy(&h, info->args, sizeof(h));
+    if (h.magic != TGT_SPLIT_MAGIC)
+        return OMPC_ERR_INVALID;
+    const char *base = (const char *)info->args + sizeof(h);
+    const char *end = (const char *)info->args + info->args_size;
+    /* Every range is checked before any is written. */
+    for (int pass = 0; pass < 2; pass++) {
+        const char *q = base;
+        for (uint64_t i = 0; i < h.nranges; i++) {
+            tgt_split_span_t sp;
+            if ((size_t)(end - q) < sizeof(sp))
+                return OMPC_ERR_INVALID;
+            memcpy(&sp, q, sizeof(sp));
+            q += sizeof(sp);
+            if (sp.len > TGT_SPLIT_SMALL || tgt_pad8(sp.len) > (uint64_t)(end - q) ||
+                !ev_mem_contains(info->ctx, (void *)(uintptr_t)sp.addr, (size_t)sp.len)) {
+                ompc_error("rank %d: refused the bytes of split %llu: range %llu is not "
+                           "device memory",
+                           tgt_rt->rank, (unsigned long long)h.key,
+                           (unsigned long long)i);
+                return OMPC_ERR_BAD_ADDR;
+            }
+            if (pass == 1)
+                memcpy((void *)(uintptr_t)sp.addr, q, (size_t)sp.len);
+            q += tgt_pad8(sp.len);
+        }
+    }
+    return OMPC_OK;
 }
 
 ompc_status_t tgt_split_fn_register(void)
@@ -666,5 +783,8 @@ ompc_status_t tgt_split_fn_register(void)
     if (st == OMPC_OK)
         st = ev_fn_register(tgt_rt->ev, "tgt.split.end", fn_split_end, 0,
                             &tgt_rt->fn_split_end);
+    if (st == OMPC_OK)
+        st = ev_fn_register(tgt_rt->ev, "tgt.split.apply", fn_split_apply, 0,
+                            &tgt_rt->fn_split_apply);
     return st;
 }

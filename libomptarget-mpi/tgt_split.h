@@ -72,22 +72,46 @@ static_assert(sizeof(tgt_split_range_t) == 24, "tgt_split_range_t is a wire form
 #define TGT_SPLIT_MAX_RANGES                                                             \
     ((EV_EXEC_MAX_RESULT - sizeof(tgt_split_reply_t)) / sizeof(tgt_split_range_t))
 
-/* tgt.split.end's arguments (to the home only: a helper forgets its share
- * once it has answered). */
+/* Changed ranges up to this long travel packed, in tgt.split.apply
+ * messages from the helper to the home (the helper keeps their bytes
+ * until tgt.split.end); longer ones as exchange events the head commands.
+ * One event per range of a stencil's thousand small ones cost more than
+ * its kernel (performance.md, "loops split across workers"). */
+#define TGT_SPLIT_SMALL 4096
+
+/* tgt.split.end's arguments: to the home, and to each helper that kept
+ * small ranges (a helper without any forgets its share once it has
+ * answered). */
 typedef enum {
-    TGT_SPLIT_DROP = 1,      /* the merge is good: forget the twins */
-    TGT_SPLIT_RESTORE = 2,   /* put the twins back, then forget them */
+    TGT_SPLIT_DROP = 1,      /* the merge is good (home) or undone (helper):
+                              * forget the share */
+    TGT_SPLIT_RESTORE = 2,   /* home: put the twins back, then forget them */
+    TGT_SPLIT_PUSH = 3,      /* helper: send the small ranges home, forget */
 } tgt_split_action_t;
 typedef struct tgt_split_end {
     uint64_t magic;
     uint64_t key;
     uint32_t action;
-    uint32_t pad;
+    int32_t home_rank;
 } tgt_split_end_t;
 static_assert(sizeof(tgt_split_end_t) == 24, "tgt_split_end_t is a wire format");
 
+/* tgt.split.apply's arguments (helper to home): this, then per range its
+ * address on the home and length, and its bytes padded to 8; at most
+ * EV_EXEC_MAX_ARGS in all. */
+typedef struct tgt_split_apply {
+    uint64_t magic;
+    uint64_t key;
+    uint64_t nranges;
+} tgt_split_apply_t;
+static_assert(sizeof(tgt_split_apply_t) == 24, "tgt_split_apply_t is a wire format");
+typedef struct tgt_split_span {
+    uint64_t addr, len;
+} tgt_split_span_t;
+static_assert(sizeof(tgt_split_span_t) == 16, "tgt_split_span_t is a wire format");
+
 /* ----------------------------------------------------------- executors */
-/* Registers tgt.split.run and tgt.split.end (every rank, in this order). */
+/* Registers tgt.split.run, .end and .apply (every rank, in this order). */
 ompc_status_t tgt_split_fn_register(void);
 /* tgt_kernel_before (tgt_kernel_run calls it just before the kernel, the
  * launch's own copies in place): a split share twins its buffers here.  A

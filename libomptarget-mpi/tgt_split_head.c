@@ -136,34 +136,61 @@ static bool find_overlap(tagged_t *t, size_t n, int nsh, dm_buf_t *const *wr, ch
     return false;
 }
 
-/* The home forgets its twins, or puts them back first. */
-static void end_home(int home_rank, uint64_t key, tgt_split_action_t act,
-                     const tgt_ident_t *loc, const tgt_kernel_t *k)
+/* Ends a share: tgt.split.end on rank (not waited for: *h_p). */
+static void end_start(int rank, uint64_t key, tgt_split_action_t act, int home_rank,
+                      tgt_split_end_t *e, ev_handle_t **h_p, const tgt_ident_t *loc,
+                      const tgt_kernel_t *k)
 {
-    tgt_split_end_t e = {TGT_SPLIT_MAGIC, key, (uint32_t)act, 0};
-    ev_handle_t *h = NULL;
-    ompc_status_t st = ev_execute(tgt_rt->ev, home_rank, tgt_rt->fn_split_end, &e,
-                                  sizeof(e), NULL, 0, &h);
-    if (st == OMPC_OK)
-        st = ev_wait(h);
-    if (h)
-        ev_handle_release(h);
+    *e = (tgt_split_end_t){TGT_SPLIT_MAGIC, key, (uint32_t)act, home_rank};
+    ompc_status_t st = ev_execute(tgt_rt->ev, rank, tgt_rt->fn_split_end, e, sizeof(*e),
+                                  NULL, 0, h_p);
     if (st != OMPC_OK)
-        TGT_USER_ERROR(loc, "ending split kernel %s on rank %d failed: %s", k->name,
-                       home_rank, ompc_status_str(st));
+        TGT_USER_ERROR(loc, "cannot end split kernel %s on rank %d: %s", k->name, rank,
+                       ompc_status_str(st));
 }
 
-/* Every helper's changed bytes go to the home, worker to worker, all at
- * once. */
-static void move_home(const tagged_t *t, size_t n, const int *ranks, const int *ex,
+static void wait_all(ev_handle_t **h, size_t n, const tgt_ident_t *loc,
+                     const tgt_kernel_t *k);
+
+/* Ends the share on rank and waits. */
+static void end_one(int rank, uint64_t key, tgt_split_action_t act,
+                    const tgt_ident_t *loc, const tgt_kernel_t *k)
+{
+    tgt_split_end_t e;
+    ev_handle_t *h;
+    end_start(rank, key, act, 0, &e, &h, loc, k);
+    wait_all(&h, 1, loc, k);
+}
+
+static void wait_all(ev_handle_t **h, size_t n, const tgt_ident_t *loc,
+                     const tgt_kernel_t *k)
+{
+    for (size_t i = 0; i < n; i++) {
+        ompc_status_t st = ev_wait(h[i]);
+        ev_handle_release(h[i]);
+        if (st != OMPC_OK)
+            TGT_USER_ERROR(loc, "merging split kernel %s failed: %s", k->name,
+                           ompc_status_str(st));
+    }
+}
+
+/* Every helper's changed bytes go to the home, all at once and worker to
+ * worker: long ranges as exchanges, the small ones packed by the helpers
+ * that kept them (keeps[i]). */
+static void move_home(const tagged_t *t, size_t n, uint64_t key, int nsh,
+                      const bool *keeps, const int *ranks, const int *ex,
                       dm_buf_t *const *wr, const tgt_ident_t *loc, const tgt_kernel_t *k)
 {
-    ev_handle_t **h = malloc((n ? n : 1) * sizeof(*h));
-    if (!h)
+    ev_handle_t **h = malloc((n + (size_t)nsh) * sizeof(*h));
+    tgt_split_end_t *e = malloc((size_t)nsh * sizeof(*e));
+    if (!h || !e)
         ompc_fatal("out of memory merging kernel %s", k->name);
     size_t m = 0;
+    for (int i = 1; i < nsh; i++)
+        if (keeps[i])
+            end_start(ranks[i], key, TGT_SPLIT_PUSH, ranks[0], &e[i], &h[m++], loc, k);
     for (size_t i = 0; i < n; i++) {
-        if (t[i].share == 0)
+        if (t[i].share == 0 || t[i].r.len <= TGT_SPLIT_SMALL)
             continue;
         dm_buf_t *b = wr[t[i].r.buf];
         ompc_status_t st = ev_exchange(
@@ -174,14 +201,9 @@ static void move_home(const tagged_t *t, size_t n, const int *ranks, const int *
                            k->name, ompc_status_str(st));
         m++;
     }
-    for (size_t i = 0; i < m; i++) {
-        ompc_status_t st = ev_wait(h[i]);
-        ev_handle_release(h[i]);
-        if (st != OMPC_OK)
-            TGT_USER_ERROR(loc, "merging kernel %s failed: %s", k->name,
-                           ompc_status_str(st));
-    }
+    wait_all(h, m, loc, k);
     free(h);
+    free(e);
 }
 
 bool tgt_split_exec(const tgt_ident_t *loc, const tgt_kernel_t *k, int home,
@@ -284,6 +306,8 @@ bool tgt_split_exec(const tgt_ident_t *loc, const tgt_kernel_t *k, int home,
                        "set OMPC_SPLIT=off",
                        k->name, nsh);
     char why[512] = "";
+    bool keeps[nsh];
+    memset(keeps, 0, sizeof(keeps));
     tagged_t *t = malloc((nranges ? nranges : 1) * sizeof(*t));
     if (!t)
         ompc_fatal("out of memory merging kernel %s", k->name);
@@ -308,6 +332,9 @@ bool tgt_split_exec(const tgt_ident_t *loc, const tgt_kernel_t *k, int home,
                 t[n++].share = (uint32_t)i;
             }
         }
+        for (size_t i = 0; i < n; i++)
+            if (t[i].share > 0 && t[i].r.len <= TGT_SPLIT_SMALL)
+                keeps[t[i].share] = true;
         find_overlap(t, n, nsh, wr, why, sizeof(why));
     }
     free(res);
@@ -323,8 +350,8 @@ bool tgt_split_exec(const tgt_ident_t *loc, const tgt_kernel_t *k, int home,
         memcpy(last.ex, ex, (size_t)nsh * sizeof(int));
     }
     if (!why[0]) {
-        move_home(t, n, ranks, ex, wr, loc, k);
-        end_home(ranks[0], key, TGT_SPLIT_DROP, loc, k);
+        move_home(t, n, key, nsh, keeps, ranks, ex, wr, loc, k);
+        end_one(ranks[0], key, TGT_SPLIT_DROP, loc, k);
         if (tgt_rt->info)
             fprintf(stderr,
                     "[ompc info] r0 split %s over %d executors (%u teams): %zu changed "
@@ -334,7 +361,11 @@ bool tgt_split_exec(const tgt_ident_t *loc, const tgt_kernel_t *k, int home,
                     (double)(t_run - t_in) * 1e-6, (double)ns * 1e-6,
                     (double)(ompc_now_ns() - t_run) * 1e-6);
     } else {
-        end_home(ranks[0], key, TGT_SPLIT_RESTORE, loc, k);
+        /* Helpers that kept small ranges forget them. */
+        for (int i = 1; i < nsh; i++)
+            if (keeps[i])
+                end_one(ranks[i], key, TGT_SPLIT_DROP, loc, k);
+        end_one(ranks[0], key, TGT_SPLIT_RESTORE, loc, k);
     }
     free(t);
     if (why[0]) {

@@ -11,6 +11,8 @@
  *   stencil  a 2D Jacobi stencil, two kernels per step for 40 steps, data
  *            kept on the device in between (each share reads its
  *            neighbours' rows of the step before)
+ *   sparse   every 64th element written: each share changes a thousand
+ *            separate 8-byte ranges, which travel packed to the home
  *   outside  an atomic histogram: every share writes the same counters, so
  *            the kernel must run unsplit, twice, with the right counts
  *   reduce   a reduction across teams: unsplit for now, the right sum
@@ -229,6 +231,30 @@ static void stencil(void)
     free(rv);
 }
 
+static void sparse(void)
+{
+    const int n = 150000;
+    double *c = malloc(n * sizeof(double));
+    if (!c)
+        exit(2);
+    for (int i = 0; i < n; i++)
+        c[i] = -(double)i;
+    for (int round = 0; round < 2; round++) {
+#pragma omp target teams distribute parallel for map(tofrom : c[0 : n])
+        for (int i = 0; i < n; i++)
+            if (i % 64 == 0)
+                c[i] = 2.0 * i + round;
+        for (int i = 0; i < n; i++) {
+            double want = i % 64 == 0 ? 2.0 * i + round : -(double)i;
+            if (c[i] != want) {
+                CHECK(0, "sparse round %d: c[%d] = %g, want %g", round, i, c[i], want);
+                break;
+            }
+        }
+    }
+    free(c);
+}
+
 static void outside(void)
 {
     const int n = 200000, bins = 8;
@@ -281,13 +307,15 @@ int main(int argc, char **argv)
     const char *te = getenv("SPLIT_TEAMS");
     int teams = te ? atoi(te) : 0;
     if (!mode) {
-        fprintf(stderr, "usage: %s stream|stencil|outside|reduce\n", argv[0]);
+        fprintf(stderr, "usage: %s stream|stencil|sparse|outside|reduce\n", argv[0]);
         return 2;
     }
     if (!strcmp(mode, "stream"))
         stream(teams);
     else if (!strcmp(mode, "stencil"))
         stencil();
+    else if (!strcmp(mode, "sparse"))
+        sparse();
     else if (!strcmp(mode, "outside"))
         outside();
     else if (!strcmp(mode, "reduce"))
