@@ -132,6 +132,13 @@ static const cfg_row_t rows[] = {
         "depends on have been sent (workers then wait for each other and "
         "move the data between themselves); 0 sends it once they are done",
         CFG_BOOL, ahead, 0, 1),
+    ROW("OMPC_SPLIT", "off",
+        "off runs every target region on one worker; N runs each `target teams "
+        "distribute` loop over N workers at once, each running a contiguous "
+        "share of the teams, their writes merged (a loop that writes outside "
+        "its share runs unsplit, and OMPC_INFO says why); auto is reserved for "
+        "splitting where the cost model predicts a gain and is off for now",
+        CFG_INT, split, 0, 4096),
     ROW("OMPC_GATE_RUN_US", "50",
         "a worker's gate thread runs a task itself, when its last input "
         "arrives and nothing else runs there, if its kernel took less than "
@@ -207,6 +214,11 @@ static ompc_status_t cfg_parse(const cfg_row_t *row, const char *s, int64_t *v_p
             return cfg_bad(row->var.name, s, reason, why, whysz);
         }
         *v_p = w;
+        return OMPC_OK;
+    }
+    if (row->offset == offsetof(ompc_config_t, split) &&
+        (strcasecmp(s, "off") == 0 || strcasecmp(s, "auto") == 0)) {
+        *v_p = strcasecmp(s, "off") == 0 ? 0 : -1;
         return OMPC_OK;
     }
     if (row->offset == offsetof(ompc_config_t, peer_timeout_ms)) {

@@ -7,6 +7,7 @@
  * Also the graph's start and end. */
 #define _GNU_SOURCE
 #include "tgt_graph_internal.h"
+#include "tgt_split.h"
 
 #include "ompc_trace.h"
 
@@ -502,7 +503,9 @@ static void node_start(tgt_node_t *n)
         inline_writes(n);
         n->inlined = true;
     }
-    bool ahead = graph_ahead_candidate(n);
+    /* A kernel split over executors is launched directly (tgt_split.h). */
+    bool split = tgt_split_wanted(n->k);
+    bool ahead = !split && graph_ahead_candidate(n);
     for (size_t i = 0; ahead && i < n->npre; i++)
         ahead = n->ops[i].kind == OP_DONE;
     if (ahead) {
@@ -534,6 +537,16 @@ static void node_start(tgt_node_t *n)
     pthread_mutex_lock(&tgt_g.mtx);
     n->state = N_RUNNING;
     pthread_mutex_unlock(&tgt_g.mtx);
+    uint64_t split_ns = 0;
+    if (split && tgt_split_exec(n->loc, n->k, e, n->msg, n->msg_len, n->bufs, n->nbufs,
+                                n->wr, n->nwr, &split_ns)) {
+        free(n->msg);
+        n->msg = NULL;
+        n->kernel_ns = split_ns;
+        n->kst = OMPC_OK;
+        node_finish(n);
+        return;
+    }
     if (dm_executor_rank(tgt_rt->dm, e) == tgt_rt->rank) {
         /* This rank executes (a one-rank job): the kernel runs here, on this
          * dispatch thread, not through an event to itself (a hand-off to
@@ -608,6 +621,8 @@ static void node_finish(tgt_node_t *n)
     /* Data that came with the launch lives on the executor only. */
     if (n->ninline)
         dm_written_by(tgt_rt->dm, n->exec, n->inl, n->ninline, n->seq);
+    /* What a split kernel left unchanged stays valid on its helpers. */
+    tgt_split_after(n->wr, n->nwr, n->seq);
     if (n->nwr)
         dm_unpin(tgt_rt->dm, n->wr, n->nwr);
     ops_unborrow(n);

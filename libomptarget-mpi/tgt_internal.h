@@ -209,6 +209,7 @@ typedef struct tgt_rt {
     int nindirect;
     void *image;             /* dlopen handle (executors) */
     ev_fn_id_t fn_kernel;
+    ev_fn_id_t fn_split_run, fn_split_end, fn_split_apply; /* tgt_split.c */
     ev_fn_id_t fn_ahead_launch, fn_ahead_watch, fn_ahead_arrive, fn_ahead_done,
         fn_ahead_prompt, fn_ahead_patch;
     int kernel_threads;      /* executors: threads for parallel regions in
@@ -427,6 +428,10 @@ void tgt_map_dump(void); /* ompx_dump_mapping_tables, on stdout */
 
 /* tgt_kernel.c */
 ompc_status_t tgt_kernel_fn_register(void);
+/* Called by tgt_kernel_run on its thread once the launch's own copies are
+ * in place, just before the kernel (set at start-up, before any launch;
+ * tgt_split.c's share twins its buffers there). */
+extern void (*tgt_kernel_before)(void);
 /* Run a kernel launch message (tgt_wire.h) on this thread; *ns_p: its run
  * time.  *v_p: the message decoded, whose read-backs (v_p->nbacks; none
  * without a block) its reply must bring back; a caller that passes NULL

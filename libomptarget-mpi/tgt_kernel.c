@@ -14,6 +14,7 @@
 /* ---------------------------------------------------------- executors */
 _Thread_local bool tgt_kernel_faulted;
 _Thread_local uint64_t tgt_kernel_seq;
+void (*tgt_kernel_before)(void);
 
 /* OMPC_INFO's name of the kernel behind a page fault: the last one started
  * on this rank (the fault service cannot tell which of several running
@@ -115,6 +116,8 @@ ompc_status_t tgt_kernel_run(const void *args, size_t args_size, uint64_t *ns_p,
         uint64_t t0 = ompc_now_ns();
         tgt_kernel_rec_start(k->name);
         uint64_t pages = dm_pages_task_begin(tgt_rt->dm, tgt_kernel_seq);
+        if (tgt_kernel_before)
+            tgt_kernel_before(); /* a split share twins its buffers */
         tgt_in_kernel = true;
         ffi_call(&cif, FFI_FN(k->fn), NULL, ptrs);
         tgt_in_kernel = false;

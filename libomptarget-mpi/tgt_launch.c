@@ -6,6 +6,7 @@
  * which runs it later. */
 #define _GNU_SOURCE
 #include "tgt_graph.h"
+#include "tgt_split.h"
 #include "ompc_trace.h"
 
 #include <stdlib.h>
@@ -151,6 +152,7 @@ int __tgt_target_kernel(tgt_ident_t *loc, int64_t device_id, int32_t num_teams,
                        "kernel argument version %u is too old (clang-19 "
                        "emits 3)",
                        ka->version);
+    tgt_split_note(k, num_teams);
     launch_record(loc, k, ka, !(ka->flags & TGT_KFLAG_NOWAIT));
     return 0;
 }

@@ -6,6 +6,7 @@
  * tgt_image.c and tgt_indirect.c. */
 #define _GNU_SOURCE
 #include "tgt_graph.h"
+#include "tgt_split.h"
 #include "ompc_trace.h"
 
 #include <hwloc.h>
@@ -474,7 +475,7 @@ void __tgt_register_lib(tgt_bin_desc_t *desc)
     if (dm_ctx_create(tgt_rt->ev, &tgt_rt->dm) != OMPC_OK)
         ompc_fatal("cannot start the data manager");
     if (tgt_kernel_fn_register() != OMPC_OK || tgt_model_fn_register() != OMPC_OK ||
-        tgt_ahead_fn_register() != OMPC_OK)
+        tgt_ahead_fn_register() != OMPC_OK || tgt_split_fn_register() != OMPC_OK)
         ompc_fatal("cannot register the kernel launcher");
     const char *trace = ompc_config_get()->trace;
     ompc_trace_init(tgt_rt->rank, trace && *trace);
@@ -571,8 +572,10 @@ void __tgt_unregister_lib(tgt_bin_desc_t *desc)
     if (ompc_config_get()->stats)
         tgt_stats_gather();
     ev_ctx_shutdown(tgt_rt->ev);
-    if (ompc_config_get()->stats)
+    if (ompc_config_get()->stats) {
         tgt_stats_print(t_sd0, ompc_now_ns());
+        tgt_split_stats_print();
+    }
     dm_ctx_destroy(tgt_rt->dm);
     ev_ctx_destroy(tgt_rt->ev);
     tgt_mpi_apps_finish();

@@ -1,0 +1,790 @@
+/* Loops split across workers, the executors' half (tgt_split.h; the
+ * mechanism and why it is sound: docs/architecture.md, "Loops split across
+ * workers").
+ *
+ * A share of a `teams` kernel runs on the handler thread that receives it.
+ * This library stands in for libomp's teams and worksharing entry points
+ * (ompcc links it ahead of libomp, so the device image's calls bind here):
+ * outside a share every stand-in forwards to libomp unchanged.  Inside a
+ * share, __kmpc_fork_teams does not start a league: it runs the teams
+ * microtask once per team of the share, one team after the other on this
+ * thread, each time as team v of T.  The team's distribute loop
+ * (__kmpc_for_static_init_* with a distribute schedule) gets team v's
+ * iterations of T, omp_get_team_num/omp_get_num_teams answer v and T on
+ * every thread of the team (parallel regions inside carry them to their
+ * threads), and each team's `parallel for` gets all of this executor's
+ * cores, as an unsplit kernel's one team does. */
+#define _GNU_SOURCE
+#include "tgt_split.h"
+
+#include <dlfcn.h>
+#include <ffi.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------- libomp */
+typedef void (*micro_t)(int32_t *gtid, int32_t *btid, ...);
+
+static void *real_fn(const char *name)
+{
+    void *f = dlvsym(RTLD_NEXT, name, "VERSION");
+    if (!f)
+        f = dlsym(RTLD_NEXT, name);
+    if (!f)
+        ompc_fatal("libomp's %s not found after libomptarget", name);
+    return f;
+}
+
+#define REAL(type, name)                                                                 \
+    typedef __typeof__(type) real_t_;                                                    \
+    static _Atomic(real_t_) real_;                                                       \
+    real_t_ f_ = real_;                                                                  \
+    if (!f_) {                                                                           \
+        f_ = (real_t_)real_fn(name);                                                     \
+        real_ = f_;                                                                      \
+    }
+
+/* Calls fn(fixed..., var...) where every argument is pointer-sized (clang
+ * passes a microtask's shared variables as pointers or as values cast to
+ * 64 bits).  variadic: fn takes var as its `...`. */
+static void call_ptrs(void *fn, bool variadic, int nfixed, void **fixed, int nvar,
+                      void **var)
+{
+    int n = nfixed + nvar;
+    ffi_type *types_st[16];
+    void *vals_st[16];
+    void **slots_st[16];
+    ffi_type **types = n <= 16 ? types_st : malloc((size_t)n * sizeof(*types));
+    void **vals = n <= 16 ? vals_st : malloc((size_t)n * sizeof(*vals));
+    void ***slots = n <= 16 ? slots_st : malloc((size_t)n * sizeof(*slots));
+    if (!types || !vals || !slots)
+        ompc_fatal("out of memory calling a microtask");
+    for (int i = 0; i < n; i++) {
+        types[i] = &ffi_type_pointer;
+        vals[i] = i < nfixed ? fixed[i] : var[i - nfixed];
+        slots[i] = &vals[i];
+    }
+    ffi_cif cif;
+    ffi_status st = variadic ? ffi_prep_cif_var(&cif, FFI_DEFAULT_ABI, (unsigned)nfixed,
+                                                (unsigned)n, &ffi_type_void, types)
+                             : ffi_prep_cif(&cif, FFI_DEFAULT_ABI, (unsigned)n,
+                                            &ffi_type_void, types);
+    if (st != FFI_OK)
+        ompc_fatal("cannot call a microtask with %d arguments", n);
+    ffi_call(&cif, FFI_FN(fn), NULL, (void **)slots);
+    if (n > 16) {
+        free(types);
+        free(vals);
+        free(slots);
+    }
+}
+
+/* ------------------------------------------------------- share state */
+typedef struct share share_t;
+
+/* What a thread knows of the split share it works for.  The handler
+ * thread running a share has share set and team -1 until the teams
+ * region; the threads of a team (this thread while it runs the team, and
+ * the threads of parallel regions inside) have team and nteams. */
+typedef struct split_tls {
+    share_t *share;
+    int32_t team, nteams;
+    int depth;               /* 0: the team's initial thread, at team level */
+} split_tls_t;
+static _Thread_local split_tls_t cur;
+
+struct share {
+    uint64_t key;
+    uint32_t idx, nshares;
+    int home_rank;
+    bool home;
+    uint32_t nbufs;
+    tgt_split_buf_t *bufs;
+    unsigned char **twins;
+    _Atomic uint32_t flags;
+    int32_t pushed_teams;    /* num_teams the kernel asked for (0: none) */
+    uint32_t teams, my_teams;
+    bool in_teams;
+    char **packs;            /* helper: tgt.split.apply messages */
+    size_t *pack_len, npacks;
+    struct share *next;
+};
+
+static pthread_mutex_t shares_mtx = PTHREAD_MUTEX_INITIALIZER;
+static share_t *shares;
+
+static void share_flag(share_t *s, uint32_t f)
+{
+    atomic_fetch_or_explicit(&s->flags, f, memory_order_relaxed);
+}
+
+/* Twins freed by earlier splits, kept for the next one of the same size:
+ * a fresh block of that size costs a page fault per page, which took
+ * longer than the copy itself for a stream of split kernels.  At most
+ * TWIN_KEEP blocks and TWIN_KEEP_BYTES in all. */
+#define TWIN_KEEP 8
+#define TWIN_KEEP_BYTES ((size_t)1 << 30)
+static pthread_mutex_t twin_mtx = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+    void *p;
+    size_t n;
+} twin_kept[TWIN_KEEP];
+static size_t twin_kept_bytes;
+
+static void *twin_get(size_t n)
+{
+    pthread_mutex_lock(&twin_mtx);
+    for (int i = 0; i < TWIN_KEEP; i++)
+        if (twin_kept[i].p && twin_kept[i].n == n) {
+            void *p = twin_kept[i].p;
+            twin_kept[i].p = NULL;
+            twin_kept_bytes -= n;
+            pthread_mutex_unlock(&twin_mtx);
+            return p;
+        }
+    pthread_mutex_unlock(&twin_mtx);
+    return malloc(n ? n : 1);
+}
+
+static void twin_put(void *p, size_t n)
+{
+    if (!p)
+        return;
+    pthread_mutex_lock(&twin_mtx);
+    for (int i = 0; i < TWIN_KEEP && twin_kept_bytes + n <= TWIN_KEEP_BYTES; i++)
+        if (!twin_kept[i].p) {
+            twin_kept[i].p = p;
+            twin_kept[i].n = n;
+            twin_kept_bytes += n;
+            pthread_mutex_unlock(&twin_mtx);
+            return;
+        }
+    pthread_mutex_unlock(&twin_mtx);
+    free(p);
+}
+
+static void share_free(share_t *s)
+{
+    for (uint32_t i = 0; s->twins && i < s->nbufs; i++)
+        twin_put(s->twins[i], (size_t)s->bufs[i].size);
+    free(s->twins);
+    for (size_t i = 0; i < s->npacks; i++)
+        free(s->packs[i]);
+    free(s->packs);
+    free(s->pack_len);
+    free(s->bufs);
+    free(s);
+}
+
+/* ------------------------------------------------- libomp stand-ins */
+void __kmpc_push_num_teams(void *loc, int32_t gtid, int32_t nteams, int32_t nth)
+{
+    if (cur.share && cur.team < 0) {
+        cur.share->pushed_teams = nteams;
+        return;
+    }
+    REAL(void (*)(void *, int32_t, int32_t, int32_t), "__kmpc_push_num_teams");
+    f_(loc, gtid, nteams, nth);
+}
+
+void __kmpc_push_num_teams_51(void *loc, int32_t gtid, int32_t lb, int32_t ub,
+                              int32_t nth)
+{
+    if (cur.share && cur.team < 0) {
+        cur.share->pushed_teams = ub > 0 ? ub : lb;
+        return;
+    }
+    REAL(void (*)(void *, int32_t, int32_t, int32_t, int32_t),
+         "__kmpc_push_num_teams_51");
+    f_(loc, gtid, lb, ub, nth);
+}
+
+/* libomp's __kmpc_fork_call with argc pointer-sized arguments: the common
+ * counts without libffi (every parallel region of the program comes
+ * through here). */
+typedef void (*fork_t)(void *, int32_t, micro_t, ...);
+static void fork_fwd(fork_t f, void *loc, int32_t argc, micro_t m, void **a)
+{
+    switch (argc) {
+    case 0: f(loc, argc, m); return;
+    case 1: f(loc, argc, m, a[0]); return;
+    case 2: f(loc, argc, m, a[0], a[1]); return;
+    case 3: f(loc, argc, m, a[0], a[1], a[2]); return;
+    case 4: f(loc, argc, m, a[0], a[1], a[2], a[3]); return;
+    case 5: f(loc, argc, m, a[0], a[1], a[2], a[3], a[4]); return;
+    case 6: f(loc, argc, m, a[0], a[1], a[2], a[3], a[4], a[5]); return;
+    case 7: f(loc, argc, m, a[0], a[1], a[2], a[3], a[4], a[5], a[6]); return;
+    case 8: f(loc, argc, m, a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7]); return;
+    default: {
+        void *fixed[3] = {loc, (void *)(intptr_t)argc, (void *)m};
+        call_ptrs((void *)f, true, 3, fixed, argc, a);
+    }
+    }
+}
+
+/* The teams of a share: T teams in all (the kernel's num_teams, else the
+ * nteams-var ICV, else one per share), share i running teams
+ * [T*i/n, T*(i+1)/n). */
+static void run_teams(share_t *s, void *loc, micro_t micro, int argc, void **args)
+{
+    if (s->in_teams) {
+        share_flag(s, TGT_SPLIT_NESTED_TEAMS);
+        return;
+    }
+    s->in_teams = true;
+    int icv; /* OMP_NUM_TEAMS, omp_set_num_teams */
+    {
+        REAL(int (*)(void), "omp_get_max_teams");
+        icv = f_();
+    }
+    uint64_t t = s->pushed_teams > 0 ? (uint64_t)s->pushed_teams
+                 : icv > 0           ? (uint64_t)icv
+                                     : s->nshares;
+    uint64_t t0 = t * s->idx / s->nshares, t1 = t * (s->idx + 1) / s->nshares;
+    s->teams = (uint32_t)t;
+    s->my_teams = (uint32_t)(t1 - t0);
+    REAL(int32_t (*)(void *), "__kmpc_global_thread_num");
+    int32_t gtid = f_(loc), btid = 0;
+    void *fixed[2] = {&gtid, &btid};
+    split_tls_t saved = cur;
+    for (uint64_t v = t0; v < t1; v++) {
+        cur.team = (int32_t)v;
+        cur.nteams = (int32_t)t;
+        cur.depth = 0;
+        call_ptrs((void *)micro, false, 2, fixed, argc, args);
+    }
+    cur = saved;
+}
+
+void __kmpc_fork_teams(void *loc, int32_t argc, micro_t micro, ...)
+{
+    void *st[16];
+    void **args = argc <= 16 ? st : malloc((size_t)argc * sizeof(void *));
+    if (!args)
+        ompc_fatal("out of memory starting a teams region");
+    va_list ap;
+    va_start(ap, micro);
+    for (int32_t i = 0; i < argc; i++)
+        args[i] = va_arg(ap, void *);
+    va_end(ap);
+    if (cur.share && cur.team < 0) {
+        run_teams(cur.share, loc, micro, argc, args);
+    } else {
+        if (cur.share)
+            share_flag(cur.share, TGT_SPLIT_NESTED_TEAMS);
+        REAL(fork_t, "__kmpc_fork_teams");
+        fork_fwd(f_, loc, argc, micro, args);
+    }
+    if (args != st)
+        free(args);
+}
+
+/* A parallel region inside a split team: its threads learn the team. */
+typedef struct wrap {
+    split_tls_t tls;
+    micro_t micro;
+    int argc;
+    void **args;
+} wrap_t;
+
+static void wrap_micro(int32_t *gtid, int32_t *btid, wrap_t *w)
+{
+    split_tls_t saved = cur;
+    cur = w->tls;
+    void *fixed[2] = {gtid, btid};
+    call_ptrs((void *)w->micro, false, 2, fixed, w->argc, w->args);
+    cur = saved;
+}
+
+void __kmpc_fork_call(void *loc, int32_t argc, micro_t micro, ...)
+{
+    void *st[16];
+    void **args = argc <= 16 ? st : malloc((size_t)argc * sizeof(void *));
+    if (!args)
+        ompc_fatal("out of memory starting a parallel region");
+    va_list ap;
+    va_start(ap, micro);
+    for (int32_t i = 0; i < argc; i++)
+        args[i] = va_arg(ap, void *);
+    va_end(ap);
+    REAL(fork_t, "__kmpc_fork_call");
+    if (cur.share && cur.team >= 0) {
+        wrap_t w = {cur, micro, argc, args};
+        w.tls.depth++;
+        f_(loc, 1, (micro_t)wrap_micro, &w);
+    } else {
+        fork_fwd(f_, loc, argc, micro, args);
+    }
+    if (args != st)
+        free(args);
+}
+
+int omp_get_team_num(void)
+{
+    if (cur.share && cur.team >= 0)
+        return cur.team;
+    REAL(int (*)(void), "omp_get_team_num");
+    return f_();
+}
+
+int omp_get_num_teams(void)
+{
+    if (cur.share && cur.team >= 0)
+        return cur.nteams;
+    REAL(int (*)(void), "omp_get_num_teams");
+    return f_();
+}
+
+/* Set by a team's distribute loop (the team's own thread). */
+static _Thread_local bool dist_seen;
+
+/* libomp's schedule numbers for distribute loops. */
+#define SCH_DIST_CHUNKED 91
+#define SCH_DIST_STATIC 92
+
+/* Team v of nt's iterations of a distribute loop over [*lo, *up] by incr:
+ * the static schedule libomp uses for teams (balanced chunks, or chunks of
+ * `chunk` dealt round-robin).  UT is the unsigned type of the loop. */
+#define DIST_BOUNDS(T, UT, ST)                                                           \
+    do {                                                                                 \
+        UT trip;                                                                         \
+        if (incr > 0)                                                                    \
+            trip = *pupper < *plower ? 0 : (UT)((UT)(*pupper - *plower) / (UT)incr) + 1; \
+        else                                                                             \
+            trip = *plower < *pupper ? 0                                                 \
+                                     : (UT)((UT)(*plower - *pupper) / (UT)(-incr)) + 1;  \
+        UT v = (UT)cur.team, nt = (UT)cur.nteams;                                        \
+        if (sched == SCH_DIST_CHUNKED) {                                                 \
+            if (chunk < 1)                                                               \
+                chunk = 1;                                                               \
+            ST span = (ST)(chunk * incr);                                                \
+            if (plast)                                                                   \
+                *plast = trip > 0 && (v == ((trip - 1) / (UT)chunk) % nt);               \
+            *plower = (T)(*plower + (T)(span * (ST)v));                                  \
+            *pupper = (T)(*plower + (T)span - (T)incr);                                  \
+            *pstride = (ST)(span * (ST)nt);                                              \
+        } else {                                                                         \
+            UT small = trip / nt, extra = trip % nt;                                     \
+            UT first = v * small + (v < extra ? v : extra);                              \
+            UT count = small + (v < extra ? 1 : 0);                                      \
+            if (plast)                                                                   \
+                *plast = count > 0 && first + count == trip;                             \
+            if (count == 0) {                                                            \
+                *plower = (T)(*pupper + (T)incr);                                        \
+            } else {                                                                     \
+                *plower = (T)(*plower + (T)((ST)first * incr));                          \
+                *pupper = (T)(*plower + (T)((ST)(count - 1) * incr));                    \
+            }                                                                            \
+            *pstride = (ST)trip;                                                         \
+        }                                                                                \
+    } while (0)
+
+#define STATIC_INIT(NAME, T, UT, ST)                                                     \
+    void NAME(void *loc, int32_t gtid, int32_t sched, int32_t *plast, T *plower,         \
+              T *pupper, ST *pstride, ST incr, ST chunk)                                 \
+    {                                                                                    \
+        if (cur.share && cur.team >= 0 && cur.depth == 0 &&                              \
+            (sched == SCH_DIST_STATIC || sched == SCH_DIST_CHUNKED) && incr != 0) {      \
+            dist_seen = true;                                                            \
+            DIST_BOUNDS(T, UT, ST);                                                      \
+            return;                                                                      \
+        }                                                                                \
+        REAL(void (*)(void *, int32_t, int32_t, int32_t *, T *, T *, ST *, ST, ST),      \
+             #NAME);                                                                     \
+        f_(loc, gtid, sched, plast, plower, pupper, pstride, incr, chunk);               \
+    }
+
+STATIC_INIT(__kmpc_for_static_init_4, int32_t, uint32_t, int32_t)
+STATIC_INIT(__kmpc_for_static_init_4u, uint32_t, uint32_t, int32_t)
+STATIC_INIT(__kmpc_for_static_init_8, int64_t, uint64_t, int64_t)
+STATIC_INIT(__kmpc_for_static_init_8u, uint64_t, uint64_t, int64_t)
+
+/* A reduction at team level combines teams (on another executor, other
+ * teams combine into another copy); a critical section excludes across
+ * teams.  Both are flagged, and the head runs the kernel unsplit. */
+typedef int32_t (*reduce_t)(void *, int32_t, int32_t, size_t, void *,
+                            void (*)(void *, void *), void *);
+
+int32_t __kmpc_reduce_nowait(void *loc, int32_t gtid, int32_t nvars, size_t size,
+                             void *data, void (*fn)(void *, void *), void *lck)
+{
+    if (cur.share && cur.team >= 0 && cur.depth == 0)
+        share_flag(cur.share, TGT_SPLIT_TEAM_REDUCE);
+    REAL(reduce_t, "__kmpc_reduce_nowait");
+    return f_(loc, gtid, nvars, size, data, fn, lck);
+}
+
+int32_t __kmpc_reduce(void *loc, int32_t gtid, int32_t nvars, size_t size, void *data,
+                      void (*fn)(void *, void *), void *lck)
+{
+    if (cur.share && cur.team >= 0 && cur.depth == 0)
+        share_flag(cur.share, TGT_SPLIT_TEAM_REDUCE);
+    REAL(reduce_t, "__kmpc_reduce");
+    return f_(loc, gtid, nvars, size, data, fn, lck);
+}
+
+void __kmpc_critical(void *loc, int32_t gtid, void *crit)
+{
+    if (cur.share)
+        share_flag(cur.share, TGT_SPLIT_CRITICAL);
+    REAL(void (*)(void *, int32_t, void *), "__kmpc_critical");
+    f_(loc, gtid, crit);
+}
+
+void __kmpc_critical_with_hint(void *loc, int32_t gtid, void *crit, uint32_t hint)
+{
+    if (cur.share)
+        share_flag(cur.share, TGT_SPLIT_CRITICAL);
+    REAL(void (*)(void *, int32_t, void *, uint32_t), "__kmpc_critical_with_hint");
+    f_(loc, gtid, crit, hint);
+}
+
+bool tgt_split_interposed(void)
+{
+    static const struct {
+        const char *name;
+        void *mine;
+    } fns[] = {
+        {"__kmpc_fork_teams", (void *)__kmpc_fork_teams},
+        {"__kmpc_fork_call", (void *)__kmpc_fork_call},
+        {"__kmpc_for_static_init_4", (void *)__kmpc_for_static_init_4},
+        {"__kmpc_for_static_init_8", (void *)__kmpc_for_static_init_8},
+        {"omp_get_team_num", (void *)omp_get_team_num},
+        {"omp_get_num_teams", (void *)omp_get_num_teams},
+        {"__kmpc_reduce_nowait", (void *)__kmpc_reduce_nowait},
+    };
+    for (size_t i = 0; i < sizeof(fns) / sizeof(fns[0]); i++)
+        if (dlsym(RTLD_DEFAULT, fns[i].name) != fns[i].mine)
+            return false;
+    return true;
+}
+
+/* ----------------------------------------------------------- the share */
+void tgt_split_share_begin(void)
+{
+    share_t *s = cur.share;
+    if (!s || s->twins)
+        return;
+    s->twins = calloc(s->nbufs ? s->nbufs : 1, sizeof(*s->twins));
+    if (!s->twins)
+        ompc_fatal("rank %d: out of memory twinning a split kernel's buffers",
+                   tgt_rt->rank);
+    for (uint32_t i = 0; i < s->nbufs; i++) {
+        size_t n = (size_t)s->bufs[i].size;
+        s->twins[i] = twin_get(n);
+        if (!s->twins[i])
+            ompc_fatal("rank %d: out of memory twinning %zu bytes of a split kernel's "
+                       "buffer",
+                       tgt_rt->rank, n);
+        memcpy(s->twins[i], (const void *)(uintptr_t)s->bufs[i].addr, n);
+    }
+}
+
+/* Changed bytes closer than this are sent as one range. */
+#define GAP 64
+
+typedef struct ranges {
+    tgt_split_range_t *v;
+    size_t n, cap;
+    bool full;
+} ranges_t;
+
+static void range_add(ranges_t *r, uint32_t buf, uint64_t b, uint64_t e)
+{
+    if (r->n > 0 && r->v[r->n - 1].buf == buf &&
+        r->v[r->n - 1].off + r->v[r->n - 1].len + GAP >= b) {
+        r->v[r->n - 1].len = e - r->v[r->n - 1].off;
+        return;
+    }
+    if (r->n == r->cap) {
+        r->full = true;
+        return;
+    }
+    r->v[r->n++] = (tgt_split_range_t){.buf = buf, .off = b, .len = e - b};
+}
+
+/* The bytes of now that differ from twin, to the byte, as ranges. */
+static void diff_buf(ranges_t *r, uint32_t buf, const unsigned char *now,
+                     const unsigned char *twin, size_t size)
+{
+    size_t i = 0;
+    while (i < size && !r->full) {
+        size_t blk = size - i < 4096 ? size - i : 4096;
+        if (memcmp(now + i, twin + i, blk) == 0) {
+            i += blk;
+            continue;
+        }
+        size_t end = i + blk, j = i;
+        for (; j + 8 <= end; j += 8) {
+            uint64_t a, b;
+            memcpy(&a, now + j, 8);
+            memcpy(&b, twin + j, 8);
+            uint64_t x = a ^ b;
+            if (!x)
+                continue;
+            /* Little-endian: the lowest differing byte is the first. */
+            unsigned first = (unsigned)__builtin_ctzll(x) / 8;
+            unsigned last = 7 - (unsigned)__builtin_clzll(x) / 8;
+            range_add(r, buf, j + first, j + last + 1);
+        }
+        for (; j < end; j++)
+            if (now[j] != twin[j])
+                range_add(r, buf, j, j + 1);
+        i = end;
+    }
+}
+
+/* A helper keeps the bytes of its small changed ranges, packed into
+ * tgt.split.apply messages for the home. */
+static ompc_status_t pack_small(share_t *s, const ranges_t *r)
+{
+    const size_t cap = EV_EXEC_MAX_ARGS;
+    char *cur_pack = NULL;
+    size_t len = 0, cnt = 0;
+    for (size_t i = 0; i <= r->n; i++) {
+        bool last = i == r->n;
+        const tgt_split_range_t *g = last ? NULL : &r->v[i];
+        if (g && g->len > TGT_SPLIT_SMALL)
+            continue;
+        size_t need = g ? sizeof(tgt_split_span_t) + tgt_pad8(g->len) : 0;
+        if (cur_pack && (last || len + need > cap)) {
+            tgt_split_apply_t h = {TGT_SPLIT_MAGIC, s->key, cnt};
+            memcpy(cur_pack, &h, sizeof(h));
+            char **np = realloc(s->packs, (s->npacks + 1) * sizeof(*np));
+            size_t *nl = np ? realloc(s->pack_len, (s->npacks + 1) * sizeof(*nl)) : NULL;
+            if (np)
+                s->packs = np;
+            if (!np || !nl) {
+                free(cur_pack);
+                return OMPC_ERR_NOMEM;
+            }
+            s->pack_len = nl;
+            s->packs[s->npacks] = cur_pack;
+            s->pack_len[s->npacks++] = len;
+            cur_pack = NULL;
+        }
+        if (last)
+            break;
+        if (!cur_pack) {
+            cur_pack = malloc(cap);
+            if (!cur_pack)
+                return OMPC_ERR_NOMEM;
+            len = sizeof(tgt_split_apply_t);
+            cnt = 0;
+        }
+        const tgt_split_buf_t *b = &s->bufs[g->buf];
+        tgt_split_span_t sp = {b->home_addr + g->off, g->len};
+        memcpy(cur_pack + len, &sp, sizeof(sp));
+        memcpy(cur_pack + len + sizeof(sp), (const char *)(uintptr_t)b->addr + g->off,
+               (size_t)g->len);
+        memset(cur_pack + len + sizeof(sp) + g->len, 0, tgt_pad8(g->len) - g->len);
+        len += need;
+        cnt++;
+    }
+    return OMPC_OK;
+}
+
+static ompc_status_t fn_split_run(ev_exec_info_t *info)
+{
+    tgt_split_hdr_t h;
+    if (info->args_size < sizeof(h))
+        return OMPC_ERR_INVALID;
+    memcpy(&h, info->args, sizeof(h));
+    size_t bl = (size_t)h.nbufs * sizeof(tgt_split_buf_t);
+    if (h.magic != TGT_SPLIT_MAGIC || h.nshares == 0 || h.share >= h.nshares ||
+        h.nbufs > (info->args_size - sizeof(h)) / sizeof(tgt_split_buf_t) ||
+        info->result_cap < sizeof(tgt_split_reply_t)) {
+        ompc_error("rank %d: refused a split share: malformed header", tgt_rt->rank);
+        return OMPC_ERR_INVALID;
+    }
+    share_t *s = calloc(1, sizeof(*s));
+    if (!s)
+        return OMPC_ERR_NOMEM;
+    s->key = h.key;
+    s->idx = h.share;
+    s->nshares = h.nshares;
+    s->home_rank = h.home_rank;
+    s->home = h.home_rank == tgt_rt->rank;
+    s->nbufs = h.nbufs;
+    s->bufs = malloc(bl ? bl : 1);
+    if (!s->bufs) {
+        free(s);
+        return OMPC_ERR_NOMEM;
+    }
+    memcpy(s->bufs, (const char *)info->args + sizeof(h), bl);
+    for (uint32_t i = 0; i < s->nbufs; i++)
+        if (!ev_mem_contains(info->ctx, (void *)(uintptr_t)s->bufs[i].addr,
+                             (size_t)s->bufs[i].size)) {
+            ompc_error("rank %d: refused a split share: buffer %u is not device memory",
+                       tgt_rt->rank, i);
+            share_free(s);
+            return OMPC_ERR_BAD_ADDR;
+        }
+    for (uint32_t i = 0; i < s->nbufs; i++)
+        if (s->bufs[i].zero)
+            memset((void *)(uintptr_t)s->bufs[i].addr, 0, (size_t)s->bufs[i].size);
+    const char *msg = (const char *)info->args + sizeof(h) + bl;
+    size_t msg_len = info->args_size - sizeof(h) - bl;
+    tgt_split_reply_t rep = {0};
+    split_tls_t saved = cur;
+    cur = (split_tls_t){.share = s, .team = -1, .nteams = 0, .depth = 0};
+    dist_seen = false;
+    ompc_status_t st = tgt_kernel_run(msg, msg_len, &rep.kernel_ns, NULL);
+    cur = saved;
+    if (st == OMPC_OK && !s->twins)
+        tgt_split_share_begin(); /* a kernel that never ran: nothing changed */
+    if (st != OMPC_OK) {
+        share_free(s);
+        return st;
+    }
+    uint32_t flags = atomic_load(&s->flags);
+    if (tgt_kernel_faulted)
+        flags |= TGT_SPLIT_FAULTED;
+    if (!s->in_teams)
+        flags |= TGT_SPLIT_NO_TEAMS;
+    else if (s->my_teams > 0 && !dist_seen)
+        flags |= TGT_SPLIT_NO_DIST;
+    size_t cap = (info->result_cap - sizeof(rep)) / sizeof(tgt_split_range_t);
+    if (cap > TGT_SPLIT_MAX_RANGES)
+        cap = TGT_SPLIT_MAX_RANGES;
+    ranges_t r = {(tgt_split_range_t *)((char *)info->result + sizeof(rep)), 0, cap,
+                  false};
+    for (uint32_t i = 0; i < s->nbufs && !r.full; i++)
+        diff_buf(&r, i, (const unsigned char *)(uintptr_t)s->bufs[i].addr, s->twins[i],
+                 (size_t)s->bufs[i].size);
+    if (r.full) {
+        flags |= TGT_SPLIT_TOO_MANY;
+        r.n = 0;
+    }
+    rep.flags = flags;
+    rep.nranges = (uint32_t)r.n;
+    rep.teams = s->teams;
+    rep.my_teams = s->my_teams;
+    memcpy(info->result, &rep, sizeof(rep));
+    info->result_size = sizeof(rep) + r.n * sizeof(tgt_split_range_t);
+    /* A helper is done but for its small ranges, which it sends itself
+     * when the head says so; the head moves the others (worker to worker,
+     * from its copy, which nothing writes meanwhile). */
+    if (!s->home) {
+        for (uint32_t i = 0; i < s->nbufs; i++) {
+            twin_put(s->twins[i], (size_t)s->bufs[i].size);
+            s->twins[i] = NULL;
+        }
+        if (!flags && pack_small(s, &r) != OMPC_OK) {
+            share_free(s);
+            return OMPC_ERR_NOMEM;
+        }
+        if (!s->npacks) {
+            share_free(s);
+            return OMPC_OK;
+        }
+    }
+    pthread_mutex_lock(&shares_mtx);
+    s->next = shares;
+    shares = s;
+    pthread_mutex_unlock(&shares_mtx);
+    return OMPC_OK;
+}
+
+static share_t *share_take(uint64_t key)
+{
+    pthread_mutex_lock(&shares_mtx);
+    share_t **pp = &shares;
+    while (*pp && (*pp)->key != key)
+        pp = &(*pp)->next;
+    share_t *s = *pp;
+    if (s)
+        *pp = s->next;
+    pthread_mutex_unlock(&shares_mtx);
+    return s;
+}
+
+static ompc_status_t fn_split_end(ev_exec_info_t *info)
+{
+    tgt_split_end_t e;
+    if (info->args_size != sizeof(e))
+        return OMPC_ERR_INVALID;
+    memcpy(&e, info->args, sizeof(e));
+    share_t *s = e.magic == TGT_SPLIT_MAGIC ? share_take(e.key) : NULL;
+    if (!s) {
+        ompc_error("rank %d: refused the end of split %llu: no such share", tgt_rt->rank,
+                   (unsigned long long)e.key);
+        return OMPC_ERR_INVALID;
+    }
+    ompc_status_t st = OMPC_OK;
+    if (e.action == TGT_SPLIT_RESTORE && s->home) {
+        for (uint32_t i = 0; i < s->nbufs; i++)
+            memcpy((void *)(uintptr_t)s->bufs[i].addr, s->twins[i],
+                   (size_t)s->bufs[i].size);
+    } else if (e.action == TGT_SPLIT_PUSH && !s->home) {
+        ev_handle_t **h = calloc(s->npacks ? s->npacks : 1, sizeof(*h));
+        if (!h)
+            st = OMPC_ERR_NOMEM;
+        size_t started = 0;
+        for (size_t i = 0; st == OMPC_OK && i < s->npacks; i++, started++)
+            st = ev_execute(info->ctx, e.home_rank, tgt_rt->fn_split_apply, s->packs[i],
+                            s->pack_len[i], NULL, 0, &h[i]);
+        for (size_t i = 0; i < started; i++) {
+            ompc_status_t w = ev_wait(h[i]);
+            ev_handle_release(h[i]);
+            if (st == OMPC_OK)
+                st = w;
+        }
+        free(h);
+    } else if (e.action != TGT_SPLIT_DROP) {
+        st = OMPC_ERR_INVALID;
+    }
+    share_free(s);
+    return st;
+}
+
+static ompc_status_t fn_split_apply(ev_exec_info_t *info)
+{
+    tgt_split_apply_t h;
+    if (info->args_size < sizeof(h))
+        return OMPC_ERR_INVALID;
+    memcpy(&h, info->args, sizeof(h));
+    if (h.magic != TGT_SPLIT_MAGIC)
+        return OMPC_ERR_INVALID;
+    const char *base = (const char *)info->args + sizeof(h);
+    const char *end = (const char *)info->args + info->args_size;
+    /* Every range is checked before any is written. */
+    for (int pass = 0; pass < 2; pass++) {
+        const char *q = base;
+        for (uint64_t i = 0; i < h.nranges; i++) {
+            tgt_split_span_t sp;
+            if ((size_t)(end - q) < sizeof(sp))
+                return OMPC_ERR_INVALID;
+            memcpy(&sp, q, sizeof(sp));
+            q += sizeof(sp);
+            if (sp.len > TGT_SPLIT_SMALL || tgt_pad8(sp.len) > (uint64_t)(end - q) ||
+                !ev_mem_contains(info->ctx, (void *)(uintptr_t)sp.addr, (size_t)sp.len)) {
+                ompc_error("rank %d: refused the bytes of split %llu: range %llu is not "
+                           "device memory",
+                           tgt_rt->rank, (unsigned long long)h.key,
+                           (unsigned long long)i);
+                return OMPC_ERR_BAD_ADDR;
+            }
+            if (pass == 1)
+                memcpy((void *)(uintptr_t)sp.addr, q, (size_t)sp.len);
+            q += tgt_pad8(sp.len);
+        }
+    }
+    return OMPC_OK;
+}
+
+ompc_status_t tgt_split_fn_register(void)
+{
+    tgt_kernel_before = tgt_split_share_begin;
+    ompc_status_t st = ev_fn_register(tgt_rt->ev, "tgt.split.run", fn_split_run, 0,
+                                      &tgt_rt->fn_split_run);
+    if (st == OMPC_OK)
+        st = ev_fn_register(tgt_rt->ev, "tgt.split.end", fn_split_end, 0,
+                            &tgt_rt->fn_split_end);
+    if (st == OMPC_OK)
+        st = ev_fn_register(tgt_rt->ev, "tgt.split.apply", fn_split_apply, 0,
+                            &tgt_rt->fn_split_apply);
+    return st;
+}

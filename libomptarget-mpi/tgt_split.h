@@ -1,0 +1,147 @@
+/* Loops split across workers (docs/architecture.md, "Loops split across
+ * workers"): the messages between the head and the executors, and the
+ * calls the rest of the offload layer makes.
+ *
+ * A split kernel runs in two steps.  First every share runs on its
+ * executor (tgt.split.run): the executor twins the buffers the kernel may
+ * write, runs its contiguous share of the kernel's teams, and answers
+ * with the byte ranges that changed.  Then the head checks that no two
+ * shares changed the same bytes and either moves every helper's changed
+ * bytes to the home executor (worker to worker; the home's copy becomes
+ * the one valid copy), or has the home put its twins back and runs the
+ * kernel whole there (tgt.split.end). */
+#ifndef OMPC_TGT_SPLIT_H
+#define OMPC_TGT_SPLIT_H
+
+#include "tgt_internal.h"
+
+#include <assert.h>
+
+/* ------------------------------------------------------------- messages */
+#define TGT_SPLIT_MAGIC 0x54494c5053u /* "SPLIT" */
+
+/* tgt.split.run's arguments: this header, nbufs tgt_split_buf_t, then a
+ * kernel launch message (tgt_wire.h). */
+typedef struct tgt_split_hdr {
+    uint64_t magic;
+    uint64_t key;            /* the split's id, unique per head */
+    uint32_t share;          /* this executor's share, 0..nshares-1 */
+    uint32_t nshares;
+    int32_t home_rank;       /* the rank whose copy becomes valid */
+    uint32_t nbufs;          /* buffers to twin (the ones the kernel may write) */
+} tgt_split_hdr_t;
+static_assert(sizeof(tgt_split_hdr_t) == 32, "tgt_split_hdr_t is a wire format");
+
+typedef struct tgt_split_buf {
+    uint64_t addr;           /* on this executor */
+    uint64_t home_addr;      /* on the home executor */
+    uint64_t size;
+    uint64_t zero;           /* 1: no data yet: zeroed on every share before
+                              * the kernel, so that all start alike */
+} tgt_split_buf_t;
+static_assert(sizeof(tgt_split_buf_t) == 32, "tgt_split_buf_t is a wire format");
+
+/* Why a share is not safe to merge (tgt_split_reply_t.flags). */
+#define TGT_SPLIT_NO_TEAMS 0x1u      /* the kernel made no teams region */
+#define TGT_SPLIT_NO_DIST 0x2u       /* a team ran no static distribute loop */
+#define TGT_SPLIT_TEAM_REDUCE 0x4u   /* a reduction across teams */
+#define TGT_SPLIT_CRITICAL 0x8u      /* a critical section (across teams) */
+#define TGT_SPLIT_FAULTED 0x10u      /* device pages came on demand */
+#define TGT_SPLIT_TOO_MANY 0x20u     /* more changed ranges than a reply holds */
+#define TGT_SPLIT_NESTED_TEAMS 0x40u /* a second teams region in the share */
+
+/* tgt.split.run's result: this, then nranges tgt_split_range_t. */
+typedef struct tgt_split_reply {
+    uint64_t kernel_ns;
+    uint32_t flags;
+    uint32_t nranges;
+    uint32_t teams;          /* teams the kernel has (virtual) */
+    uint32_t my_teams;       /* of which this share ran */
+} tgt_split_reply_t;
+static_assert(sizeof(tgt_split_reply_t) == 24, "tgt_split_reply_t is a wire format");
+
+typedef struct tgt_split_range {
+    uint32_t buf;            /* index into the header's buffers */
+    uint32_t pad;
+    uint64_t off, len;
+} tgt_split_range_t;
+static_assert(sizeof(tgt_split_range_t) == 24, "tgt_split_range_t is a wire format");
+
+/* At most this many changed ranges per share: the reply of an execute
+ * event holds 64 KiB (EV_EXEC_MAX_RESULT). */
+#define TGT_SPLIT_MAX_RANGES                                                             \
+    ((EV_EXEC_MAX_RESULT - sizeof(tgt_split_reply_t)) / sizeof(tgt_split_range_t))
+
+/* Changed ranges up to this long travel packed, in tgt.split.apply
+ * messages from the helper to the home (the helper keeps their bytes
+ * until tgt.split.end); longer ones as exchange events the head commands.
+ * One event per range of a stencil's thousand small ones cost more than
+ * its kernel (performance.md, "loops split across workers"). */
+#define TGT_SPLIT_SMALL 4096
+
+/* tgt.split.end's arguments: to the home, and to each helper that kept
+ * small ranges (a helper without any forgets its share once it has
+ * answered). */
+typedef enum {
+    TGT_SPLIT_DROP = 1,      /* the merge is good (home) or undone (helper):
+                              * forget the share */
+    TGT_SPLIT_RESTORE = 2,   /* home: put the twins back, then forget them */
+    TGT_SPLIT_PUSH = 3,      /* helper: send the small ranges home, forget */
+} tgt_split_action_t;
+typedef struct tgt_split_end {
+    uint64_t magic;
+    uint64_t key;
+    uint32_t action;
+    int32_t home_rank;
+} tgt_split_end_t;
+static_assert(sizeof(tgt_split_end_t) == 24, "tgt_split_end_t is a wire format");
+
+/* tgt.split.apply's arguments (helper to home): this, then per range its
+ * address on the home and length, and its bytes padded to 8; at most
+ * EV_EXEC_MAX_ARGS in all. */
+typedef struct tgt_split_apply {
+    uint64_t magic;
+    uint64_t key;
+    uint64_t nranges;
+} tgt_split_apply_t;
+static_assert(sizeof(tgt_split_apply_t) == 24, "tgt_split_apply_t is a wire format");
+typedef struct tgt_split_span {
+    uint64_t addr, len;
+} tgt_split_span_t;
+static_assert(sizeof(tgt_split_span_t) == 16, "tgt_split_span_t is a wire format");
+
+/* ----------------------------------------------------------- executors */
+/* Registers tgt.split.run, .end and .apply (every rank, in this order). */
+ompc_status_t tgt_split_fn_register(void);
+/* tgt_kernel_before (tgt_kernel_run calls it just before the kernel, the
+ * launch's own copies in place): a split share twins its buffers here.  A
+ * no-op outside a split share. */
+void tgt_split_share_begin(void);
+/* Whether this library's stand-ins for libomp's teams and worksharing
+ * entry points are the ones the device image calls (ompcc links it first);
+ * false disables splitting. */
+bool tgt_split_interposed(void);
+
+/* ---------------------------------------------------------------- head */
+/* __tgt_target_kernel saw kernel k launched with num_teams (-1: a target
+ * region without teams). */
+void tgt_split_note(const tgt_kernel_t *k, int32_t num_teams);
+/* Whether the head should split k over several executors (OMPC_SPLIT). */
+bool tgt_split_wanted(const tgt_kernel_t *k);
+/* Runs launch message msg of kernel k split over executors starting at
+ * home (the buffers bufs already valid there; wr the ones it may write),
+ * and waits for it.  On return the kernel's effects on wr are in home's
+ * copy only, as if it had run there; *ns_p: the longest share's run time.
+ * false: not split (too few executors), nothing was done. */
+bool tgt_split_exec(const tgt_ident_t *loc, const tgt_kernel_t *k, int home,
+                    const char *msg, size_t msg_len, dm_buf_t *const *bufs, size_t nbufs,
+                    dm_buf_t *const *wr, size_t nwr, uint64_t *ns_p);
+/* Once the split kernel's node marked wr written by it (tag), on the
+ * thread that ran tgt_split_exec: the buffers no share changed are valid
+ * again on the helpers, whose bytes of them are the home's.  A no-op
+ * when this thread ran no split since. */
+void tgt_split_after(dm_buf_t *const *wr, size_t nwr, uint64_t tag);
+/* OMPC_STATS: one line per kernel that was split (head, at shutdown). */
+void tgt_split_stats_print(void);
+
+#endif

@@ -1,0 +1,450 @@
+/* Loops split across workers, the head's half (tgt_split.h): which
+ * kernels to split, running the shares, checking and merging what they
+ * wrote, and running a kernel unsplit when the merge would not be sound.
+ * docs/architecture.md, "Loops split across workers", says why each step
+ * is there. */
+#define _GNU_SOURCE
+#include "tgt_split.h"
+#include "ompc_trace.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Per kernel, what launches showed (bits), and why it runs unsplit. */
+#define KS_TEAMS 0x1u    /* launched as a teams region */
+#define KS_NOTEAMS 0x2u  /* launched without teams, or with one team */
+#define KS_UNSPLIT 0x4u  /* a split of it was not sound: never again */
+
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+static _Atomic unsigned *kstate;
+/* OMPC_STATS, per kernel (split_mtx). */
+typedef struct kstats {
+    uint64_t merged, undone;
+    uint32_t shares, teams;  /* of the last split */
+    uint64_t ranges, bytes;  /* merged: changed ranges, bytes moved home */
+    uint64_t in_ns, run_ns, merge_ns;
+} kstats_t;
+static kstats_t *kstats;
+static bool interposed;
+/* One split at a time: every executor runs at most one share, and the
+ * shares of two splits never wait for each other. */
+static pthread_mutex_t split_mtx = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t next_key;    /* split_mtx */
+
+/* What the last split merged on this thread, for tgt_split_after. */
+static _Thread_local struct {
+    bool pending;
+    int nsh;
+    int ex[64];
+    bool *changed;           /* per buffer of wr */
+    size_t nwr;
+} last;
+
+static void split_init(void)
+{
+    kstate = calloc(tgt_rt->nkernels > 0 ? (size_t)tgt_rt->nkernels : 1, sizeof(*kstate));
+    kstats = calloc(tgt_rt->nkernels > 0 ? (size_t)tgt_rt->nkernels : 1, sizeof(*kstats));
+    if (!kstate || !kstats)
+        ompc_fatal("out of memory for the split state of kernels");
+    interposed = tgt_split_interposed();
+    if (!interposed && ompc_config_get()->split != 0)
+        ompc_warn("OMPC_SPLIT is set but libomp's teams entry points do not reach "
+                  "this runtime (the program was not linked by ompcc, with the "
+                  "offloading runtime ahead of libomp): no kernel is split");
+}
+
+void tgt_split_note(const tgt_kernel_t *k, int32_t num_teams)
+{
+    if (ompc_config_get()->split == 0 || !k)
+        return;
+    pthread_once(&once, split_init);
+    atomic_fetch_or(&kstate[k - tgt_rt->kernels],
+                    num_teams >= 0 && num_teams != 1 ? KS_TEAMS : KS_NOTEAMS);
+}
+
+bool tgt_split_wanted(const tgt_kernel_t *k)
+{
+    /* auto (-1) waits for the cost model's prediction: not split yet. */
+    int64_t split = ompc_config_get()->split;
+    if (split < 2 || !k || dm_num_executors(tgt_rt->dm) < 2)
+        return false;
+    pthread_once(&once, split_init);
+    return interposed && atomic_load(&kstate[k - tgt_rt->kernels]) == KS_TEAMS;
+}
+
+/* Why a share cannot be merged, for OMPC_INFO. */
+static const char *flag_reason(uint32_t f)
+{
+    if (f & TGT_SPLIT_NO_TEAMS)
+        return "it runs no teams region";
+    if (f & TGT_SPLIT_NESTED_TEAMS)
+        return "it runs more than one teams region";
+    if (f & TGT_SPLIT_NO_DIST)
+        return "a team runs no static distribute loop (every team would run the "
+               "whole region)";
+    if (f & TGT_SPLIT_TEAM_REDUCE)
+        return "it has a reduction across teams (not split yet)";
+    if (f & TGT_SPLIT_CRITICAL)
+        return "it has a critical section, which excludes across teams";
+    if (f & TGT_SPLIT_TOO_MANY)
+        return "a share changed too many separate byte ranges to merge";
+    return "unknown";
+}
+
+typedef struct tagged {
+    tgt_split_range_t r;
+    uint32_t share;
+} tagged_t;
+
+static int tagged_cmp(const void *a, const void *b)
+{
+    const tgt_split_range_t *x = &((const tagged_t *)a)->r,
+                            *y = &((const tagged_t *)b)->r;
+    if (x->buf != y->buf)
+        return x->buf < y->buf ? -1 : 1;
+    return x->off < y->off ? -1 : x->off > y->off;
+}
+
+/* Two shares changed one byte: describes it into why.  t is sorted by
+ * buffer and offset; end[s] is how far share s's ranges of the current
+ * buffer reach (a share's own ranges never overlap each other). */
+static bool find_overlap(tagged_t *t, size_t n, int nsh, dm_buf_t *const *wr, char *why,
+                         size_t cap)
+{
+    qsort(t, n, sizeof(*t), tagged_cmp);
+    uint64_t end[nsh];
+    for (size_t i = 0; i < n; i++) {
+        if (i == 0 || t[i].r.buf != t[i - 1].r.buf)
+            memset(end, 0, sizeof(end));
+        for (int s = 0; s < nsh; s++) {
+            if ((uint32_t)s == t[i].share || end[s] <= t[i].r.off)
+                continue;
+            snprintf(why, cap,
+                     "shares %d and %u both changed bytes near offset %llu of the "
+                     "buffer at device address %#llx (%zu bytes): the loop writes "
+                     "outside its share",
+                     s, t[i].share, (unsigned long long)t[i].r.off,
+                     (unsigned long long)dm_buf_addr(wr[t[i].r.buf]),
+                     dm_buf_size(wr[t[i].r.buf]));
+            return true;
+        }
+        uint64_t e = t[i].r.off + t[i].r.len;
+        if (e > end[t[i].share])
+            end[t[i].share] = e;
+    }
+    return false;
+}
+
+/* Ends a share: tgt.split.end on rank (not waited for: *h_p). */
+static void end_start(int rank, uint64_t key, tgt_split_action_t act, int home_rank,
+                      tgt_split_end_t *e, ev_handle_t **h_p, const tgt_ident_t *loc,
+                      const tgt_kernel_t *k)
+{
+    *e = (tgt_split_end_t){TGT_SPLIT_MAGIC, key, (uint32_t)act, home_rank};
+    ompc_status_t st = ev_execute(tgt_rt->ev, rank, tgt_rt->fn_split_end, e, sizeof(*e),
+                                  NULL, 0, h_p);
+    if (st != OMPC_OK)
+        TGT_USER_ERROR(loc, "cannot end split kernel %s on rank %d: %s", k->name, rank,
+                       ompc_status_str(st));
+}
+
+static void wait_all(ev_handle_t **h, size_t n, const tgt_ident_t *loc,
+                     const tgt_kernel_t *k);
+
+/* Ends the share on rank and waits. */
+static void end_one(int rank, uint64_t key, tgt_split_action_t act,
+                    const tgt_ident_t *loc, const tgt_kernel_t *k)
+{
+    tgt_split_end_t e;
+    ev_handle_t *h;
+    end_start(rank, key, act, 0, &e, &h, loc, k);
+    wait_all(&h, 1, loc, k);
+}
+
+static void wait_all(ev_handle_t **h, size_t n, const tgt_ident_t *loc,
+                     const tgt_kernel_t *k)
+{
+    for (size_t i = 0; i < n; i++) {
+        ompc_status_t st = ev_wait(h[i]);
+        ev_handle_release(h[i]);
+        if (st != OMPC_OK)
+            TGT_USER_ERROR(loc, "merging split kernel %s failed: %s", k->name,
+                           ompc_status_str(st));
+    }
+}
+
+/* Every helper's changed bytes go to the home, all at once and worker to
+ * worker: long ranges as exchanges, the small ones packed by the helpers
+ * that kept them (keeps[i]). */
+static void move_home(const tagged_t *t, size_t n, uint64_t key, int nsh,
+                      const bool *keeps, const int *ranks, const int *ex,
+                      dm_buf_t *const *wr, const tgt_ident_t *loc, const tgt_kernel_t *k)
+{
+    ev_handle_t **h = malloc((n + (size_t)nsh) * sizeof(*h));
+    tgt_split_end_t *e = malloc((size_t)nsh * sizeof(*e));
+    if (!h || !e)
+        ompc_fatal("out of memory merging kernel %s", k->name);
+    size_t m = 0;
+    for (int i = 1; i < nsh; i++)
+        if (keeps[i])
+            end_start(ranks[i], key, TGT_SPLIT_PUSH, ranks[0], &e[i], &h[m++], loc, k);
+    for (size_t i = 0; i < n; i++) {
+        if (t[i].share == 0 || t[i].r.len <= TGT_SPLIT_SMALL)
+            continue;
+        dm_buf_t *b = wr[t[i].r.buf];
+        ompc_status_t st = ev_exchange(
+            tgt_rt->ev, ranks[t[i].share], dm_buf_addr_on(b, ex[t[i].share]) + t[i].r.off,
+            ranks[0], dm_buf_addr_on(b, ex[0]) + t[i].r.off, (size_t)t[i].r.len, &h[m]);
+        if (st != OMPC_OK)
+            TGT_USER_ERROR(loc, "cannot merge share %u of kernel %s: %s", t[i].share,
+                           k->name, ompc_status_str(st));
+        m++;
+    }
+    wait_all(h, m, loc, k);
+    free(h);
+    free(e);
+}
+
+bool tgt_split_exec(const tgt_ident_t *loc, const tgt_kernel_t *k, int home,
+                    const char *msg, size_t msg_len, dm_buf_t *const *bufs, size_t nbufs,
+                    dm_buf_t *const *wr, size_t nwr, uint64_t *ns_p)
+{
+    int ne = dm_num_executors(tgt_rt->dm);
+    int64_t want = ompc_config_get()->split;
+    int nsh = want < ne ? (int)want : ne;
+    if (nsh < 2)
+        return false;
+    uint64_t t0 = ompc_now_ns();
+    pthread_mutex_lock(&split_mtx);
+    uint64_t key = ++next_key;
+    int ex[nsh], ranks[nsh];
+    for (int i = 0; i < nsh; i++) {
+        ex[i] = (home + i) % ne;
+        ranks[i] = dm_executor_rank(tgt_rt->dm, ex[i]);
+    }
+    /* Inputs reach every helper as they reach the home. */
+    for (int i = 1; i < nsh; i++) {
+        ompc_status_t st = dm_acquire(tgt_rt->dm, ex[i], bufs, nbufs);
+        if (st != OMPC_OK)
+            TGT_USER_ERROR(loc,
+                           "moving the region's data to executor %d for a split "
+                           "failed: %s",
+                           ex[i], ompc_status_str(st));
+    }
+    uint64_t t_in = ompc_now_ns();
+    size_t args_len = sizeof(tgt_split_hdr_t) + nwr * sizeof(tgt_split_buf_t) + msg_len;
+    size_t res_cap = sizeof(tgt_split_reply_t) +
+                     TGT_SPLIT_MAX_RANGES * sizeof(tgt_split_range_t);
+    char *args = malloc((size_t)nsh * args_len);
+    char *res = malloc((size_t)nsh * res_cap);
+    if (!args || !res)
+        ompc_fatal("out of memory splitting kernel %s", k->name);
+    /* A buffer without data (map(from:), alloc) holds whatever each
+     * executor's pages held: zeroed everywhere, every share starts from
+     * the same bytes, and a byte a helper wrote equal to its old value is
+     * still right on the home.  Declare target variables hold the image's
+     * initial values everywhere until written. */
+    uint64_t *fresh = calloc(nwr ? nwr : 1, sizeof(*fresh));
+    if (!fresh)
+        ompc_fatal("out of memory splitting kernel %s", k->name);
+    for (size_t b = 0; b < nwr; b++) {
+        bool global = false;
+        for (int g = 0; g < tgt_rt->nglobals && !global; g++)
+            global = tgt_rt->globals[g].buf == wr[b];
+        fresh[b] = !global && !dm_buf_has_data(tgt_rt->dm, wr[b]);
+    }
+    ev_handle_t *h[nsh];
+    for (int i = 0; i < nsh; i++) {
+        char *a = args + (size_t)i * args_len;
+        tgt_split_hdr_t hdr = {TGT_SPLIT_MAGIC, key,      (uint32_t)i,
+                               (uint32_t)nsh,   ranks[0], (uint32_t)nwr};
+        memcpy(a, &hdr, sizeof(hdr));
+        for (size_t b = 0; b < nwr; b++) {
+            tgt_split_buf_t sb = {dm_buf_addr_on(wr[b], ex[i]),
+                                  dm_buf_addr_on(wr[b], ex[0]), dm_buf_size(wr[b]),
+                                  fresh[b]};
+            memcpy(a + sizeof(hdr) + b * sizeof(sb), &sb, sizeof(sb));
+        }
+        memcpy(a + sizeof(hdr) + nwr * sizeof(tgt_split_buf_t), msg, msg_len);
+        ompc_status_t st = ev_execute(tgt_rt->ev, ranks[i], tgt_rt->fn_split_run, a,
+                                      args_len, res + (size_t)i * res_cap, res_cap,
+                                      &h[i]);
+        if (st != OMPC_OK)
+            TGT_USER_ERROR(loc, "cannot launch share %d of kernel %s: %s", i, k->name,
+                           ompc_status_str(st));
+    }
+    free(fresh);
+    uint32_t flags = 0, teams = 0;
+    uint64_t t_run = 0;
+    uint64_t ns = 0;
+    size_t nranges = 0;
+    for (int i = 0; i < nsh; i++) {
+        ompc_status_t st = ev_wait(h[i]);
+        size_t got = ev_handle_result_size(h[i]);
+        ev_handle_release(h[i]);
+        if (st != OMPC_OK)
+            TGT_USER_ERROR(loc, "share %d of kernel %s failed on executor %d: %s", i,
+                           k->name, ex[i], ompc_status_str(st));
+        tgt_split_reply_t rep;
+        memcpy(&rep, res + (size_t)i * res_cap, sizeof(rep));
+        if (got != sizeof(rep) + (size_t)rep.nranges * sizeof(tgt_split_range_t))
+            TGT_USER_ERROR(loc, "share %d of kernel %s sent a malformed reply", i,
+                           k->name);
+        flags |= rep.flags;
+        teams = rep.teams;
+        ns = rep.kernel_ns > ns ? rep.kernel_ns : ns;
+        nranges += rep.nranges;
+    }
+    free(args);
+    t_run = ompc_now_ns();
+    if (flags & TGT_SPLIT_FAULTED)
+        TGT_USER_ERROR(loc,
+                       "kernel %s was split over %d executors and reached device "
+                       "memory that no clause names (device pages on demand), "
+                       "which a split kernel cannot merge yet: map that data, or "
+                       "set OMPC_SPLIT=off",
+                       k->name, nsh);
+    char why[512] = "";
+    bool keeps[nsh];
+    memset(keeps, 0, sizeof(keeps));
+    tagged_t *t = malloc((nranges ? nranges : 1) * sizeof(*t));
+    if (!t)
+        ompc_fatal("out of memory merging kernel %s", k->name);
+    size_t n = 0, bytes = 0;
+    if (flags) {
+        snprintf(why, sizeof(why), "%s", flag_reason(flags));
+    } else {
+        for (int i = 0; i < nsh; i++) {
+            const char *p = res + (size_t)i * res_cap;
+            tgt_split_reply_t rep;
+            memcpy(&rep, p, sizeof(rep));
+            for (uint32_t r = 0; r < rep.nranges; r++) {
+                memcpy(&t[n].r, p + sizeof(rep) + r * sizeof(tgt_split_range_t),
+                       sizeof(t[n].r));
+                if (t[n].r.buf >= nwr || t[n].r.off > dm_buf_size(wr[t[n].r.buf]) ||
+                    t[n].r.len > dm_buf_size(wr[t[n].r.buf]) - t[n].r.off)
+                    TGT_USER_ERROR(loc,
+                                   "share %d of kernel %s named bytes outside its "
+                                   "buffers",
+                                   i, k->name);
+                bytes += i > 0 ? t[n].r.len : 0;
+                t[n++].share = (uint32_t)i;
+            }
+        }
+        for (size_t i = 0; i < n; i++)
+            if (t[i].share > 0 && t[i].r.len <= TGT_SPLIT_SMALL)
+                keeps[t[i].share] = true;
+        find_overlap(t, n, nsh, wr, why, sizeof(why));
+    }
+    free(res);
+    free(last.changed);
+    last.changed = NULL;
+    last.pending = false;
+    if (!why[0] && nsh <= 64 && (last.changed = calloc(nwr ? nwr : 1, sizeof(bool)))) {
+        for (size_t i = 0; i < n; i++)
+            last.changed[t[i].r.buf] = true;
+        last.pending = true;
+        last.nsh = nsh;
+        last.nwr = nwr;
+        memcpy(last.ex, ex, (size_t)nsh * sizeof(int));
+    }
+    if (!why[0]) {
+        move_home(t, n, key, nsh, keeps, ranks, ex, wr, loc, k);
+        end_one(ranks[0], key, TGT_SPLIT_DROP, loc, k);
+        if (tgt_rt->info)
+            fprintf(stderr,
+                    "[ompc info] r0 split %s over %d executors (%u teams): %zu changed "
+                    "ranges, %zu bytes moved to executor %d; inputs %.3f ms, shares "
+                    "%.3f ms (longest kernel %.3f ms), merge %.3f ms\n",
+                    k->name, nsh, teams, n, bytes, home, (double)(t_in - t0) * 1e-6,
+                    (double)(t_run - t_in) * 1e-6, (double)ns * 1e-6,
+                    (double)(ompc_now_ns() - t_run) * 1e-6);
+    } else {
+        /* Helpers that kept small ranges forget them. */
+        for (int i = 1; i < nsh; i++)
+            if (keeps[i])
+                end_one(ranks[i], key, TGT_SPLIT_DROP, loc, k);
+        end_one(ranks[0], key, TGT_SPLIT_RESTORE, loc, k);
+    }
+    free(t);
+    if (why[0]) {
+        /* The home is as it was before the kernel: run it whole there. */
+        atomic_fetch_or(&kstate[k - tgt_rt->kernels], KS_UNSPLIT);
+        char where[160];
+        tgt_kernel_where(k->name, where, sizeof(where));
+        if (tgt_rt->info)
+            fprintf(stderr, "[ompc info] r0 kernel %s%s runs unsplit: %s\n", k->name,
+                    where, why);
+        ompc_info("kernel %s%s runs unsplit from now on: %s", k->name, where, why);
+        tgt_wire_kernel_reply_t rep = {0};
+        ev_handle_t *hk = NULL;
+        ompc_status_t st = ev_execute(tgt_rt->ev, ranks[0], tgt_rt->fn_kernel, msg,
+                                      msg_len, &rep, sizeof(rep), &hk);
+        if (st == OMPC_OK)
+            st = ev_wait(hk);
+        if (hk)
+            ev_handle_release(hk);
+        if (st != OMPC_OK)
+            TGT_USER_ERROR(loc, "kernel %s failed on executor %d: %s", k->name, home,
+                           ompc_status_str(st));
+        ns = rep.kernel_ns;
+    }
+    kstats_t *ks = &kstats[k - tgt_rt->kernels];
+    ks->shares = (uint32_t)nsh;
+    ks->teams = teams;
+    if (why[0]) {
+        ks->undone++;
+    } else {
+        ks->merged++;
+        ks->ranges += n;
+        ks->bytes += bytes;
+    }
+    ks->in_ns += t_in - t0;
+    ks->run_ns += t_run - t_in;
+    ks->merge_ns += ompc_now_ns() - t_run;
+    pthread_mutex_unlock(&split_mtx);
+    const ompc_trace_arg_t targs[] = {OMPC_TRACE_U64("shares", (uint64_t)nsh),
+                                      OMPC_TRACE_U64("teams", teams),
+                                      OMPC_TRACE_U64("merged", why[0] ? 0 : 1)};
+    ompc_trace_span("split", k->name, t0, ompc_now_ns(), targs,
+                    sizeof(targs) / sizeof(targs[0]));
+    *ns_p = ns;
+    return true;
+}
+
+void tgt_split_after(dm_buf_t *const *wr, size_t nwr, uint64_t tag)
+{
+    if (!last.pending)
+        return;
+    last.pending = false;
+    for (size_t b = 0; b < nwr && b < last.nwr; b++)
+        for (int i = 1; !last.changed[b] && i < last.nsh; i++)
+            dm_valid_if(tgt_rt->dm, last.ex[i], wr[b], tag);
+    free(last.changed);
+    last.changed = NULL;
+}
+
+void tgt_split_stats_print(void)
+{
+    if (!kstats)
+        return;
+    pthread_mutex_lock(&split_mtx);
+    for (int i = 0; i < tgt_rt->nkernels; i++) {
+        const kstats_t *ks = &kstats[i];
+        if (!ks->merged && !ks->undone)
+            continue;
+        char where[160];
+        tgt_kernel_where(tgt_rt->kernels[i].name, where, sizeof(where));
+        fprintf(stderr,
+                "[ompc stats] split %s%s: %llu run(s) over %u executors (%u teams) "
+                "merged, %llu undone and run unsplit; %llu changed ranges, %llu bytes "
+                "moved to the home; inputs %.3f s, shares %.3f s, merge %.3f s\n",
+                tgt_rt->kernels[i].name, where, (unsigned long long)ks->merged,
+                ks->shares, ks->teams, (unsigned long long)ks->undone,
+                (unsigned long long)ks->ranges, (unsigned long long)ks->bytes,
+                (double)ks->in_ns * 1e-9, (double)ks->run_ns * 1e-9,
+                (double)ks->merge_ns * 1e-9);
+    }
+    pthread_mutex_unlock(&split_mtx);
+}
