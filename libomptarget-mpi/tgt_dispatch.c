@@ -540,8 +540,7 @@ static void node_start(tgt_node_t *n)
     uint64_t split_ns = 0;
     if (split && tgt_split_exec(n->loc, n->k, e, n->msg, n->msg_len, n->bufs, n->nbufs,
                                 n->wr, n->nwr, &split_ns)) {
-        free(n->msg);
-        n->msg = NULL;
+        graph_msg_set(n, NULL, 0); /* the message may lie in the node's block */
         n->kernel_ns = split_ns;
         n->kst = OMPC_OK;
         node_finish(n);
