@@ -509,6 +509,39 @@ static bool writes_buf(const tgt_node_t *n, uint64_t addr)
     return false;
 }
 
+/* A walk's stack of nodes: starts in the caller's array of 64 (stk_v),
+ * moves to the heap when it fills.  Pushes p; false when out of memory. */
+typedef struct {
+    const tgt_node_t **v, *stk_v[64];
+    size_t n, cap;
+} walk_stack_t;
+static void walk_init(walk_stack_t *w)
+{
+    w->v = w->stk_v;
+    w->n = 0;
+    w->cap = 64;
+}
+static bool walk_push(walk_stack_t *w, const tgt_node_t *p)
+{
+    if (w->n == w->cap) {
+        const tgt_node_t **g = malloc(2 * w->cap * sizeof(*g));
+        if (!g)
+            return false;
+        memcpy(g, w->v, w->n * sizeof(*g));
+        if (w->v != w->stk_v)
+            free(w->v);
+        w->v = g;
+        w->cap *= 2;
+    }
+    w->v[w->n++] = p;
+    return true;
+}
+static void walk_free(walk_stack_t *w)
+{
+    if (w->v != w->stk_v)
+        free(w->v);
+}
+
 /* Whether in-flight node n is ordered after the node numbered seq (not
  * done), tgt_g.mtx held.  Every node on a path between them is in flight
  * too (none is done while seq is not), so their preds are held.  Past
@@ -520,39 +553,26 @@ static ord_t ordered_after(const tgt_node_t *n, uint64_t seq)
 {
     if (n->seq <= seq)
         return ORD_NO;
-    const tgt_node_t *stk_v[64], **stk = stk_v;
-    size_t ns = 0, cap = 64, visited = 0;
+    walk_stack_t w;
+    walk_init(&w);
+    size_t visited = 0;
     ord_t found = ORD_NO;
-    stk[ns++] = n;
-    while (ns > 0 && found == ORD_NO) {
-        const tgt_node_t *m = stk[--ns];
+    walk_push(&w, n);
+    while (w.n > 0 && found == ORD_NO) {
+        const tgt_node_t *m = w.v[--w.n];
         if (++visited > VISIT_MAX) {
             found = ORD_UNKNOWN;
             break;
         }
         for (size_t i = 0; i < m->preds.n && found == ORD_NO; i++) {
             const tgt_node_t *p = m->preds.v[i];
-            if (p->seq == seq) {
+            if (p->seq == seq)
                 found = ORD_YES;
-            } else if (p->seq > seq && p->state != N_DONE) {
-                if (ns == cap) {
-                    const tgt_node_t **g = malloc(2 * cap * sizeof(*g));
-                    if (!g) {
-                        found = ORD_UNKNOWN;
-                        break;
-                    }
-                    memcpy(g, stk, ns * sizeof(*g));
-                    if (stk != stk_v)
-                        free(stk);
-                    stk = g;
-                    cap *= 2;
-                }
-                stk[ns++] = p;
-            }
+            else if (p->seq > seq && p->state != N_DONE && !walk_push(&w, p))
+                found = ORD_UNKNOWN;
         }
     }
-    if (stk != stk_v)
-        free(stk);
+    walk_free(&w);
     return found;
 }
 
@@ -860,11 +880,13 @@ void graph_ahead_fault_write_done(int exec, uint64_t seq, const void *runs, size
  * found so far. */
 static const tgt_node_t *last_writer_before(const tgt_node_t *n, uint64_t buf_addr)
 {
-    const tgt_node_t *stk_v[64], **stk = stk_v, *best = NULL;
-    size_t ns = 0, cap = 64, visited = 0;
-    stk[ns++] = n;
-    while (ns > 0 && ++visited <= VISIT_MAX) {
-        const tgt_node_t *m = stk[--ns];
+    walk_stack_t w;
+    walk_init(&w);
+    const tgt_node_t *best = NULL;
+    size_t visited = 0;
+    walk_push(&w, n);
+    while (w.n > 0 && ++visited <= VISIT_MAX) {
+        const tgt_node_t *m = w.v[--w.n];
         for (size_t i = 0; i < m->preds.n; i++) {
             const tgt_node_t *p = m->preds.v[i];
             /* A pred's seq is below its successor's: nothing behind one
@@ -874,21 +896,11 @@ static const tgt_node_t *last_writer_before(const tgt_node_t *n, uint64_t buf_ad
             if (p->k && p->ahead.launched && writes_buf(p, buf_addr) &&
                 (!best || p->seq > best->seq))
                 best = p;
-            if (ns == cap) {
-                const tgt_node_t **g = malloc(2 * cap * sizeof(*g));
-                if (!g)
-                    break;
-                memcpy(g, stk, ns * sizeof(*g));
-                if (stk != stk_v)
-                    free(stk);
-                stk = g;
-                cap *= 2;
-            }
-            stk[ns++] = p;
+            if (!walk_push(&w, p))
+                break;
         }
     }
-    if (stk != stk_v)
-        free(stk);
+    walk_free(&w);
     return best;
 }
 
