@@ -470,6 +470,10 @@ static inline uint64_t tgt_pad8(uint64_t len) { return (len + 7) / 8 * 8; }
 /* The current task if it is a target task (deferred or not), else NULL. */
 void *tgt_ompt_current_target_task(void);
 
+/* libomp's own definition of an entry point this library stands in for
+ * (tgt_taskred.c, tgt_split.c); ends the job if there is none. */
+void *tgt_libomp_next(const char *name);
+
 #define TGT_USER_ERROR(loc, ...)                                                         \
     do {                                                                                 \
         char tgt_lb_[256];                                                               \

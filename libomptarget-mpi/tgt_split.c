@@ -27,22 +27,12 @@
 /* ------------------------------------------------------------- libomp */
 typedef void (*micro_t)(int32_t *gtid, int32_t *btid, ...);
 
-static void *real_fn(const char *name)
-{
-    void *f = dlvsym(RTLD_NEXT, name, "VERSION");
-    if (!f)
-        f = dlsym(RTLD_NEXT, name);
-    if (!f)
-        ompc_fatal("libomp's %s not found after libomptarget", name);
-    return f;
-}
-
 #define REAL(type, name)                                                                 \
     typedef __typeof__(type) real_t_;                                                    \
     static _Atomic(real_t_) real_;                                                       \
     real_t_ f_ = real_;                                                                  \
     if (!f_) {                                                                           \
-        f_ = (real_t_)real_fn(name);                                                     \
+        f_ = (real_t_)tgt_libomp_next(name);                                             \
         real_ = f_;                                                                      \
     }
 

@@ -95,8 +95,9 @@ typedef void *(*init_fn_t)(int gtid, int num, void *data);
 typedef void *(*mod_init_fn_t)(void *loc, int gtid, int is_ws, int num, void *data);
 typedef void *(*get_fn_t)(int gtid, void *tg, void *data);
 
-/* libomp's own definitions: the next ones after this library. */
-static void *real_fn(const char *name)
+/* libomp's own definition of name: the next one after this library (the
+ * stand-ins here and in tgt_split.c forward to it). */
+void *tgt_libomp_next(const char *name)
 {
     void *f = dlvsym(RTLD_NEXT, name, "VERSION");
     if (!f)
@@ -110,7 +111,7 @@ static void *real_fn(const char *name)
     static _Atomic(type) real_;                                                          \
     type f_ = real_;                                                                     \
     if (!f_) {                                                                           \
-        f_ = (type)real_fn(name);                                                        \
+        f_ = (type)tgt_libomp_next(name);                                                \
         real_ = f_;                                                                      \
     }
 
