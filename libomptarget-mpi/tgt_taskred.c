@@ -31,7 +31,6 @@
 #define _GNU_SOURCE
 #include "tgt_graph.h"
 
-#include <dlfcn.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -94,18 +93,6 @@ static _Thread_local int tg_depth;
 typedef void *(*init_fn_t)(int gtid, int num, void *data);
 typedef void *(*mod_init_fn_t)(void *loc, int gtid, int is_ws, int num, void *data);
 typedef void *(*get_fn_t)(int gtid, void *tg, void *data);
-
-/* libomp's own definition of name: the next one after this library (the
- * stand-ins here and in tgt_split.c forward to it). */
-void *tgt_libomp_next(const char *name)
-{
-    void *f = dlvsym(RTLD_NEXT, name, "VERSION");
-    if (!f)
-        f = dlsym(RTLD_NEXT, name);
-    if (!f)
-        ompc_fatal("libomp's %s not found after libomptarget", name);
-    return f;
-}
 
 #define REAL(type, name)                                                                 \
     static _Atomic(type) real_;                                                          \
