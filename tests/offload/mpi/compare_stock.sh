@@ -12,7 +12,11 @@ set -u
 mpiexec=$1 stocklib=$2 np_stock=$3 stock=$4 np=$5 prog=$6 busy=$7
 shift 7
 fail() { echo "compare_stock: FAIL: $*"; exit 1; }
-out_stock=$(env -u LD_PRELOAD LD_LIBRARY_PATH="$stocklib" timeout 120 \
+# The reference runs without libomp's hidden helper threads: with them,
+# stock LLVM 19 now and then aborts a program whose target tasks are
+# nowait (the assertion task_team != NULL in kmp_tasking.cpp), which is
+# the reference's fault, not a difference in results.
+out_stock=$(env -u LD_PRELOAD LD_LIBRARY_PATH="$stocklib" LIBOMP_USE_HIDDEN_HELPER_TASK=0 timeout 120 \
   "$mpiexec" -n "$np_stock" "$stock" "$@" 2>&1) || { echo "$out_stock"; fail "the stock run failed"; }
 want=$(grep '^RESULT ' <<< "$out_stock") || { echo "$out_stock"; fail "no RESULT from the stock run"; }
 out=$(OMPC_INFO=1 timeout 120 "$mpiexec" -n "$np" "$prog" "$@" 2>&1) ||
