@@ -248,16 +248,26 @@ static void run_teams(share_t *s, void *loc, micro_t micro, int argc, void **arg
     cur = saved;
 }
 
-void __kmpc_fork_teams(void *loc, int32_t argc, micro_t micro, ...)
+/* A fork call's shared-variable pointers, read from its va_list into st
+ * (FORK_ARGS_STACK of them) or, for more, into a heap array the caller
+ * frees when it is not st. */
+#define FORK_ARGS_STACK 16
+static void **fork_args(void **st, int32_t argc, va_list ap, const char *what)
 {
-    void *st[16];
-    void **args = argc <= 16 ? st : malloc((size_t)argc * sizeof(void *));
+    void **args = argc <= FORK_ARGS_STACK ? st : malloc((size_t)argc * sizeof(void *));
     if (!args)
-        ompc_fatal("out of memory starting a teams region");
-    va_list ap;
-    va_start(ap, micro);
+        ompc_fatal("out of memory starting a %s region", what);
     for (int32_t i = 0; i < argc; i++)
         args[i] = va_arg(ap, void *);
+    return args;
+}
+
+void __kmpc_fork_teams(void *loc, int32_t argc, micro_t micro, ...)
+{
+    void *st[FORK_ARGS_STACK];
+    va_list ap;
+    va_start(ap, micro);
+    void **args = fork_args(st, argc, ap, "teams");
     va_end(ap);
     if (cur.share && cur.team < 0) {
         run_teams(cur.share, loc, micro, argc, args);
@@ -290,14 +300,10 @@ static void wrap_micro(int32_t *gtid, int32_t *btid, wrap_t *w)
 
 void __kmpc_fork_call(void *loc, int32_t argc, micro_t micro, ...)
 {
-    void *st[16];
-    void **args = argc <= 16 ? st : malloc((size_t)argc * sizeof(void *));
-    if (!args)
-        ompc_fatal("out of memory starting a parallel region");
+    void *st[FORK_ARGS_STACK];
     va_list ap;
     va_start(ap, micro);
-    for (int32_t i = 0; i < argc; i++)
-        args[i] = va_arg(ap, void *);
+    void **args = fork_args(st, argc, ap, "parallel");
     va_end(ap);
     REAL(fork_t, "__kmpc_fork_call");
     if (cur.share && cur.team >= 0) {
