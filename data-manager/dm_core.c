@@ -512,6 +512,19 @@ ompc_status_t dm_unborrow(dm_ctx_t *dm, dm_buf_t *b)
     return st;
 }
 
+/* dm->mtx held, released here: bytes [off, off + len) of b's copy on
+ * executor e into dst, counted as a device-to-host read. */
+static ompc_status_t read_copy_unlock(dm_ctx_t *dm, dm_buf_t *b, int e, size_t off,
+                                      void *dst, size_t len)
+{
+    dm->stats.bytes_dev_to_host += len;
+    dm_addr_t a = addr_on(b, e) + off;
+    int rank = dm->exec_rank[e];
+    pthread_mutex_unlock(&dm->mtx);
+    ev_handle_t *h = NULL;
+    return ev_finish(ev_retrieve(dm->ev, rank, a, dst, len, &h), h);
+}
+
 ompc_status_t dm_read(dm_ctx_t *dm, dm_buf_t *b, size_t off, void *dst, size_t len)
 {
     if (off + len > b->size || off + len < off)
@@ -532,12 +545,7 @@ ompc_status_t dm_read(dm_ctx_t *dm, dm_buf_t *b, size_t off, void *dst, size_t l
         pthread_mutex_unlock(&dm->mtx);
         return OMPC_OK; /* never written: contents undefined */
     }
-    dm->stats.bytes_dev_to_host += len;
-    dm_addr_t a = addr_on(b, e) + off;
-    int rank = dm->exec_rank[e];
-    pthread_mutex_unlock(&dm->mtx);
-    ev_handle_t *h = NULL;
-    return ev_finish(ev_retrieve(dm->ev, rank, a, dst, len, &h), h);
+    return read_copy_unlock(dm, b, e, off, dst, len);
 }
 
 ompc_status_t dm_read_on(dm_ctx_t *dm, dm_buf_t *b, int exec, size_t off, void *dst,
@@ -548,12 +556,7 @@ ompc_status_t dm_read_on(dm_ctx_t *dm, dm_buf_t *b, int exec, size_t off, void *
     if (len == 0)
         return OMPC_OK;
     pthread_mutex_lock(&dm->mtx);
-    dm->stats.bytes_dev_to_host += len;
-    dm_addr_t a = addr_on(b, exec) + off;
-    int rank = dm->exec_rank[exec];
-    pthread_mutex_unlock(&dm->mtx);
-    ev_handle_t *h = NULL;
-    return ev_finish(ev_retrieve(dm->ev, rank, a, dst, len, &h), h);
+    return read_copy_unlock(dm, b, exec, off, dst, len);
 }
 
 ompc_status_t dm_copy(dm_ctx_t *dm, dm_buf_t *dst, size_t doff, dm_buf_t *src,
