@@ -968,8 +968,16 @@ void ev_set_peer_describe(ev_ctx_t *ctx, ev_peer_describe_fn_t fn, void *arg)
 
 void ev_set_gate_work(ev_ctx_t *ctx, ev_gate_work_fn_t fn, void *arg)
 {
-    atomic_store_explicit(&ctx->gate_work_arg, arg, memory_order_relaxed);
-    atomic_store_explicit(&ctx->gate_work, fn, memory_order_release);
+    /* The gate may be inside the work being replaced, or between reading
+     * fn and arg: the old pair stays until it is out, so that no gate ever
+     * calls a function with another's argument, or with one its owner is
+     * about to free (the owner clears its work and then frees). */
+    atomic_store(&ctx->gate_work, NULL);
+    if (!pthread_equal(pthread_self(), ctx->gate))
+        while (atomic_load(&ctx->gate_work_busy))
+            sched_yield();
+    atomic_store(&ctx->gate_work_arg, arg);
+    atomic_store(&ctx->gate_work, fn);
 }
 
 void ev_gate_hold(ev_ctx_t *ctx, bool held)
@@ -1094,10 +1102,11 @@ static void *gate_main(void *arg)
         /* The rank's own work for the gate (ev_set_gate_work), outside the
          * engine's lock: a thread waiting on an event may take the role
          * meanwhile. */
-        ev_gate_work_fn_t work = atomic_load_explicit(&ctx->gate_work,
-                                                      memory_order_acquire);
-        if (work && work(atomic_load_explicit(&ctx->gate_work_arg, memory_order_relaxed)))
+        atomic_store(&ctx->gate_work_busy, 1);
+        ev_gate_work_fn_t work = atomic_load(&ctx->gate_work);
+        if (work && work(atomic_load(&ctx->gate_work_arg)))
             progress++;
+        atomic_store(&ctx->gate_work_busy, 0);
         bool done = !progress && quiet && atomic_load(&ctx->stopping) &&
                     atomic_load(&ctx->origin_inflight) == 0;
         if (done)

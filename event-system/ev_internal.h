@@ -238,9 +238,12 @@ struct ev_ctx {
     _Atomic int inbox_nonempty;
     _Atomic int gate_sleeping;   /* in ev_bell_wait: wake with ev_bell_wake */
     _Atomic uint64_t gate_busy_ns; /* the gate's last progress (EV_F_HOT) */
-    /* ev_set_gate_work: the gate reads fn (acquire) before arg. */
+    /* ev_set_gate_work: the gate marks itself in gate_work_busy, then
+     * reads fn, then arg; a setter clearing fn waits until the gate is out
+     * of it before it changes arg (both sequentially consistent). */
     _Atomic(ev_gate_work_fn_t) gate_work;
     void *_Atomic gate_work_arg;
+    _Atomic int gate_work_busy;
     /* ev_gate_hold: the gate is in long work of the rank (a kernel that
      * may take page faults); waiters drive progress themselves. */
     _Atomic int gate_held;

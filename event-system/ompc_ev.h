@@ -255,7 +255,9 @@ void ev_set_peer_describe(ev_ctx_t *ctx, ev_peer_describe_fn_t fn, void *arg);
  * may nap).  It must be short or bounded, and must not wait for events
  * (the gate would wait for itself).  A rank that makes such work ready
  * from another thread must wake the gate itself (it may be asleep).  Any
- * thread, once; NULL removes it. */
+ * thread; NULL removes it.  From another thread than the gate it returns
+ * once the gate is out of the work it replaces, so that the owner may
+ * free that work's argument. */
 typedef bool (*ev_gate_work_fn_t)(void *arg);
 void ev_set_gate_work(ev_ctx_t *ctx, ev_gate_work_fn_t fn, void *arg);
 /* From the gate's work only, around work that may itself wait for events
