@@ -28,17 +28,18 @@ void tgt_graph_init(void);
 void tgt_graph_fini(void);
 bool tgt_graph_active(void);
 
-/* Recording, on the thread running the construct's task, holding the
- * planning lock its plan p took (tgt_plan_begin): one call makes the
- * construct a node, for kernel k (NULL: a data-only node), with p's data
- * ops (the host bytes they copy are taken now) and, for a kernel, m's
- * buffers and firstprivate copies (m is emptied, its arrays go back to
- * the planning's spares: tgt_mapped_release), the buffers it may write
- * (wr[0..nwr), copied); a kernel's launch message is written once,
- * into the node's own block, from k and m's arguments.  Releases the
- * planning lock once
- * the node is in the graph (tgt_plan_end); wait=true returns only once
- * the node has run (synchronous constructs). */
+/* Recording, on the thread running the construct's task, once its plan p
+ * is mapped (tgt_plan_mapped): one call makes the construct a node, for
+ * kernel k (NULL: a data-only node), with p's data ops (the host bytes
+ * they copy are taken now) and, for a kernel, m's buffers and firstprivate
+ * copies (m is emptied, its arrays go back to the thread's spares:
+ * tgt_mapped_release), the buffers it may write (wr[0..nwr), copied); a
+ * kernel's launch message is written once, into the node's own block,
+ * from k and m's arguments.  All that runs outside any lock, on as many
+ * threads as record at once; the node then enters the graph when p's
+ * ticket comes up (mapping order), and p is ended (tgt_plan_end);
+ * wait=true returns only once the node has run (synchronous
+ * constructs). */
 void tgt_rec_construct(const tgt_ident_t *loc, const tgt_kernel_t *k, tgt_plan_t *p,
                        tgt_mapped_t *m, dm_buf_t **wr, size_t nwr, bool wait);
 

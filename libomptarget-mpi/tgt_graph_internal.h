@@ -198,6 +198,11 @@ typedef struct tgt_graph_state {
      * on the recording thread for as long as it was held back. */
     pthread_cond_t cv_room;
     int room_waiters;
+    /* Recorders enter their nodes in ticket order (tgt_plan_t): the last
+     * ticket whose node is in, and those waiting for their turn. */
+    uint64_t rec_turn;
+    pthread_cond_t cv_turn;
+    int turn_waiters;
     /* Threads in tgt_graph_sync_all, and a seq at or below each one's
      * target: the oldest live node passing it wakes them (UINT64_MAX when
      * there are none). */

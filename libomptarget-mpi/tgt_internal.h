@@ -18,10 +18,10 @@
  * A thread that holds one of these may take only those below it:
  *
  *   register_mtx     start-up and image registration only (tgt_register.c)
- *   plan_mtx         from tgt_plan_begin until tgt_rec_construct put the
- *                    plan's node in the graph (tgt_map.c): one construct
- *                    maps and records at a time, so nodes enter the graph
- *                    in the order of their mapping-table changes
+ *   plan_mtx         from tgt_plan_begin until tgt_plan_mapped (tgt_map.c):
+ *                    one construct maps at a time, and its ticket puts
+ *                    its node in the graph in that order (tgt_g.mtx,
+ *                    waiting for its turn: tgt_rec_construct)
  *   tgt_rt->map_mtx  the mapping table
  *   tgt_g.sched_mtx  one flush places nodes at a time (tgt_flush.c)
  *   tgt_g.mtx        the graph, its queues and statistics
@@ -393,12 +393,16 @@ typedef struct tgt_plan {
     tgt_plan_op_t *ops;      /* ops[0, npre) before the kernel, the rest after */
     size_t nops, cap, npre;
     bool post;
+    uint64_t ticket;         /* the construct's place in mapping order (1, 2, ...) */
 } tgt_plan_t;
-/* An empty plan; takes the planning lock (see the lock order), which
- * tgt_plan_end releases once the plan's node is in the graph. */
+/* An empty plan with the next ticket; takes the planning lock (see the
+ * lock order), which tgt_plan_mapped releases once the construct's
+ * mapping-table changes are made.  The plan's node enters the graph in
+ * ticket order (tgt_rec_construct), then tgt_plan_end drops the plan. */
 void tgt_plan_begin(tgt_plan_t *p);
 /* Ops planned from now on come after the kernel. */
 void tgt_plan_post(tgt_plan_t *p);
+void tgt_plan_mapped(tgt_plan_t *p);
 void tgt_plan_end(tgt_plan_t *p);
 
 /* Map, unmap or update the arguments a (expanding user-defined mappers):
@@ -411,10 +415,9 @@ ompc_status_t tgt_data_update(const tgt_args_t *a, tgt_plan_t *p);
 /* Device address for a host address inside a mapping (0 if absent). */
 uint64_t tgt_map_dev_addr(const void *host, size_t size, dm_buf_t **buf_p);
 void tgt_mapped_add(tgt_mapped_t *m, dm_buf_t *b);
-/* An empty m whose arrays are the planning's spares (planning lock held:
- * tgt_plan_begin); tgt_mapped_release frees the firstprivate copies still
- * in m and gives the arrays back (still held) once their contents were
- * taken. */
+/* An empty m whose arrays are this thread's spares; tgt_mapped_release
+ * frees the firstprivate copies still in m and gives the arrays back once
+ * their contents were taken. */
 void tgt_mapped_begin(tgt_mapped_t *m);
 void tgt_mapped_release(tgt_mapped_t *m);
 void tgt_map_add_global(tgt_global_t *g);

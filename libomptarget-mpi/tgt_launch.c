@@ -126,6 +126,7 @@ static void launch_record(tgt_ident_t *loc, const tgt_kernel_t *k,
         free(dep_bufs);
     tgt_plan_post(&p);
     tgt_data_end(&a, &p);
+    tgt_plan_mapped(&p);
     tgt_rec_construct(loc, k, &p, &m, wr, nwr, wait);
     if (wr != wr_stack)
         free(wr);
@@ -189,6 +190,7 @@ static void data_record(tgt_args_t *a, int what, bool wait)
         tgt_data_end(a, &p);
     else
         tgt_data_update(a, &p);
+    tgt_plan_mapped(&p);
     tgt_rec_construct(a->loc, NULL, &p, NULL, NULL, 0, wait);
 }
 

@@ -17,27 +17,51 @@
 #include <string.h>
 
 /* ----------------------------------------------------------------- plans */
-/* One construct plans and records at a time: its mapping-table changes
- * and its node's place in the graph are one step, or another construct
- * could use a mapping whose data ops belong to a node not in the graph
- * yet. */
+/* One construct maps at a time (plan_mtx, from tgt_plan_begin to
+ * tgt_plan_mapped), and takes a ticket as it starts: nodes enter the graph
+ * in ticket order (tgt_rec_construct waits for its turn), so in the order
+ * of their mapping-table changes, or another construct could use a mapping
+ * whose data ops belong to a node not in the graph yet.  Between the two
+ * steps a construct holds no lock: several threads build their nodes
+ * (host bytes taken, launch messages written) at once. */
 static pthread_mutex_t plan_mtx = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t plan_tickets; /* plan_mtx: the last ticket taken */
 
 /* The arrays every construct fills and drops (its plan's ops, its kernel's
  * buffers, firstprivate copies and arguments), kept from one construct to
  * the next: a heap block per list per construct was four of the head's
  * mallocs and frees per task (docs/performance.md, "the head's CPU per
- * task").  plan_mtx guards them: one construct plans at a time.  An
- * array grown past SPARE_MAX entries is freed instead of kept. */
+ * task").  One set per recording thread, since a construct keeps them
+ * past plan_mtx; freed when the thread ends.  An array grown past
+ * SPARE_MAX entries is freed instead of kept. */
 #define SPARE_MAX 4096
-static struct {
+static _Thread_local struct {
     tgt_plan_op_t *ops;
     size_t capops;
     dm_buf_t **bufs, **temps;
     size_t capbufs, captemps;
     uint64_t *kargs;
     size_t capkargs;
+    bool keyed; /* spare_key set on this thread: spare_free runs at its end */
 } spare;
+static pthread_key_t spare_key;
+static pthread_once_t spare_once = PTHREAD_ONCE_INIT;
+
+static void spare_free(void *unused)
+{
+    (void)unused;
+    free(spare.ops);
+    free(spare.bufs);
+    free(spare.temps);
+    free(spare.kargs);
+    memset(&spare, 0, sizeof(spare));
+}
+
+static void spare_key_make(void)
+{
+    if (pthread_key_create(&spare_key, spare_free) != 0)
+        ompc_fatal("cannot create the recording threads' key");
+}
 
 /* Array arr (capacity n) becomes spare field F of `spare` unless
  * one is there already or it is too large to keep; else it is freed. */
@@ -46,19 +70,36 @@ static struct {
         if (!spare.F && (n) <= SPARE_MAX) {                                              \
             spare.F = (arr);                                                             \
             spare.cap##F = (n);                                                          \
+            spare_keyed();                                                               \
         } else {                                                                         \
             free(arr);                                                                   \
         }                                                                                \
     } while (0)
 
+static void spare_keyed(void)
+{
+    if (spare.keyed)
+        return;
+    pthread_once(&spare_once, spare_key_make);
+    pthread_setspecific(spare_key, &spare);
+    spare.keyed = true;
+}
+
 void tgt_plan_begin(tgt_plan_t *p)
 {
     memset(p, 0, sizeof(*p));
     pthread_mutex_lock(&plan_mtx);
+    p->ticket = ++plan_tickets;
     p->ops = spare.ops;
     p->cap = spare.capops;
     spare.ops = NULL;
     spare.capops = 0;
+}
+
+void tgt_plan_mapped(tgt_plan_t *p)
+{
+    (void)p;
+    pthread_mutex_unlock(&plan_mtx);
 }
 
 void tgt_mapped_begin(tgt_mapped_t *m)
@@ -91,7 +132,6 @@ void tgt_plan_end(tgt_plan_t *p)
 {
     SPARE_KEEP(ops, p->ops, p->cap);
     memset(p, 0, sizeof(*p));
-    pthread_mutex_unlock(&plan_mtx);
 }
 
 static tgt_plan_op_t *plan_add(tgt_plan_t *p, tgt_plan_kind_t kind)

@@ -80,7 +80,7 @@ static void ops_settle_borrowed(tgt_node_t *n)
 /* The host bytes [src, src+len) as a WRITE of node n: taken now, as
  * OpenMP says (or lent, BORROW_MIN).  If a node recorded earlier will
  * still copy results into them, that node runs first (the classic
- * map(tofrom) chain without enter data).  No graph lock held. */
+ * map(tofrom) chain without enter data).  No lock held. */
 static void op_take_write(tgt_node_t *n, const tgt_plan_op_t *po)
 {
     for (;;) {
@@ -378,6 +378,16 @@ void tgt_rec_construct(const tgt_ident_t *loc, const tgt_kernel_t *k, tgt_plan_t
     tgt_ompt_current_deps(&ndeps, &deps);
 
     pthread_mutex_lock(&tgt_g.mtx);
+    /* In mapping order: the constructs mapped before this one are in the
+     * graph, their buffer edges and host writes with them.  Those still
+     * building their nodes are each one lock-free step away from theirs
+     * (or wait for nodes already in: op_take_write). */
+    if (tgt_g.rec_turn + 1 != p->ticket) {
+        tgt_g.turn_waiters++;
+        while (tgt_g.rec_turn + 1 != p->ticket)
+            pthread_cond_wait(&tgt_g.cv_turn, &tgt_g.mtx);
+        tgt_g.turn_waiters--;
+    }
     n->seq = ++tgt_g.seq;
     if (tgt_g.last_all)
         edge(tgt_g.last_all, n);
@@ -431,6 +441,9 @@ void tgt_rec_construct(const tgt_ident_t *loc, const tgt_kernel_t *k, tgt_plan_t
         graph_node_ref(n);
         graph_need_add(1); /* before its launch, which then says so */
     }
+    tgt_g.rec_turn = p->ticket;
+    if (tgt_g.turn_waiters)
+        pthread_cond_broadcast(&tgt_g.cv_turn);
     pthread_mutex_unlock(&tgt_g.mtx);
     tgt_plan_end(p);
 
