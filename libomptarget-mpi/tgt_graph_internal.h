@@ -199,10 +199,13 @@ typedef struct tgt_graph_state {
     pthread_cond_t cv_room;
     int room_waiters;
     /* Recorders enter their nodes in ticket order (tgt_plan_t): the last
-     * ticket whose node is in, and those waiting for their turn. */
-    uint64_t rec_turn;
+     * ticket whose node is in (read and advanced without mtx: only the
+     * turn's owner advances it), and those asleep waiting for their turn,
+     * on a leaf lock of their own (turn_mtx, cv_turn). */
+    _Atomic uint64_t rec_turn;
+    _Atomic int turn_waiters;
+    pthread_mutex_t turn_mtx;
     pthread_cond_t cv_turn;
-    int turn_waiters;
     /* Threads in tgt_graph_sync_all, and a seq at or below each one's
      * target: the oldest live node passing it wakes them (UINT64_MAX when
      * there are none). */

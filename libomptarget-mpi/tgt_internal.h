@@ -31,7 +31,8 @@
  *
  * Leaves, holding nothing else while held: model.mtx (tgt_model.c;
  * taken under tgt_g.mtx), ahd_exec.mtx (tgt_ahead.c, executors),
- * tgt_taskred.c's mtx.
+ * tgt_taskred.c's mtx, tgt_g.turn_mtx (recorders waiting for their turn:
+ * tgt_record.c; taken holding nothing).
  * The event system's own locks come below all of these: any of them may
  * be held while an event starts.  Only plan_mtx and map_mtx may be held
  * while an event is waited for (mapping allocates and copies under them);

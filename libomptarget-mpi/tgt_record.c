@@ -6,6 +6,7 @@
  * and host tasks wait for. */
 #include "tgt_graph_internal.h"
 
+#include <sched.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,10 @@
  * that write anyway.  Smaller copies are snapshotted (cheap, and they may
  * travel inside the launch). */
 #define BORROW_MIN (64 * 1024)
+
+/* Looks at whose turn it is (turn_wait) before sleeping on it, yielding
+ * the CPU every 16th. */
+#define TURN_SPIN 64
 
 /* ------------------------------------------------------------------ ops */
 static tgt_op_t *op_add(tgt_node_t *n, op_kind_t kind)
@@ -319,6 +324,40 @@ static void buf_record(tgt_node_t *n)
         }
 }
 
+/* Nodes enter the graph in mapping order: the constructs mapped before
+ * this one are in it, their buffer edges and host writes with them.
+ * Those still building their nodes are each a step without locks away
+ * from their turn (or wait for nodes already in: op_take_write), so a
+ * waiter spins a little before it sleeps. */
+static void turn_wait(uint64_t ticket)
+{
+    for (int i = 0; i < TURN_SPIN; i++) {
+        if (atomic_load(&tgt_g.rec_turn) + 1 == ticket)
+            return;
+        if (i % 16 == 15)
+            sched_yield();
+    }
+    pthread_mutex_lock(&tgt_g.turn_mtx);
+    atomic_fetch_add(&tgt_g.turn_waiters, 1);
+    while (atomic_load(&tgt_g.rec_turn) + 1 != ticket)
+        pthread_cond_wait(&tgt_g.cv_turn, &tgt_g.turn_mtx);
+    atomic_fetch_sub(&tgt_g.turn_waiters, 1);
+    pthread_mutex_unlock(&tgt_g.turn_mtx);
+}
+
+/* The node of ticket is in: the next ticket's turn.  A sleeper counted
+ * itself before its last look at rec_turn, under turn_mtx, which the
+ * wake-up takes: it cannot miss this one. */
+static void turn_pass(uint64_t ticket)
+{
+    atomic_store(&tgt_g.rec_turn, ticket);
+    if (atomic_load(&tgt_g.turn_waiters) > 0) {
+        pthread_mutex_lock(&tgt_g.turn_mtx);
+        pthread_cond_broadcast(&tgt_g.cv_turn);
+        pthread_mutex_unlock(&tgt_g.turn_mtx);
+    }
+}
+
 void tgt_rec_construct(const tgt_ident_t *loc, const tgt_kernel_t *k, tgt_plan_t *p,
                        tgt_mapped_t *m, dm_buf_t **wr, size_t nwr, bool wait)
 {
@@ -377,17 +416,8 @@ void tgt_rec_construct(const tgt_ident_t *loc, const tgt_kernel_t *k, tgt_plan_t
     const tgt_dep_t *deps;
     tgt_ompt_current_deps(&ndeps, &deps);
 
+    turn_wait(p->ticket);
     pthread_mutex_lock(&tgt_g.mtx);
-    /* In mapping order: the constructs mapped before this one are in the
-     * graph, their buffer edges and host writes with them.  Those still
-     * building their nodes are each one lock-free step away from theirs
-     * (or wait for nodes already in: op_take_write). */
-    if (tgt_g.rec_turn + 1 != p->ticket) {
-        tgt_g.turn_waiters++;
-        while (tgt_g.rec_turn + 1 != p->ticket)
-            pthread_cond_wait(&tgt_g.cv_turn, &tgt_g.mtx);
-        tgt_g.turn_waiters--;
-    }
     n->seq = ++tgt_g.seq;
     if (tgt_g.last_all)
         edge(tgt_g.last_all, n);
@@ -441,10 +471,8 @@ void tgt_rec_construct(const tgt_ident_t *loc, const tgt_kernel_t *k, tgt_plan_t
         graph_node_ref(n);
         graph_need_add(1); /* before its launch, which then says so */
     }
-    tgt_g.rec_turn = p->ticket;
-    if (tgt_g.turn_waiters)
-        pthread_cond_broadcast(&tgt_g.cv_turn);
     pthread_mutex_unlock(&tgt_g.mtx);
+    turn_pass(p->ticket);
     tgt_plan_end(p);
 
     int64_t window = ompc_config_get()->graph_window;
