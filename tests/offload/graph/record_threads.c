@@ -16,11 +16,19 @@
  *               another thread recorded) and chains again;
  *   taskloop    taskloop iterations, on whichever threads take them, each
  *               create a dependent chain on their block reading the shared
- *               parameters.
+ *               parameters;
+ *   shared      every thread of the team opens a `target data map(to:)`
+ *               region of one table at the same time, in rounds whose
+ *               table differs, and chains on blocks of its own inside it,
+ *               each task reading the table: the first thread to map it
+ *               copies it to the device (a large copy, taken slowly), the
+ *               others find it present and record at once. A task recorded
+ *               before the copy its mapping relies on reads another table.
  *
  * Why: the head records target tasks from any of its threads; recording
  * must keep every task's mapping-table changes, dependences and buffer
- * edges one step, whichever threads record at the same time. Each kernel
+ * edges in one order (nodes enter the graph in the order their constructs
+ * mapped), whichever threads record at the same time. Each kernel
  * is a data-dependent affine update (graph_test.h), so a task that runs
  * before a predecessor, twice, or not at all changes a checked value.
  */
@@ -36,6 +44,7 @@
 #define LEN 12   /* spawn, taskloop: chain length */
 #define W 2000   /* busy work per kernel */
 #define NT 4     /* threads */
+#define TM (256 * 1024) /* shared: table elements (a copy that takes a while) */
 
 #pragma omp declare target
 /* x = step(x) then x += l + r (either may be NULL) */
@@ -54,6 +63,13 @@ static void chain_step(unsigned *x, const unsigned *p, unsigned m,
     x[i] += p[i];
 }
 
+/* x = x * m + c + f(x), then x += 3 * t */
+static void fold(unsigned *x, const unsigned *t, unsigned m, unsigned c) {
+  graph_step(x, M, m, c, W / 4);
+  for (int i = 0; i < M; i++)
+    x[i] += t[i] * 3u + t[TM - 1 - i];
+}
+
 /* y = y * m + x */
 static void mix(unsigned *y, const unsigned *x, unsigned m) {
   for (int i = 0; i < M; i++)
@@ -69,6 +85,8 @@ static unsigned wv[NB][M], Rwv[NB][M];
 static unsigned par[M];
 static unsigned ch[NCH][M], chseen[NCH][M], Rch[NCH][M];
 static unsigned tl[NCH][M], Rtl[NCH][M];
+static unsigned tab[TM];
+static unsigned sh[NCH][M], Rsh[NCH][M];
 static unsigned edge_l, edge_r;
 static int team;
 
@@ -173,6 +191,46 @@ static void taskloop_ref(void) {
       chain_step(Rtl[c], par, mulk(c + 5u, s), s * 16u + c);
 }
 
+#define ROUNDS 6 /* shared: tables */
+#define SLEN 3   /* shared: tasks per block and round */
+
+static void table(unsigned r) {
+  for (int i = 0; i < TM; i++)
+    tab[i] = r * 977u + (unsigned)i * 13u + 1u;
+}
+
+static void shared(void) {
+#pragma omp target enter data map(to : sh)
+  for (unsigned r = 0; r < ROUNDS; r++) {
+    table(r); /* the previous round's regions are closed: the barrier below */
+#pragma omp parallel num_threads(NT)
+    {
+      unsigned t = (unsigned)omp_get_thread_num();
+      unsigned nt = (unsigned)omp_get_num_threads();
+#pragma omp target data map(to : tab)
+      {
+        for (unsigned s = 0; s < SLEN; s++)
+          for (unsigned c = t; c < NCH; c += nt) {
+#pragma omp target nowait map(present, alloc : tab, sh)                        \
+    depend(inout : sh[c][0]) firstprivate(c, s, r)
+            fold(sh[c], tab, mulk(c, r * SLEN + s), r * 64u + s * 8u + c);
+          }
+#pragma omp taskwait
+      }
+    }
+  }
+#pragma omp target exit data map(from : sh)
+}
+
+static void shared_ref(void) {
+  for (unsigned r = 0; r < ROUNDS; r++) {
+    table(r);
+    for (unsigned s = 0; s < SLEN; s++)
+      for (unsigned c = 0; c < NCH; c++)
+        fold(Rsh[c], tab, mulk(c, r * SLEN + s), r * 64u + s * 8u + c);
+  }
+}
+
 int main(void) {
   for (int i = 0; i < M; i++)
     par[i] = (unsigned)i * 2246822519u + 7u;
@@ -181,6 +239,7 @@ int main(void) {
   for (int c = 0; c < NCH; c++) {
     init(ch[c], Rch[c], M, 200u + (unsigned)c);
     init(tl[c], Rtl[c], M, 300u + (unsigned)c);
+    init(sh[c], Rsh[c], M, 400u + (unsigned)c);
   }
 
   wavefront();
@@ -200,6 +259,12 @@ int main(void) {
   for (int c = 0; c < NCH; c++)
     for (int i = 0; i < M; i++)
       CHECK_AT("taskloop chain", c * M + i, tl[c][i], Rtl[c][i]);
+
+  shared();
+  shared_ref();
+  for (int c = 0; c < NCH; c++)
+    for (int i = 0; i < M; i++)
+      CHECK_AT("shared table chain", c * M + i, sh[c][i], Rsh[c][i]);
 
   /* the team really had several threads to record with */
   CHECK("threads in the team", team, NT);
