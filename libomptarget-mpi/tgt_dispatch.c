@@ -142,6 +142,7 @@ void tgt_graph_sync_all(void)
     if (!tgt_g.active)
         return;
     pthread_mutex_lock(&tgt_g.mtx);
+    graph_parked_wait(UINT64_MAX);
     uint64_t target = tgt_g.seq;
     bool idle = !tgt_g.live_head || tgt_g.live_head->seq > target;
     pthread_mutex_unlock(&tgt_g.mtx);
@@ -204,6 +205,7 @@ void tgt_graph_host_task(const tgt_dep_t *deps, int nd)
     node_list_t wait = {0};
     bool all = false;
     pthread_mutex_lock(&tgt_g.mtx);
+    graph_parked_wait(UINT64_MAX);
     for (int i = 0; i < nd; i++) {
         if (deps[i].type == TGT_DEP_ALL) {
             all = true;
@@ -244,6 +246,7 @@ void tgt_graph_target_task(const tgt_dep_t *deps, int nd)
         return;
     node_list_t wait = {0};
     pthread_mutex_lock(&tgt_g.mtx);
+    graph_parked_wait(UINT64_MAX);
     for (int i = 0; i < nd; i++) {
         uintptr_t b = deps[i].addr, e = b + 1;
         for (size_t j = 0; j < tgt_g.nhw; j++)

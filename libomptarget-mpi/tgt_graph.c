@@ -15,7 +15,6 @@ tgt_graph_state_t tgt_g = {.mtx = PTHREAD_MUTEX_INITIALIZER,
                            .cv_done = PTHREAD_COND_INITIALIZER,
                            .cv_room = PTHREAD_COND_INITIALIZER,
                            .cv_turn = PTHREAD_COND_INITIALIZER,
-                           .turn_mtx = PTHREAD_MUTEX_INITIALIZER,
                            .sync_upto = UINT64_MAX,
                            .sched_mtx = PTHREAD_MUTEX_INITIALIZER,
                            .ahead_mtx = PTHREAD_MUTEX_INITIALIZER};

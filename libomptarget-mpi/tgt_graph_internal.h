@@ -133,6 +133,14 @@ struct tgt_node {
         size_t nabufs;
         ompc_tmap_node_t anode; /* tgt_g.ahead_nodes, key seq */
     } ahead;
+    /* Built before its turn (tgt_record.c): its ticket, whether its
+     * thread waits for it, and a copy of its depend list. */
+    struct {
+        uint64_t ticket;
+        bool wait;
+        tgt_dep_t *deps;
+        int ndeps;
+    } park;
     tgt_node_t *qnext;       /* pending / ready / finished / blocked queue */
     tgt_node_t *lprev, *lnext; /* live list (not done), in seq order */
     tgt_node_t *inl_preds[NODE_INL_EDGES], *inl_succs[NODE_INL_EDGES];
@@ -198,14 +206,17 @@ typedef struct tgt_graph_state {
      * on the recording thread for as long as it was held back. */
     pthread_cond_t cv_room;
     int room_waiters;
-    /* Recorders enter their nodes in ticket order (tgt_plan_t): the last
-     * ticket whose node is in (read and advanced without mtx: only the
-     * turn's owner advances it), and those asleep waiting for their turn,
-     * on a leaf lock of their own (turn_mtx, cv_turn). */
-    _Atomic uint64_t rec_turn;
-    _Atomic int turn_waiters;
-    pthread_mutex_t turn_mtx;
+    /* Nodes enter the graph in ticket order (tgt_plan_t, tgt_record.c):
+     * the last ticket whose node is in; nodes built before their turn,
+     * parked at parked[ticket % capparked] (all parked tickets lie in
+     * (rec_turn, rec_turn + capparked]) until the one before them enters;
+     * the highest ticket ever parked; threads waiting for a turn. */
+    uint64_t rec_turn;
+    tgt_node_t **parked;
+    size_t nparked, capparked;
+    uint64_t park_max;
     pthread_cond_t cv_turn;
+    int turn_waiters;
     /* Threads in tgt_graph_sync_all, and a seq at or below each one's
      * target: the oldest live node passing it wakes them (UINT64_MAX when
      * there are none). */
@@ -379,6 +390,13 @@ void graph_ahead_fault_write_done(int exec, uint64_t seq, const void *runs, size
 /* dm_set_fault_source: where a fault of a task launched ahead reads a
  * buffer whose last writer it follows is done but not finished here. */
 int graph_ahead_fault_source(int exec, const uint64_t *seqs, size_t n, uint64_t buf_addr);
+
+/* Recording (tgt_record.c), tgt_g.mtx held: returns (having waited for
+ * them) once the nodes parked now with tickets up to `below` are in the
+ * graph.  A target task whose node is parked is complete as far as
+ * libomp knows: whatever reads the graph on behalf of tasks that follow
+ * it (flush points, host tasks, copies of host bytes) calls this first. */
+void graph_parked_wait(uint64_t below);
 
 /* Dispatch (tgt_dispatch.c). */
 /* Returns once n is done, running queued work meanwhile.  The caller holds

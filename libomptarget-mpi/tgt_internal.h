@@ -20,8 +20,8 @@
  *   register_mtx     start-up and image registration only (tgt_register.c)
  *   plan_mtx         from tgt_plan_begin until tgt_plan_mapped (tgt_map.c):
  *                    one construct maps at a time, and its ticket puts
- *                    its node in the graph in that order (tgt_g.mtx,
- *                    waiting for its turn: tgt_rec_construct)
+ *                    its node in the graph in that order (tgt_g.mtx:
+ *                    tgt_rec_construct)
  *   tgt_rt->map_mtx  the mapping table
  *   tgt_g.sched_mtx  one flush places nodes at a time (tgt_flush.c)
  *   tgt_g.mtx        the graph, its queues and statistics
@@ -31,8 +31,7 @@
  *
  * Leaves, holding nothing else while held: model.mtx (tgt_model.c;
  * taken under tgt_g.mtx), ahd_exec.mtx (tgt_ahead.c, executors),
- * tgt_taskred.c's mtx, tgt_g.turn_mtx (recorders waiting for their turn:
- * tgt_record.c; taken holding nothing).
+ * tgt_taskred.c's mtx.
  * The event system's own locks come below all of these: any of them may
  * be held while an event starts.  Only plan_mtx and map_mtx may be held
  * while an event is waited for (mapping allocates and copies under them);

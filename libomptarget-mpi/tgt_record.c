@@ -6,7 +6,6 @@
  * and host tasks wait for. */
 #include "tgt_graph_internal.h"
 
-#include <sched.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,10 +18,6 @@
  * that write anyway.  Smaller copies are snapshotted (cheap, and they may
  * travel inside the launch). */
 #define BORROW_MIN (64 * 1024)
-
-/* Looks at whose turn it is (turn_wait) before sleeping on it, yielding
- * the CPU every 16th. */
-#define TURN_SPIN 64
 
 /* ------------------------------------------------------------------ ops */
 static tgt_op_t *op_add(tgt_node_t *n, op_kind_t kind)
@@ -85,11 +80,13 @@ static void ops_settle_borrowed(tgt_node_t *n)
 /* The host bytes [src, src+len) as a WRITE of node n: taken now, as
  * OpenMP says (or lent, BORROW_MIN).  If a node recorded earlier will
  * still copy results into them, that node runs first (the classic
- * map(tofrom) chain without enter data).  No lock held. */
-static void op_take_write(tgt_node_t *n, const tgt_plan_op_t *po)
+ * map(tofrom) chain without enter data), once the nodes parked before
+ * this construct's ticket are in the graph.  No lock held. */
+static void op_take_write(tgt_node_t *n, const tgt_plan_op_t *po, uint64_t ticket)
 {
     for (;;) {
         pthread_mutex_lock(&tgt_g.mtx);
+        graph_parked_wait(ticket - 1);
         tgt_node_t *w = host_write_pending((uintptr_t)po->src,
                                            (uintptr_t)po->src + po->len);
         pthread_mutex_unlock(&tgt_g.mtx);
@@ -124,7 +121,7 @@ static void ops_from_plan(tgt_node_t *n, const tgt_plan_t *p)
             n->post = true;
         tgt_op_t *op;
         switch (po->kind) {
-        case TGT_PLAN_WRITE: op_take_write(n, po); break;
+        case TGT_PLAN_WRITE: op_take_write(n, po, p->ticket); break;
         case TGT_PLAN_WRITE_VALUE:
             op = op_add(n, OP_WRITE);
             op->buf = po->buf;
@@ -324,38 +321,138 @@ static void buf_record(tgt_node_t *n)
         }
 }
 
-/* Nodes enter the graph in mapping order: the constructs mapped before
- * this one are in it, their buffer edges and host writes with them.
- * Those still building their nodes are each a step without locks away
- * from their turn (or wait for nodes already in: op_take_write), so a
- * waiter spins a little before it sleeps. */
-static void turn_wait(uint64_t ticket)
+/* The node enters the graph: its seq, edges, host writes and place in
+ * the pending array (tgt_g.mtx held, its turn). */
+static void node_insert(tgt_node_t *n, const tgt_dep_t *deps, int ndeps, bool wait)
 {
-    for (int i = 0; i < TURN_SPIN; i++) {
-        if (atomic_load(&tgt_g.rec_turn) + 1 == ticket)
-            return;
-        if (i % 16 == 15)
-            sched_yield();
+    n->seq = ++tgt_g.seq;
+    if (tgt_g.last_all)
+        edge(tgt_g.last_all, n);
+    for (int d = 0; d < ndeps; d++)
+        dep_record(n, &deps[d]);
+    buf_record(n);
+    for (size_t i = 0; i < n->nops; i++) {
+        tgt_op_t *op = &n->ops[i];
+        if (op->kind != OP_READ && op->kind != OP_HOST_STORE)
+            continue;
+        if (tgt_g.nhw == tgt_g.caphw) {
+            /* Entries of finished nodes go first. */
+            size_t k = 0;
+            for (size_t j = 0; j < tgt_g.nhw; j++) {
+                if (tgt_g.hw[j].n->state == N_DONE)
+                    graph_node_unref(tgt_g.hw[j].n);
+                else
+                    tgt_g.hw[k++] = tgt_g.hw[j];
+            }
+            tgt_g.nhw = k;
+            if (tgt_g.nhw == tgt_g.caphw) {
+                tgt_g.caphw = tgt_g.caphw ? 2 * tgt_g.caphw : 64;
+                tgt_g.hw = graph_xrealloc(tgt_g.hw, tgt_g.caphw * sizeof(*tgt_g.hw),
+                                          "task graph");
+            }
+        }
+        graph_node_ref(n);
+        tgt_g.hw[tgt_g.nhw++] = (host_write_t){(uintptr_t)op->host,
+                                               (uintptr_t)op->host + op->len, n};
     }
-    pthread_mutex_lock(&tgt_g.turn_mtx);
-    atomic_fetch_add(&tgt_g.turn_waiters, 1);
-    while (atomic_load(&tgt_g.rec_turn) + 1 != ticket)
-        pthread_cond_wait(&tgt_g.cv_turn, &tgt_g.turn_mtx);
-    atomic_fetch_sub(&tgt_g.turn_waiters, 1);
-    pthread_mutex_unlock(&tgt_g.turn_mtx);
+    /* Ops on the head after its predecessors: their completions hold it
+     * up (and, through it, its successors). */
+    n->hostside = !graph_ahead_candidate(n);
+    graph_live_append(n);
+    n->state = N_PENDING;
+    if (tgt_g.npend == tgt_g.cappend) {
+        tgt_g.cappend = tgt_g.cappend ? 2 * tgt_g.cappend : 256;
+        tgt_g.pend = graph_xrealloc(tgt_g.pend, tgt_g.cappend * sizeof(*tgt_g.pend),
+                                    "task graph");
+    }
+    tgt_g.pend[tgt_g.npend++] = n;
+    tgt_g.stats.nodes++;
+    if (n->k)
+        tgt_g.stats.kernels++;
+    uint64_t mem = atomic_load(&tgt_g.stats.in_memory);
+    if (mem > tgt_g.stats.in_memory_peak)
+        tgt_g.stats.in_memory_peak = mem;
+    if (wait) {
+        graph_node_ref(n); /* its thread's, until it saw it run */
+        graph_need_add(1); /* before its launch, which then says so */
+    }
 }
 
-/* The node of ticket is in: the next ticket's turn.  A sleeper counted
- * itself before its last look at rec_turn, under turn_mtx, which the
- * wake-up takes: it cannot miss this one. */
-static void turn_pass(uint64_t ticket)
+/* n, built before the constructs mapped before it are in the graph, waits
+ * for them in tgt_g.parked with a copy of its depend list (the task's own
+ * is gone once it returns); its thread goes on (tgt_g.mtx held). */
+static void node_park(tgt_node_t *n, uint64_t ticket, const tgt_dep_t *deps, int ndeps,
+                      bool wait)
 {
-    atomic_store(&tgt_g.rec_turn, ticket);
-    if (atomic_load(&tgt_g.turn_waiters) > 0) {
-        pthread_mutex_lock(&tgt_g.turn_mtx);
-        pthread_cond_broadcast(&tgt_g.cv_turn);
-        pthread_mutex_unlock(&tgt_g.turn_mtx);
+    uint64_t ahead = ticket - tgt_g.rec_turn;
+    if (ahead > tgt_g.capparked) {
+        size_t cap = tgt_g.capparked ? 2 * tgt_g.capparked : 8;
+        while (cap < ahead)
+            cap *= 2;
+        tgt_node_t **v = calloc(cap, sizeof(*v));
+        if (!v)
+            ompc_fatal("out of memory recording a target task");
+        for (size_t i = 0; i < tgt_g.capparked; i++)
+            if (tgt_g.parked[i])
+                v[tgt_g.parked[i]->park.ticket & (cap - 1)] = tgt_g.parked[i];
+        free(tgt_g.parked);
+        tgt_g.parked = v;
+        tgt_g.capparked = cap;
     }
+    n->park.ticket = ticket;
+    n->park.wait = wait;
+    n->park.ndeps = ndeps;
+    if (ndeps > 0) {
+        n->park.deps = malloc((size_t)ndeps * sizeof(*deps));
+        if (!n->park.deps)
+            ompc_fatal("out of memory recording a target task");
+        memcpy(n->park.deps, deps, (size_t)ndeps * sizeof(*deps));
+    }
+    tgt_g.parked[ticket & (tgt_g.capparked - 1)] = n;
+    tgt_g.nparked++;
+    if (ticket > tgt_g.park_max)
+        tgt_g.park_max = ticket;
+}
+
+/* Nodes enter the graph in mapping order (ticket order): the constructs
+ * mapped before this one are in it, their buffer edges and host writes
+ * with them.  A node whose turn has not come is parked instead, and the
+ * construct that enters the node before it enters it too: no recorder
+ * waits for another one to build its node (tgt_g.mtx held). */
+static void node_enter(tgt_node_t *n, uint64_t ticket, const tgt_dep_t *deps, int ndeps,
+                       bool wait)
+{
+    if (tgt_g.rec_turn + 1 != ticket) {
+        node_park(n, ticket, deps, ndeps, wait);
+        return;
+    }
+    node_insert(n, deps, ndeps, wait);
+    tgt_g.rec_turn = ticket;
+    while (tgt_g.nparked > 0) {
+        tgt_node_t **slot = &tgt_g.parked[(tgt_g.rec_turn + 1) & (tgt_g.capparked - 1)];
+        tgt_node_t *m = *slot;
+        if (!m)
+            break;
+        *slot = NULL;
+        tgt_g.nparked--;
+        node_insert(m, m->park.deps, m->park.ndeps, m->park.wait);
+        free(m->park.deps);
+        m->park.deps = NULL;
+        tgt_g.rec_turn++;
+    }
+    if (tgt_g.turn_waiters > 0)
+        pthread_cond_broadcast(&tgt_g.cv_turn);
+}
+
+void graph_parked_wait(uint64_t below)
+{
+    uint64_t upto = tgt_g.park_max < below ? tgt_g.park_max : below;
+    if (tgt_g.rec_turn >= upto)
+        return;
+    tgt_g.turn_waiters++;
+    while (tgt_g.rec_turn < upto)
+        pthread_cond_wait(&tgt_g.cv_turn, &tgt_g.mtx);
+    tgt_g.turn_waiters--;
 }
 
 void tgt_rec_construct(const tgt_ident_t *loc, const tgt_kernel_t *k, tgt_plan_t *p,
@@ -416,63 +513,13 @@ void tgt_rec_construct(const tgt_ident_t *loc, const tgt_kernel_t *k, tgt_plan_t
     const tgt_dep_t *deps;
     tgt_ompt_current_deps(&ndeps, &deps);
 
-    turn_wait(p->ticket);
     pthread_mutex_lock(&tgt_g.mtx);
-    n->seq = ++tgt_g.seq;
-    if (tgt_g.last_all)
-        edge(tgt_g.last_all, n);
-    for (int d = 0; d < ndeps; d++)
-        dep_record(n, &deps[d]);
-    buf_record(n);
-    for (size_t i = 0; i < n->nops; i++) {
-        tgt_op_t *op = &n->ops[i];
-        if (op->kind != OP_READ && op->kind != OP_HOST_STORE)
-            continue;
-        if (tgt_g.nhw == tgt_g.caphw) {
-            /* Entries of finished nodes go first. */
-            size_t k = 0;
-            for (size_t j = 0; j < tgt_g.nhw; j++) {
-                if (tgt_g.hw[j].n->state == N_DONE)
-                    graph_node_unref(tgt_g.hw[j].n);
-                else
-                    tgt_g.hw[k++] = tgt_g.hw[j];
-            }
-            tgt_g.nhw = k;
-            if (tgt_g.nhw == tgt_g.caphw) {
-                tgt_g.caphw = tgt_g.caphw ? 2 * tgt_g.caphw : 64;
-                tgt_g.hw = graph_xrealloc(tgt_g.hw, tgt_g.caphw * sizeof(*tgt_g.hw),
-                                          "task graph");
-            }
-        }
-        graph_node_ref(n);
-        tgt_g.hw[tgt_g.nhw++] = (host_write_t){(uintptr_t)op->host,
-                                               (uintptr_t)op->host + op->len, n};
-    }
-    /* Ops on the head after its predecessors: their completions hold it
-     * up (and, through it, its successors). */
-    n->hostside = !graph_ahead_candidate(n);
-    graph_live_append(n);
-    n->state = N_PENDING;
-    if (tgt_g.npend == tgt_g.cappend) {
-        tgt_g.cappend = tgt_g.cappend ? 2 * tgt_g.cappend : 256;
-        tgt_g.pend = graph_xrealloc(tgt_g.pend, tgt_g.cappend * sizeof(*tgt_g.pend),
-                                    "task graph");
-    }
-    tgt_g.pend[tgt_g.npend++] = n;
-    tgt_g.stats.nodes++;
-    if (n->k)
-        tgt_g.stats.kernels++;
-    uint64_t mem = atomic_load(&tgt_g.stats.in_memory);
-    if (mem > tgt_g.stats.in_memory_peak)
-        tgt_g.stats.in_memory_peak = mem;
+    node_enter(n, p->ticket, deps, ndeps, wait);
+    if (wait) /* its thread waits for n: n must be in the graph */
+        graph_parked_wait(p->ticket);
     size_t npend = tgt_g.npend;
     uint64_t nlive = tgt_g.nlive;
-    if (wait) {
-        graph_node_ref(n);
-        graph_need_add(1); /* before its launch, which then says so */
-    }
     pthread_mutex_unlock(&tgt_g.mtx);
-    turn_pass(p->ticket);
     tgt_plan_end(p);
 
     int64_t window = ompc_config_get()->graph_window;
