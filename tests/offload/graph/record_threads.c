@@ -25,6 +25,14 @@
  *               others find it present and record at once. A task recorded
  *               before the copy its mapping relies on reads another table.
  *
+ *   mixed       thread 0 chains tasks that each copy a large block (slow
+ *               to record) while the others chain on blocks of their own
+ *               with map(tofrom:) of the block itself, and host tasks
+ *               that depend on them: tasks recorded meanwhile by the
+ *               others, ahead of their turn, are complete for libomp, so
+ *               the next copy of the block's host bytes and the host task
+ *               must wait for them all the same.
+ *
  * Why: the head records target tasks from any of its threads; recording
  * must keep every task's mapping-table changes, dependences and buffer
  * edges in one order (nodes enter the graph in the order their constructs
@@ -231,6 +239,46 @@ static void shared_ref(void) {
   }
 }
 
+#define MK 12 /* mixed: steps */
+static unsigned mx[NT][M], Rmx[NT][M];
+
+static void mixed(void) {
+#pragma omp parallel num_threads(NT)
+  {
+    unsigned t = (unsigned)omp_get_thread_num();
+    for (unsigned k = 0; k < MK; k++) {
+      if (t == 0) {
+#pragma omp target nowait map(to : tab) map(tofrom : mx[0][0 : M])             \
+    depend(inout : mx[0][0]) firstprivate(k)
+        fold(mx[0], tab, mulk(0u, k), k);
+      } else {
+#pragma omp target nowait map(tofrom : mx[t][0 : M]) depend(inout : mx[t][0])  \
+    firstprivate(t, k)
+        chain_step(mx[t], par, mulk(t, k), k * 8u + t);
+      }
+      if (k % 3 == 2) {
+#pragma omp task depend(inout : mx[t][0]) firstprivate(t, k)
+        for (int i = 0; i < M; i++)
+          mx[t][i] ^= k * 0x9e3779b9u + (unsigned)i;
+      }
+    }
+#pragma omp taskwait
+  }
+}
+
+static void mixed_ref(void) {
+  for (unsigned t = 0; t < NT; t++)
+    for (unsigned k = 0; k < MK; k++) {
+      if (t == 0)
+        fold(Rmx[0], tab, mulk(0u, k), k);
+      else
+        chain_step(Rmx[t], par, mulk(t, k), k * 8u + t);
+      if (k % 3 == 2)
+        for (int i = 0; i < M; i++)
+          Rmx[t][i] ^= k * 0x9e3779b9u + (unsigned)i;
+    }
+}
+
 int main(void) {
   for (int i = 0; i < M; i++)
     par[i] = (unsigned)i * 2246822519u + 7u;
@@ -265,6 +313,15 @@ int main(void) {
   for (int c = 0; c < NCH; c++)
     for (int i = 0; i < M; i++)
       CHECK_AT("shared table chain", c * M + i, sh[c][i], Rsh[c][i]);
+
+  for (unsigned t = 0; t < NT; t++)
+    init(mx[t], Rmx[t], M, 500u + t);
+  table(ROUNDS);
+  mixed();
+  mixed_ref();
+  for (int t = 0; t < NT; t++)
+    for (int i = 0; i < M; i++)
+      CHECK_AT("mixed chain", t * M + i, mx[t][i], Rmx[t][i]);
 
   /* the team really had several threads to record with */
   CHECK("threads in the team", team, NT);
