@@ -205,7 +205,7 @@ void tgt_graph_host_task(const tgt_dep_t *deps, int nd)
     node_list_t wait = {0};
     bool all = false;
     pthread_mutex_lock(&tgt_g.mtx);
-    graph_parked_wait(UINT64_MAX);
+    graph_parked_wait(graph_parked_dep(deps, nd));
     for (int i = 0; i < nd; i++) {
         if (deps[i].type == TGT_DEP_ALL) {
             all = true;
@@ -246,7 +246,9 @@ void tgt_graph_target_task(const tgt_dep_t *deps, int nd)
         return;
     node_list_t wait = {0};
     pthread_mutex_lock(&tgt_g.mtx);
-    graph_parked_wait(UINT64_MAX);
+    for (int i = 0; i < nd; i++)
+        graph_parked_wait(graph_parked_hw(deps[i].addr, deps[i].addr + 1,
+                                          deps[i].type == TGT_DEP_ALL, UINT64_MAX));
     for (int i = 0; i < nd; i++) {
         uintptr_t b = deps[i].addr, e = b + 1;
         for (size_t j = 0; j < tgt_g.nhw; j++)

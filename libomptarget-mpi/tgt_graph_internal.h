@@ -138,6 +138,7 @@ struct tgt_node {
     struct {
         uint64_t ticket;
         bool wait;
+        bool hw;             /* it will write host bytes (READ, HOST_STORE) */
         tgt_dep_t *deps;
         int ndeps;
     } park;
@@ -214,6 +215,7 @@ typedef struct tgt_graph_state {
     uint64_t rec_turn;
     tgt_node_t **parked;
     size_t nparked, capparked;
+    size_t nparked_hw;       /* parked nodes that will write host bytes */
     uint64_t park_max;
     pthread_cond_t cv_turn;
     int turn_waiters;
@@ -397,6 +399,12 @@ int graph_ahead_fault_source(int exec, const uint64_t *seqs, size_t n, uint64_t 
  * libomp knows: whatever reads the graph on behalf of tasks that follow
  * it (flush points, host tasks, copies of host bytes) calls this first. */
 void graph_parked_wait(uint64_t below);
+/* The highest ticket parked now, below `below`, whose node will write host
+ * bytes in [b, e) (anywhere: all), or whose depend list shares an address
+ * with deps[0..nd) (or either names omp_all_memory); 0 if none, else
+ * what to pass graph_parked_wait (tgt_g.mtx held). */
+uint64_t graph_parked_hw(uintptr_t b, uintptr_t e, bool all, uint64_t below);
+uint64_t graph_parked_dep(const tgt_dep_t *deps, int nd);
 
 /* Dispatch (tgt_dispatch.c). */
 /* Returns once n is done, running queued work meanwhile.  The caller holds

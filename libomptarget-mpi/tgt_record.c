@@ -80,13 +80,14 @@ static void ops_settle_borrowed(tgt_node_t *n)
 /* The host bytes [src, src+len) as a WRITE of node n: taken now, as
  * OpenMP says (or lent, BORROW_MIN).  If a node recorded earlier will
  * still copy results into them, that node runs first (the classic
- * map(tofrom) chain without enter data), once the nodes parked before
- * this construct's ticket are in the graph.  No lock held. */
+ * map(tofrom) chain without enter data), also one parked before this
+ * construct's ticket.  No lock held. */
 static void op_take_write(tgt_node_t *n, const tgt_plan_op_t *po, uint64_t ticket)
 {
     for (;;) {
         pthread_mutex_lock(&tgt_g.mtx);
-        graph_parked_wait(ticket - 1);
+        graph_parked_wait(graph_parked_hw((uintptr_t)po->src,
+                                          (uintptr_t)po->src + po->len, false, ticket));
         tgt_node_t *w = host_write_pending((uintptr_t)po->src,
                                            (uintptr_t)po->src + po->len);
         pthread_mutex_unlock(&tgt_g.mtx);
@@ -401,6 +402,10 @@ static void node_park(tgt_node_t *n, uint64_t ticket, const tgt_dep_t *deps, int
     }
     n->park.ticket = ticket;
     n->park.wait = wait;
+    n->park.hw = false;
+    for (size_t i = 0; i < n->nops; i++)
+        n->park.hw |= n->ops[i].kind == OP_READ || n->ops[i].kind == OP_HOST_STORE;
+    tgt_g.nparked_hw += n->park.hw;
     n->park.ndeps = ndeps;
     if (ndeps > 0) {
         n->park.deps = malloc((size_t)ndeps * sizeof(*deps));
@@ -435,6 +440,7 @@ static void node_enter(tgt_node_t *n, uint64_t ticket, const tgt_dep_t *deps, in
             break;
         *slot = NULL;
         tgt_g.nparked--;
+        tgt_g.nparked_hw -= m->park.hw;
         node_insert(m, m->park.deps, m->park.ndeps, m->park.wait);
         free(m->park.deps);
         m->park.deps = NULL;
@@ -442,6 +448,43 @@ static void node_enter(tgt_node_t *n, uint64_t ticket, const tgt_dep_t *deps, in
     }
     if (tgt_g.turn_waiters > 0)
         pthread_cond_broadcast(&tgt_g.cv_turn);
+}
+
+uint64_t graph_parked_hw(uintptr_t b, uintptr_t e, bool all, uint64_t below)
+{
+    uint64_t t = 0;
+    for (size_t i = 0; tgt_g.nparked_hw > 0 && i < tgt_g.capparked; i++) {
+        const tgt_node_t *m = tgt_g.parked[i];
+        if (!m || !m->park.hw || m->park.ticket >= below || m->park.ticket <= t)
+            continue;
+        for (size_t j = 0; j < m->nops; j++) {
+            const tgt_op_t *op = &m->ops[j];
+            if ((op->kind == OP_READ || op->kind == OP_HOST_STORE) &&
+                (all || ((uintptr_t)op->host < e && b < (uintptr_t)op->host + op->len))) {
+                t = m->park.ticket;
+                break;
+            }
+        }
+    }
+    return t;
+}
+
+uint64_t graph_parked_dep(const tgt_dep_t *deps, int nd)
+{
+    uint64_t t = 0;
+    for (size_t i = 0; tgt_g.nparked > 0 && i < tgt_g.capparked; i++) {
+        const tgt_node_t *m = tgt_g.parked[i];
+        if (!m || m->park.ticket <= t)
+            continue;
+        for (int a = 0; a < m->park.ndeps && t != m->park.ticket; a++)
+            for (int d = 0; d < nd; d++)
+                if (deps[d].type == TGT_DEP_ALL || m->park.deps[a].type == TGT_DEP_ALL ||
+                    deps[d].addr == m->park.deps[a].addr) {
+                    t = m->park.ticket;
+                    break;
+                }
+    }
+    return t;
 }
 
 void graph_parked_wait(uint64_t below)
