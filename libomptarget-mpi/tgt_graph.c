@@ -1,7 +1,8 @@
 /* The deferred task graph's core (tgt_graph.h says what the graph is,
  * tgt_graph_internal.h how its files divide the work): the graph's state,
  * and a node's life in it: references, lists and queues, the live list,
- * when a node may be dispatched and who is woken for it. */
+ * when a node may be dispatched and who is woken for it, and the nodes
+ * recorded ahead of their turn (parked: tgt_record.c). */
 #include "tgt_graph_internal.h"
 
 #include "ompc_trace.h"
@@ -305,4 +306,54 @@ void graph_span(const char *cat, const tgt_node_t *n, const char *what, uint64_t
                                      OMPC_TRACE_I64("executor", n->exec),
                                      OMPC_TRACE_U64("bytes", bytes)};
     ompc_trace_span(cat, name, t0, ompc_now_ns(), args, OMPC_TRACE_NARGS(args));
+}
+
+/* ------------------------------------------------------- parked nodes */
+/* Nodes recorded ahead of their turn (tgt_record.c parks them). */
+uint64_t graph_parked_hw(uintptr_t b, uintptr_t e, bool all, uint64_t below)
+{
+    uint64_t t = 0;
+    for (size_t i = 0; tgt_g.nparked_hw > 0 && i < tgt_g.capparked; i++) {
+        const tgt_node_t *m = tgt_g.parked[i];
+        if (!m || !m->park.hw || m->park.ticket >= below || m->park.ticket <= t)
+            continue;
+        for (size_t j = 0; j < m->nops; j++) {
+            const tgt_op_t *op = &m->ops[j];
+            if ((op->kind == OP_READ || op->kind == OP_HOST_STORE) &&
+                (all || ((uintptr_t)op->host < e && b < (uintptr_t)op->host + op->len))) {
+                t = m->park.ticket;
+                break;
+            }
+        }
+    }
+    return t;
+}
+
+uint64_t graph_parked_dep(const tgt_dep_t *deps, int nd)
+{
+    uint64_t t = 0;
+    for (size_t i = 0; tgt_g.nparked > 0 && i < tgt_g.capparked; i++) {
+        const tgt_node_t *m = tgt_g.parked[i];
+        if (!m || m->park.ticket <= t)
+            continue;
+        for (int a = 0; a < m->park.ndeps && t != m->park.ticket; a++)
+            for (int d = 0; d < nd; d++)
+                if (deps[d].type == TGT_DEP_ALL || m->park.deps[a].type == TGT_DEP_ALL ||
+                    deps[d].addr == m->park.deps[a].addr) {
+                    t = m->park.ticket;
+                    break;
+                }
+    }
+    return t;
+}
+
+void graph_parked_wait(uint64_t below)
+{
+    uint64_t upto = tgt_g.park_max < below ? tgt_g.park_max : below;
+    if (tgt_g.rec_turn >= upto)
+        return;
+    tgt_g.turn_waiters++;
+    while (tgt_g.rec_turn < upto)
+        pthread_cond_wait(&tgt_g.cv_turn, &tgt_g.mtx);
+    tgt_g.turn_waiters--;
 }

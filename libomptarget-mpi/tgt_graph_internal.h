@@ -283,6 +283,19 @@ extern tgt_graph_state_t tgt_g;
  * graph lock held": the caller holds none of tgt_g's locks (it may hold
  * plan_mtx and map_mtx, which come before them). */
 
+/* Parked nodes (tgt_record.c parks them), tgt_g.mtx held: returns
+ * (having waited for them) once the nodes parked now with tickets up to
+ * `below` are in the graph.  A target task whose node is parked is complete as far as
+ * libomp knows: whatever reads the graph on behalf of tasks that follow
+ * it (flush points, host tasks, copies of host bytes) calls this first. */
+void graph_parked_wait(uint64_t below);
+/* The highest ticket parked now, below `below`, whose node will write host
+ * bytes in [b, e) (anywhere: all), or whose depend list shares an address
+ * with deps[0..nd) (or either names omp_all_memory); 0 if none, else
+ * what to pass graph_parked_wait (tgt_g.mtx held). */
+uint64_t graph_parked_hw(uintptr_t b, uintptr_t e, bool all, uint64_t below);
+uint64_t graph_parked_dep(const tgt_dep_t *deps, int nd);
+
 /* The core: the state above and a node's life. */
 /* n's launch message becomes msg (a heap block n now owns, or NULL); the
  * one before is freed unless it lay in n's block.  n's recorder or
@@ -392,19 +405,6 @@ void graph_ahead_fault_write_done(int exec, uint64_t seq, const void *runs, size
 /* dm_set_fault_source: where a fault of a task launched ahead reads a
  * buffer whose last writer it follows is done but not finished here. */
 int graph_ahead_fault_source(int exec, const uint64_t *seqs, size_t n, uint64_t buf_addr);
-
-/* Recording (tgt_record.c), tgt_g.mtx held: returns (having waited for
- * them) once the nodes parked now with tickets up to `below` are in the
- * graph.  A target task whose node is parked is complete as far as
- * libomp knows: whatever reads the graph on behalf of tasks that follow
- * it (flush points, host tasks, copies of host bytes) calls this first. */
-void graph_parked_wait(uint64_t below);
-/* The highest ticket parked now, below `below`, whose node will write host
- * bytes in [b, e) (anywhere: all), or whose depend list shares an address
- * with deps[0..nd) (or either names omp_all_memory); 0 if none, else
- * what to pass graph_parked_wait (tgt_g.mtx held). */
-uint64_t graph_parked_hw(uintptr_t b, uintptr_t e, bool all, uint64_t below);
-uint64_t graph_parked_dep(const tgt_dep_t *deps, int nd);
 
 /* Dispatch (tgt_dispatch.c). */
 /* Returns once n is done, running queued work meanwhile.  The caller holds

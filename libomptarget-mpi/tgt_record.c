@@ -450,54 +450,6 @@ static void node_enter(tgt_node_t *n, uint64_t ticket, const tgt_dep_t *deps, in
         pthread_cond_broadcast(&tgt_g.cv_turn);
 }
 
-uint64_t graph_parked_hw(uintptr_t b, uintptr_t e, bool all, uint64_t below)
-{
-    uint64_t t = 0;
-    for (size_t i = 0; tgt_g.nparked_hw > 0 && i < tgt_g.capparked; i++) {
-        const tgt_node_t *m = tgt_g.parked[i];
-        if (!m || !m->park.hw || m->park.ticket >= below || m->park.ticket <= t)
-            continue;
-        for (size_t j = 0; j < m->nops; j++) {
-            const tgt_op_t *op = &m->ops[j];
-            if ((op->kind == OP_READ || op->kind == OP_HOST_STORE) &&
-                (all || ((uintptr_t)op->host < e && b < (uintptr_t)op->host + op->len))) {
-                t = m->park.ticket;
-                break;
-            }
-        }
-    }
-    return t;
-}
-
-uint64_t graph_parked_dep(const tgt_dep_t *deps, int nd)
-{
-    uint64_t t = 0;
-    for (size_t i = 0; tgt_g.nparked > 0 && i < tgt_g.capparked; i++) {
-        const tgt_node_t *m = tgt_g.parked[i];
-        if (!m || m->park.ticket <= t)
-            continue;
-        for (int a = 0; a < m->park.ndeps && t != m->park.ticket; a++)
-            for (int d = 0; d < nd; d++)
-                if (deps[d].type == TGT_DEP_ALL || m->park.deps[a].type == TGT_DEP_ALL ||
-                    deps[d].addr == m->park.deps[a].addr) {
-                    t = m->park.ticket;
-                    break;
-                }
-    }
-    return t;
-}
-
-void graph_parked_wait(uint64_t below)
-{
-    uint64_t upto = tgt_g.park_max < below ? tgt_g.park_max : below;
-    if (tgt_g.rec_turn >= upto)
-        return;
-    tgt_g.turn_waiters++;
-    while (tgt_g.rec_turn < upto)
-        pthread_cond_wait(&tgt_g.cv_turn, &tgt_g.mtx);
-    tgt_g.turn_waiters--;
-}
-
 void tgt_rec_construct(const tgt_ident_t *loc, const tgt_kernel_t *k, tgt_plan_t *p,
                        tgt_mapped_t *m, dm_buf_t **wr, size_t nwr, bool wait)
 {
