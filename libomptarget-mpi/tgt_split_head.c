@@ -20,7 +20,7 @@ static pthread_once_t once = PTHREAD_ONCE_INIT;
 static _Atomic unsigned *kstate;
 /* OMPC_STATS, per kernel (split_mtx). */
 typedef struct kstats {
-    uint64_t merged, undone;
+    uint64_t merged, undone, reduced;
     uint32_t shares, teams;  /* of the last split */
     uint64_t ranges, bytes;  /* merged: changed ranges, bytes moved home */
     uint64_t in_ns, run_ns, merge_ns;
@@ -83,8 +83,10 @@ static const char *flag_reason(uint32_t f)
     if (f & TGT_SPLIT_NO_DIST)
         return "a team runs no static distribute loop (every team would run the "
                "whole region)";
-    if (f & TGT_SPLIT_TEAM_REDUCE)
-        return "it has a reduction across teams (not split yet)";
+    if (f & TGT_SPLIT_RED_SHAPE)
+        return "its reduction across teams is over more than one variable, a "
+               "variable-length array section, or more than eight pointer arguments "
+               "(not split yet)";
     if (f & TGT_SPLIT_CRITICAL)
         return "it has a critical section, which excludes across teams";
     if (f & TGT_SPLIT_TOO_MANY)
@@ -134,6 +136,170 @@ static bool find_overlap(tagged_t *t, size_t n, int nsh, dm_buf_t *const *wr, ch
             end[t[i].share] = e;
     }
     return false;
+}
+
+/* A reduction across teams: the variable's region and the helpers' values
+ * of it to combine into the home's. */
+typedef struct red {
+    uint32_t buf, len;
+    uint64_t off;
+    bool home_changed;
+    size_t nparts;
+    unsigned char *parts;    /* nparts x tgt_pad8(len) bytes */
+} red_t;
+
+static const tgt_split_cand_t *reply_cand(const char *p, uint32_t buf, uint64_t off)
+{
+    tgt_split_reply_t rep;
+    memcpy(&rep, p, sizeof(rep));
+    const char *c = p + sizeof(rep) + (size_t)rep.nranges * sizeof(tgt_split_range_t);
+    for (uint32_t i = 0; i < rep.ncands; i++) {
+        const tgt_split_cand_t *cd = (const tgt_split_cand_t *)(c + i * sizeof(*cd));
+        if (cd->buf == buf && cd->off == off)
+            return cd;
+    }
+    return NULL;
+}
+
+/* When the shares' teams combined a reduction: the variable is the one
+ * candidate region (a pointer argument of the teams region to the end of
+ * its buffer) that a team changed while combining into it, on any share;
+ * every change to that buffer must lie in it.  Its ranges leave t (*n_p),
+ * which the byte merge then moves; the helpers that changed it give their
+ * values (red).  Sets why when the variable cannot be told apart. */
+static red_t find_reduction(const char *res, size_t res_cap, int nsh, tagged_t *t,
+                            size_t *n_p, size_t nwr, char *why, size_t cap)
+{
+    red_t red = {0};
+    bool any = false;
+    for (int i = 0; i < nsh; i++) {
+        tgt_split_reply_t rep;
+        memcpy(&rep, res + (size_t)i * res_cap, sizeof(rep));
+        any |= rep.reduced != 0;
+    }
+    if (!any)
+        return red;
+    tgt_split_reply_t home;
+    memcpy(&home, res, sizeof(home));
+    if (!home.reduced) {
+        snprintf(why, cap,
+                 "it has a reduction across teams and the home's share ran "
+                 "no team (fewer teams than executors)");
+        return red;
+    }
+    int found = 0;
+    tgt_split_cand_t pick = {0};
+    for (int i = 0; i < nsh; i++) {
+        const char *p = res + (size_t)i * res_cap;
+        tgt_split_reply_t rep;
+        memcpy(&rep, p, sizeof(rep));
+        const char *c0 = p + sizeof(rep) +
+                         (size_t)rep.nranges * sizeof(tgt_split_range_t);
+        for (uint32_t c = 0; c < rep.ncands; c++) {
+            tgt_split_cand_t cd;
+            memcpy(&cd, c0 + c * sizeof(cd), sizeof(cd));
+            if (!cd.written || (found && cd.buf == pick.buf && cd.off == pick.off))
+                continue;
+            found++;
+            pick = cd;
+        }
+    }
+    if (found == 0)
+        return red; /* no team's combining changed anything */
+    if (found > 1 || pick.buf >= nwr) {
+        snprintf(why, cap,
+                 "its teams combined their reduction into more than one "
+                 "place: the reduction variable cannot be told apart");
+        return red;
+    }
+    if (!pick.len) {
+        snprintf(why, cap,
+                 "its reduction variable lies more than %d bytes before the "
+                 "end of its buffer (not split yet)",
+                 TGT_SPLIT_CAND_MAX);
+        return red;
+    }
+    red.buf = pick.buf;
+    red.off = pick.off;
+    red.len = pick.len;
+    size_t step = tgt_pad8(pick.len);
+    red.parts = malloc((size_t)nsh * step);
+    if (!red.parts)
+        ompc_fatal("out of memory combining a split reduction");
+    bool part_of[nsh];
+    memset(part_of, 0, sizeof(part_of));
+    size_t m = 0;
+    for (size_t i = 0; i < *n_p; i++) {
+        if (t[i].r.buf != red.buf) {
+            t[m++] = t[i];
+            continue;
+        }
+        if (t[i].r.off < red.off || t[i].r.off + t[i].r.len > red.off + red.len) {
+            snprintf(why, cap,
+                     "it has a reduction across teams and changes the "
+                     "buffer of its reduction variable outside the variable");
+            return red;
+        }
+        if (t[i].share == 0)
+            red.home_changed = true;
+        else
+            part_of[t[i].share] = true;
+    }
+    *n_p = m;
+    for (int i = 1; i < nsh; i++) {
+        if (!part_of[i])
+            continue;
+        const tgt_split_cand_t *cd = reply_cand(res + (size_t)i * res_cap, red.buf,
+                                                red.off);
+        if (!cd || cd->len != red.len) {
+            snprintf(why, cap,
+                     "share %d of its reduction across teams saw other "
+                     "arguments than the home's",
+                     i);
+            return red;
+        }
+        memset(red.parts + red.nparts * step, 0, step);
+        memcpy(red.parts + red.nparts * step, cd->bytes, red.len);
+        red.nparts++;
+    }
+    return red;
+}
+
+/* The home combines the helpers' values into its own (tgt.split.reduce). */
+static void combine_home(const red_t *red, uint64_t key, int home_rank,
+                         const tgt_ident_t *loc, const tgt_kernel_t *k, char *why,
+                         size_t cap)
+{
+    size_t step = tgt_pad8(red->len);
+    size_t len = sizeof(tgt_split_reduce_t) + red->nparts * step;
+    if (len > EV_EXEC_MAX_ARGS) {
+        snprintf(why, cap, "its reduction variable is too large to combine");
+        return;
+    }
+    char *a = malloc(len);
+    if (!a)
+        ompc_fatal("out of memory combining a split reduction");
+    tgt_split_reduce_t h = {TGT_SPLIT_MAGIC, key,      red->buf,
+                            red->len,        red->off, red->nparts};
+    memcpy(a, &h, sizeof(h));
+    memcpy(a + sizeof(h), red->parts, red->nparts * step);
+    uint32_t refused = 1;
+    ev_handle_t *hd = NULL;
+    ompc_status_t st = ev_execute(tgt_rt->ev, home_rank, tgt_rt->fn_split_reduce, a, len,
+                                  &refused, sizeof(refused), &hd);
+    if (st == OMPC_OK)
+        st = ev_wait(hd);
+    if (hd)
+        ev_handle_release(hd);
+    free(a);
+    if (st != OMPC_OK)
+        TGT_USER_ERROR(loc, "combining the reduction of split kernel %s failed: %s",
+                       k->name, ompc_status_str(st));
+    if (refused)
+        snprintf(why, cap,
+                 "its reduction variable's initial value changes when "
+                 "combined with itself (e.g. a sum that starts from "
+                 "non-zero), and every share starts from it");
 }
 
 /* Ends a share: tgt.split.end on rank (not waited for: *h_p). */
@@ -235,7 +401,8 @@ bool tgt_split_exec(const tgt_ident_t *loc, const tgt_kernel_t *k, int home,
     uint64_t t_in = ompc_now_ns();
     size_t args_len = sizeof(tgt_split_hdr_t) + nwr * sizeof(tgt_split_buf_t) + msg_len;
     size_t res_cap = sizeof(tgt_split_reply_t) +
-                     TGT_SPLIT_MAX_RANGES * sizeof(tgt_split_range_t);
+                     TGT_SPLIT_MAX_RANGES * sizeof(tgt_split_range_t) +
+                     TGT_SPLIT_NCANDS * sizeof(tgt_split_cand_t);
     char *args = malloc((size_t)nsh * args_len);
     char *res = malloc((size_t)nsh * res_cap);
     if (!args || !res)
@@ -288,7 +455,9 @@ bool tgt_split_exec(const tgt_ident_t *loc, const tgt_kernel_t *k, int home,
                            k->name, ex[i], ompc_status_str(st));
         tgt_split_reply_t rep;
         memcpy(&rep, res + (size_t)i * res_cap, sizeof(rep));
-        if (got != sizeof(rep) + (size_t)rep.nranges * sizeof(tgt_split_range_t))
+        if (rep.ncands > TGT_SPLIT_NCANDS ||
+            got != sizeof(rep) + (size_t)rep.nranges * sizeof(tgt_split_range_t) +
+                       (size_t)rep.ncands * sizeof(tgt_split_cand_t))
             TGT_USER_ERROR(loc, "share %d of kernel %s sent a malformed reply", i,
                            k->name);
         flags |= rep.flags;
@@ -306,6 +475,7 @@ bool tgt_split_exec(const tgt_ident_t *loc, const tgt_kernel_t *k, int home,
                        "set OMPC_SPLIT=off",
                        k->name, nsh);
     char why[512] = "";
+    red_t red = {0};
     bool keeps[nsh];
     memset(keeps, 0, sizeof(keeps));
     tagged_t *t = malloc((nranges ? nranges : 1) * sizeof(*t));
@@ -335,15 +505,22 @@ bool tgt_split_exec(const tgt_ident_t *loc, const tgt_kernel_t *k, int home,
         for (size_t i = 0; i < n; i++)
             if (t[i].share > 0 && t[i].r.len <= TGT_SPLIT_SMALL)
                 keeps[t[i].share] = true;
-        find_overlap(t, n, nsh, wr, why, sizeof(why));
+        red = find_reduction(res, res_cap, nsh, t, &n, nwr, why, sizeof(why));
+        if (!why[0])
+            find_overlap(t, n, nsh, wr, why, sizeof(why));
     }
-    free(res);
     free(last.changed);
     last.changed = NULL;
     last.pending = false;
+    if (!why[0] && red.nparts)
+        combine_home(&red, key, ranks[0], loc, k, why, sizeof(why));
+    free(res);
+    free(red.parts);
     if (!why[0] && nsh <= 64 && (last.changed = calloc(nwr ? nwr : 1, sizeof(bool)))) {
         for (size_t i = 0; i < n; i++)
             last.changed[t[i].r.buf] = true;
+        if (red.nparts || red.home_changed)
+            last.changed[red.buf] = true;
         last.pending = true;
         last.nsh = nsh;
         last.nwr = nwr;
@@ -355,11 +532,12 @@ bool tgt_split_exec(const tgt_ident_t *loc, const tgt_kernel_t *k, int home,
         if (tgt_rt->info)
             fprintf(stderr,
                     "[ompc info] r0 split %s over %d executors (%u teams): %zu changed "
-                    "ranges, %zu bytes moved to executor %d; inputs %.3f ms, shares "
-                    "%.3f ms (longest kernel %.3f ms), merge %.3f ms\n",
-                    k->name, nsh, teams, n, bytes, home, (double)(t_in - t0) * 1e-6,
-                    (double)(t_run - t_in) * 1e-6, (double)ns * 1e-6,
-                    (double)(ompc_now_ns() - t_run) * 1e-6);
+                    "ranges, %zu bytes moved to executor %d, %zu share(s)' reduction "
+                    "combined; inputs %.3f ms, shares %.3f ms (longest kernel %.3f ms), "
+                    "merge %.3f ms\n",
+                    k->name, nsh, teams, n, bytes, home, red.nparts,
+                    (double)(t_in - t0) * 1e-6, (double)(t_run - t_in) * 1e-6,
+                    (double)ns * 1e-6, (double)(ompc_now_ns() - t_run) * 1e-6);
     } else {
         /* Helpers that kept small ranges forget them. */
         for (int i = 1; i < nsh; i++)
@@ -397,6 +575,7 @@ bool tgt_split_exec(const tgt_ident_t *loc, const tgt_kernel_t *k, int home,
         ks->undone++;
     } else {
         ks->merged++;
+        ks->reduced += red.nparts > 0;
         ks->ranges += n;
         ks->bytes += bytes;
     }
@@ -438,13 +617,14 @@ void tgt_split_stats_print(void)
         tgt_kernel_where(tgt_rt->kernels[i].name, where, sizeof(where));
         fprintf(stderr,
                 "[ompc stats] split %s%s: %llu run(s) over %u executors (%u teams) "
-                "merged, %llu undone and run unsplit; %llu changed ranges, %llu bytes "
-                "moved to the home; inputs %.3f s, shares %.3f s, merge %.3f s\n",
+                "merged, %llu undone and run unsplit, %llu with a reduction combined; "
+                "%llu changed ranges, %llu bytes moved to the home; inputs %.3f s, "
+                "shares %.3f s, merge %.3f s\n",
                 tgt_rt->kernels[i].name, where, (unsigned long long)ks->merged,
                 ks->shares, ks->teams, (unsigned long long)ks->undone,
-                (unsigned long long)ks->ranges, (unsigned long long)ks->bytes,
-                (double)ks->in_ns * 1e-9, (double)ks->run_ns * 1e-9,
-                (double)ks->merge_ns * 1e-9);
+                (unsigned long long)ks->reduced, (unsigned long long)ks->ranges,
+                (unsigned long long)ks->bytes, (double)ks->in_ns * 1e-9,
+                (double)ks->run_ns * 1e-9, (double)ks->merge_ns * 1e-9);
     }
     pthread_mutex_unlock(&split_mtx);
 }

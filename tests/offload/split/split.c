@@ -15,7 +15,9 @@
  *            separate 8-byte ranges, which travel packed to the home
  *   outside  an atomic histogram: every share writes the same counters, so
  *            the kernel must run unsplit, twice, with the right counts
- *   reduce   a reduction across teams: unsplit for now, the right sum
+ *   reduce   a sum across teams from 5: every share would count the 5, so
+ *            the kernel runs unsplit, with the right sum (reduce.c has the
+ *            reductions that split)
  *
  * SPLIT_TEAMS (environment) is the number of teams a kernel without
  * num_teams must see: the number of shares when split (1 otherwise, as
