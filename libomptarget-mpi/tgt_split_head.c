@@ -6,6 +6,7 @@
 #define _GNU_SOURCE
 #include "tgt_split.h"
 #include "ompc_trace.h"
+#include "tgt_graph.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,8 +25,21 @@ typedef struct kstats {
     uint32_t shares, teams;  /* of the last split */
     uint64_t ranges, bytes;  /* merged: changed ranges, bytes moved home */
     uint64_t in_ns, run_ns, merge_ns;
+    /* OMPC_SPLIT=auto: the kernel's time whole (s; learnt before it was
+     * split), the overhead of its last split beyond its longest share (s)
+     * and that split's shares, the launches to wait after a split that did
+     * not gain, and the decisions made. */
+    double whole_s, over_s;
+    int over_w;
+    int64_t backoff;
+    uint64_t auto_split, auto_whole;
 } kstats_t;
 static kstats_t *kstats;
+/* OMPC_SPLIT=auto: launches of each kernel to run whole before it is
+ * considered again (tgt_split_wanted reads it without split_mtx). */
+static _Atomic int64_t *kskip;
+/* The head's memory bandwidth, bytes/s (auto's model of twinning). */
+static double mem_bw;
 static bool interposed;
 /* One split at a time: every executor runs at most one share, and the
  * shares of two splits never wait for each other. */
@@ -45,8 +59,27 @@ static void split_init(void)
 {
     kstate = calloc(tgt_rt->nkernels > 0 ? (size_t)tgt_rt->nkernels : 1, sizeof(*kstate));
     kstats = calloc(tgt_rt->nkernels > 0 ? (size_t)tgt_rt->nkernels : 1, sizeof(*kstats));
-    if (!kstate || !kstats)
+    kskip = calloc(tgt_rt->nkernels > 0 ? (size_t)tgt_rt->nkernels : 1, sizeof(*kskip));
+    if (!kstate || !kstats || !kskip)
         ompc_fatal("out of memory for the split state of kernels");
+    if (ompc_config_get()->split < 0) {
+        /* Twinning is a copy and a compare: a copy's speed, best of 3. */
+        size_t n = (size_t)4 << 20;
+        char *a = malloc(n), *b = malloc(n);
+        double best = 0;
+        for (int r = 0; a && b && r < 3; r++) {
+            memset(a, r, n);
+            uint64_t t = ompc_now_ns();
+            memcpy(b, a, n);
+            uint64_t d = ompc_now_ns() - t;
+            double bw = (double)n / ((double)(d ? d : 1) * 1e-9);
+            if (bw > best)
+                best = bw;
+        }
+        free(a);
+        free(b);
+        mem_bw = best > 0 ? best : 1e9;
+    }
     interposed = tgt_split_interposed();
     if (!interposed && ompc_config_get()->split != 0)
         ompc_warn("OMPC_SPLIT is set but libomp's teams entry points do not reach "
@@ -65,12 +98,82 @@ void tgt_split_note(const tgt_kernel_t *k, int32_t num_teams)
 
 bool tgt_split_wanted(const tgt_kernel_t *k)
 {
-    /* auto (-1) waits for the cost model's prediction: not split yet. */
+    /* auto (-1): once the kernel's time is known, tgt_split_exec predicts
+     * (and may still run it whole); not while it waits out a split that did
+     * not gain. */
     int64_t split = ompc_config_get()->split;
-    if (split < 2 || !k || dm_num_executors(tgt_rt->dm) < 2)
+    if ((split < 2 && split != -1) || !k || dm_num_executors(tgt_rt->dm) < 2)
         return false;
     pthread_once(&once, split_init);
-    return interposed && atomic_load(&kstate[k - tgt_rt->kernels]) == KS_TEAMS;
+    if (!interposed || atomic_load(&kstate[k - tgt_rt->kernels]) != KS_TEAMS)
+        return false;
+    if (split == -1) {
+        if (!tgt_model_known(k))
+            return false;
+        _Atomic int64_t *skip = &kskip[k - tgt_rt->kernels];
+        if (atomic_load(skip) > 0) {
+            atomic_fetch_sub(skip, 1);
+            return false;
+        }
+    }
+    return true;
+}
+
+/* A split that did not gain: run whole for ks->backoff launches (8, then
+ * doubling to 1024), then predict again (split_mtx). */
+#define AUTO_BACKOFF_MIN 8
+#define AUTO_BACKOFF_MAX 1024
+static void auto_back_off(const tgt_kernel_t *k, kstats_t *ks)
+{
+    if (ks->backoff < AUTO_BACKOFF_MIN)
+        ks->backoff = AUTO_BACKOFF_MIN;
+    atomic_store(&kskip[k - tgt_rt->kernels], ks->backoff);
+    if (ks->backoff < AUTO_BACKOFF_MAX)
+        ks->backoff *= 2;
+    ks->whole_s = 0; /* learnt again from the runs whole meanwhile */
+}
+
+/* OMPC_SPLIT=auto: the number of shares that the model predicts is
+ * fastest for kernel k at home with buffers wr, or 0 for whole (split_mtx).
+ * A share costs the kernel's time whole over W; the split's overhead is
+ * what the last split of it cost beyond its longest share (scaled by its
+ * helpers), or before any, moving the written buffers to W-1 helpers and
+ * back, and twinning (a copy and a compare on every share) over the
+ * measured link and memory speeds (docs/performance.md, "loops split
+ * across workers", the model). */
+static int auto_shares(const tgt_kernel_t *k, int home, int ne, dm_buf_t *const *wr,
+                       size_t nwr, double *whole_p, double *pred_p)
+{
+    kstats_t *ks = &kstats[k - tgt_rt->kernels];
+    if (ks->whole_s <= 0)
+        ks->whole_s = tgt_model_cost(k, home);
+    double whole = ks->whole_s, t = 0, ibw = 0;
+    for (size_t b = 0; b < nwr; b++)
+        t += (double)dm_buf_size(wr[b]);
+    for (int i = 1; i < ne; i++) {
+        double v = tgt_model_inv_bw((home + i) % ne);
+        if (v > ibw)
+            ibw = v;
+    }
+    double lat = tgt_model_lat(home);
+    int best = 0;
+    double best_t = whole;
+    for (int w = 2; w <= ne; w++) {
+        double over = ks->over_w > 1
+                          ? ks->over_s * (double)(w - 1) / (double)(ks->over_w - 1)
+                          : (double)(w - 1) * t * ibw +
+                                (double)(w - 1) / (double)w * t * ibw + 3 * t / mem_bw +
+                                2 * lat;
+        double p = whole / (double)w + over;
+        if (p < best_t) {
+            best_t = p;
+            best = w;
+        }
+    }
+    *whole_p = whole;
+    *pred_p = best_t;
+    /* A gain of a tenth at least: the model's figures are estimates. */
+    return best && best_t < 0.9 * whole ? best : 0;
 }
 
 /* Why a share cannot be merged, for OMPC_INFO. */
@@ -379,10 +482,29 @@ bool tgt_split_exec(const tgt_ident_t *loc, const tgt_kernel_t *k, int home,
     int ne = dm_num_executors(tgt_rt->dm);
     int64_t want = ompc_config_get()->split;
     int nsh = want < ne ? (int)want : ne;
-    if (nsh < 2)
-        return false;
     uint64_t t0 = ompc_now_ns();
     pthread_mutex_lock(&split_mtx);
+    double whole = 0, pred = 0;
+    if (want < 0) {
+        nsh = auto_shares(k, home, ne, wr, nwr, &whole, &pred);
+        kstats_t *ks = &kstats[k - tgt_rt->kernels];
+        if (nsh < 2) {
+            ks->auto_whole++;
+            auto_back_off(k, ks);
+            pthread_mutex_unlock(&split_mtx);
+            if (tgt_rt->info)
+                fprintf(stderr,
+                        "[ompc info] r0 auto: kernel %s runs whole: %.3f ms whole, "
+                        "split predicted no faster (%.3f ms)\n",
+                        k->name, whole * 1e3, pred * 1e3);
+            return false;
+        }
+        ks->auto_split++;
+    }
+    if (nsh < 2) {
+        pthread_mutex_unlock(&split_mtx);
+        return false;
+    }
     uint64_t key = ++next_key;
     int ex[nsh], ranks[nsh];
     for (int i = 0; i < nsh; i++) {
@@ -582,10 +704,32 @@ bool tgt_split_exec(const tgt_ident_t *loc, const tgt_kernel_t *k, int home,
     ks->in_ns += t_in - t0;
     ks->run_ns += t_run - t_in;
     ks->merge_ns += ompc_now_ns() - t_run;
+    if (want < 0) {
+        /* What the split took against the kernel whole: learn its overhead,
+         * and run whole for a while if it did not gain. */
+        double took = (double)(ompc_now_ns() - t0) * 1e-9;
+        if (!why[0]) {
+            ks->over_s = took - (double)ns * 1e-9;
+            ks->over_w = nsh;
+        }
+        if (tgt_rt->info)
+            fprintf(stderr,
+                    "[ompc info] r0 auto: kernel %s split over %d executors took %.3f ms "
+                    "(predicted %.3f ms, whole %.3f ms)\n",
+                    k->name, nsh, took * 1e3, pred * 1e3, whole * 1e3);
+        if (took >= whole)
+            auto_back_off(k, ks);
+        else
+            ks->backoff = AUTO_BACKOFF_MIN;
+    }
     pthread_mutex_unlock(&split_mtx);
-    const ompc_trace_arg_t targs[] = {OMPC_TRACE_U64("shares", (uint64_t)nsh),
-                                      OMPC_TRACE_U64("teams", teams),
-                                      OMPC_TRACE_U64("merged", why[0] ? 0 : 1)};
+    const ompc_trace_arg_t targs[] = {
+        OMPC_TRACE_U64("shares", (uint64_t)nsh),
+        OMPC_TRACE_U64("teams", teams),
+        OMPC_TRACE_U64("merged", why[0] ? 0 : 1),
+        OMPC_TRACE_U64("reduced", red.nparts ? 1 : 0),
+        OMPC_TRACE_U64("predicted_us", (uint64_t)(pred * 1e6)),
+        OMPC_TRACE_U64("whole_us", (uint64_t)(whole * 1e6))};
     ompc_trace_span("split", k->name, t0, ompc_now_ns(), targs,
                     sizeof(targs) / sizeof(targs[0]));
     *ns_p = ns;
@@ -611,7 +755,7 @@ void tgt_split_stats_print(void)
     pthread_mutex_lock(&split_mtx);
     for (int i = 0; i < tgt_rt->nkernels; i++) {
         const kstats_t *ks = &kstats[i];
-        if (!ks->merged && !ks->undone)
+        if (!ks->merged && !ks->undone && !ks->auto_whole)
             continue;
         char where[160];
         tgt_kernel_where(tgt_rt->kernels[i].name, where, sizeof(where));
@@ -625,6 +769,14 @@ void tgt_split_stats_print(void)
                 (unsigned long long)ks->reduced, (unsigned long long)ks->ranges,
                 (unsigned long long)ks->bytes, (double)ks->in_ns * 1e-9,
                 (double)ks->run_ns * 1e-9, (double)ks->merge_ns * 1e-9);
+        if (ompc_config_get()->split < 0)
+            fprintf(stderr,
+                    "[ompc stats] split auto %s%s: %llu launch(es) split, %llu run whole "
+                    "on the model's prediction (whole %.3f ms; last split's overhead "
+                    "%.3f ms over %d executors)\n",
+                    tgt_rt->kernels[i].name, where, (unsigned long long)ks->auto_split,
+                    (unsigned long long)ks->auto_whole, ks->whole_s * 1e3,
+                    ks->over_s * 1e3, ks->over_w);
     }
     pthread_mutex_unlock(&split_mtx);
 }
