@@ -307,8 +307,26 @@ static red_t find_reduction(const char *res, size_t res_cap, int nsh, tagged_t *
             pick = cd;
         }
     }
-    if (found == 0)
-        return red; /* no team's combining changed anything */
+    if (found == 0) {
+        /* No team's combining changed the first bytes after any candidate:
+         * nothing to combine, unless the variable is one that reaches past
+         * them. */
+        const char *hc = res + sizeof(home) +
+                         (size_t)home.nranges * sizeof(tgt_split_range_t);
+        for (uint32_t c = 0; c < home.ncands; c++) {
+            tgt_split_cand_t cd;
+            memcpy(&cd, hc + c * sizeof(cd), sizeof(cd));
+            if (!cd.len) {
+                snprintf(why, cap,
+                         "its teams' reduction changed none of the first %d bytes "
+                         "after each pointer argument, and one reaches further: the "
+                         "reduction variable cannot be found",
+                         TGT_SPLIT_CAND_MAX);
+                break;
+            }
+        }
+        return red;
+    }
     if (found > 1 || pick.buf >= nwr) {
         snprintf(why, cap,
                  "its teams combined their reduction into more than one "
