@@ -362,16 +362,23 @@ static int progress_try(ev_ctx_t *ctx);
  * then sleep on the context's completion condition and leave progress to
  * the gate thread. */
 static bool wait_until_deadline(ev_ctx_t *ctx, bool (*pred)(void *), void *arg,
-                                uint64_t deadline, bool spin);
+                                uint64_t deadline, bool spin, bool holds);
 
 static void wait_until(ev_ctx_t *ctx, bool (*pred)(void *), void *arg)
 {
-    wait_until_deadline(ctx, pred, arg, UINT64_MAX, true);
+    wait_until_deadline(ctx, pred, arg, UINT64_MAX, true, true);
 }
 
-/* Returns pred's final value: false only if the deadline passed first. */
+/* Returns pred's final value: false only if the deadline passed first.
+ * holds: while the gate is held (ev_gate_hold), drive progress: the event
+ * waited for may be what the work holding the gate waits on.  A waiter
+ * whose predicate can wait for the gate's return (ev_ctx_serve: the exit
+ * message) passes false, and is then neither woken by a hold nor polls
+ * through it: on a worker whose gate runs short kernels, that wake-up and
+ * the polls through each kernel were a large share of the rank's runtime
+ * CPU (docs/performance.md, "wake-ups per task"). */
 static bool wait_until_deadline(ev_ctx_t *ctx, bool (*pred)(void *), void *arg,
-                                uint64_t deadline, bool spin)
+                                uint64_t deadline, bool spin, bool holds)
 {
     uint64_t last = ompc_now_ns();
     uint64_t spin_ns = spin ? ctx->spin_us * 1000u : 0;
@@ -380,7 +387,7 @@ static bool wait_until_deadline(ev_ctx_t *ctx, bool (*pred)(void *), void *arg,
         uint64_t now = ompc_now_ns();
         if (now >= deadline)
             break;
-        if (atomic_load_explicit(&ctx->gate_held, memory_order_acquire)) {
+        if (holds && atomic_load_explicit(&ctx->gate_held, memory_order_acquire)) {
             /* The gate is in work that may wait for this very event (a
              * kernel's page fault on the gate thread): nobody else will
              * move it.  Poll, with short naps when nothing moves (the
@@ -420,7 +427,10 @@ static bool wait_until_deadline(ev_ctx_t *ctx, bool (*pred)(void *), void *arg,
         }
         pthread_mutex_lock(&ctx->done_mtx);
         atomic_fetch_add(&ctx->done_waiters, 1);
-        while (!pred(arg) && ompc_now_ns() < deadline && !atomic_load(&ctx->gate_held)) {
+        if (holds)
+            atomic_fetch_add(&ctx->hold_waiters, 1);
+        while (!pred(arg) && ompc_now_ns() < deadline &&
+               !(holds && atomic_load(&ctx->gate_held))) {
             uint64_t left = deadline - ompc_now_ns();
             long step = left < 50000000u ? (long)left : 50000000L;
             struct timespec ts;
@@ -432,6 +442,8 @@ static bool wait_until_deadline(ev_ctx_t *ctx, bool (*pred)(void *), void *arg,
             }
             pthread_cond_timedwait(&ctx->done_cond, &ctx->done_mtx, &ts);
         }
+        if (holds)
+            atomic_fetch_sub(&ctx->hold_waiters, 1);
         atomic_fetch_sub(&ctx->done_waiters, 1);
         pthread_mutex_unlock(&ctx->done_mtx);
     }
@@ -461,7 +473,7 @@ static ompc_status_t wait_for(ev_handle_t *h, uint64_t timeout_ns, bool spin)
     ev_ctx_t *ctx = ((ev_handle_ext_t *)h)->ctx;
     uint64_t now = ompc_now_ns();
     uint64_t deadline = timeout_ns > UINT64_MAX - now ? UINT64_MAX : now + timeout_ns;
-    if (!wait_until_deadline(ctx, pred_handle_done, h, deadline, spin))
+    if (!wait_until_deadline(ctx, pred_handle_done, h, deadline, spin, true))
         return OMPC_INPROGRESS;
     return h->status;
 }
@@ -982,8 +994,8 @@ void ev_set_gate_work(ev_ctx_t *ctx, ev_gate_work_fn_t fn, void *arg)
 
 void ev_gate_hold(ev_ctx_t *ctx, bool held)
 {
-    atomic_store(&ctx->gate_held, held ? 1 : 0); /* before done_waiters is read */
-    if (held && atomic_load(&ctx->done_waiters) > 0) {
+    atomic_store(&ctx->gate_held, held ? 1 : 0); /* before hold_waiters is read */
+    if (held && atomic_load(&ctx->hold_waiters) > 0) {
         /* Waiters asleep on the condition start driving progress now. */
         pthread_mutex_lock(&ctx->done_mtx);
         pthread_cond_broadcast(&ctx->done_cond);
@@ -1584,7 +1596,8 @@ void ev_signal_exit(ev_ctx_t *ctx)
 
 ompc_status_t ev_ctx_serve(ev_ctx_t *ctx)
 {
-    wait_until(ctx, pred_exit, ctx);
+    /* The exit message can wait for a held gate's return. */
+    wait_until_deadline(ctx, pred_exit, ctx, UINT64_MAX, true, false);
     return OMPC_OK;
 }
 
