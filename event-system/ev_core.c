@@ -357,6 +357,16 @@ static int progress_try(ev_ctx_t *ctx);
  * to finish, and a nap on either added its length to the transfer. */
 #define EV_CHUNK_POLL_NS 1000000u
 
+/* A quiet gate that every message rings (a crowded node, ev_bell.c) naps
+ * OMPC_POLL_MAX_US, then twice as long after each nap that nothing ended,
+ * up to this (or OMPC_POLL_MAX_US if larger).  Such a nap ends only when a
+ * ring was lost or came before MPI showed its message; doubling keeps that
+ * delay within the time the gate had been idle, and saves the timer
+ * wake-ups of an idle gate between messages milliseconds apart (each a
+ * context switch and a progress pass; docs/performance.md, "wake-ups per
+ * task").  Nor beyond the interval of liveness checks. */
+#define EV_QUIET_NAP_MAX_US 16000u
+
 /* Wait on a predicate: for up to OMPC_SPIN_US, take the progress role and
  * drive the engine ourselves (a reply usually comes within microseconds);
  * then sleep on the context's completion condition and leave progress to
@@ -1090,6 +1100,11 @@ static void *gate_main(void *arg)
     uint64_t poll_max = (uint64_t)ctx->cfg->poll_max_us;
     uint64_t last_progress = ompc_now_ns();
     uint64_t sleep_us = 1;
+    uint64_t quiet_max = poll_max > EV_QUIET_NAP_MAX_US ? poll_max : EV_QUIET_NAP_MAX_US;
+    uint64_t live_us = (uint64_t)ctx->cfg->peer_timeout_ms * 1000u / 8u;
+    if (quiet_max > live_us)
+        quiet_max = live_us > poll_max ? live_us : poll_max; /* liveness checks */
+    uint64_t quiet_us = poll_max; /* the next quiet nap (rung naps only) */
     int owed = 0; /* empty passes still owed to a wake-up */
     for (;;) {
         if (atomic_load_explicit(&ctx->spinners, memory_order_relaxed) > 0 ||
@@ -1128,6 +1143,7 @@ static void *gate_main(void *arg)
             last_progress = now;
             atomic_store_explicit(&ctx->gate_busy_ns, now, memory_order_relaxed);
             sleep_us = 1;
+            quiet_us = poll_max;
             owed = 0;
             continue;
         }
@@ -1161,13 +1177,16 @@ static void *gate_main(void *arg)
          * (a crowded node) and every peer can ring us, a quiet gate sleeps
          * until rung: each short nap would cost the kernels a context
          * switch and a progress pass. */
-        uint64_t nap = quiet && spin_ns == 0 && ctx->bell.reachable ? poll_max : sleep_us;
-        if (gate_nap(ctx, nap)) {
+        bool rung = quiet && spin_ns == 0 && ctx->bell.reachable;
+        if (gate_nap(ctx, rung ? quiet_us : sleep_us)) {
             sleep_us = 1;
+            quiet_us = poll_max;
             owed = EV_WAKE_PASSES;
             last_progress = ompc_now_ns();
             continue;
         }
+        if (rung)
+            quiet_us = quiet_us * 2 > quiet_max ? quiet_max : quiet_us * 2;
         sleep_us *= 2;
         if (sleep_us > poll_max)
             sleep_us = poll_max;
