@@ -142,7 +142,8 @@ void tgt_graph_sync_all(void)
     if (!tgt_g.active)
         return;
     pthread_mutex_lock(&tgt_g.mtx);
-    graph_parked_wait(UINT64_MAX);
+    if (tgt_g.nparked > 0)
+        graph_parked_wait(UINT64_MAX);
     uint64_t target = tgt_g.seq;
     bool idle = !tgt_g.live_head || tgt_g.live_head->seq > target;
     pthread_mutex_unlock(&tgt_g.mtx);
@@ -205,7 +206,8 @@ void tgt_graph_host_task(const tgt_dep_t *deps, int nd)
     node_list_t wait = {0};
     bool all = false;
     pthread_mutex_lock(&tgt_g.mtx);
-    graph_parked_wait(graph_parked_dep(deps, nd));
+    if (tgt_g.nparked > 0)
+        graph_parked_wait(graph_parked_dep(deps, nd));
     for (int i = 0; i < nd; i++) {
         if (deps[i].type == TGT_DEP_ALL) {
             all = true;
@@ -246,7 +248,7 @@ void tgt_graph_target_task(const tgt_dep_t *deps, int nd)
         return;
     node_list_t wait = {0};
     pthread_mutex_lock(&tgt_g.mtx);
-    for (int i = 0; i < nd; i++)
+    for (int i = 0; tgt_g.nparked_hw > 0 && i < nd; i++)
         graph_parked_wait(graph_parked_hw(deps[i].addr, deps[i].addr + 1,
                                           deps[i].type == TGT_DEP_ALL, UINT64_MAX));
     for (int i = 0; i < nd; i++) {

@@ -287,7 +287,9 @@ extern tgt_graph_state_t tgt_g;
  * (having waited for them) once the nodes parked now with tickets up to
  * `below` are in the graph.  A target task whose node is parked is complete as far as
  * libomp knows: whatever reads the graph on behalf of tasks that follow
- * it (flush points, host tasks, copies of host bytes) calls this first. */
+ * it (flush points, host tasks, copies of host bytes) calls this first.
+ * With tgt_g.nparked 0 (always, while one thread records) there is
+ * nothing to wait for: callers skip these calls then. */
 void graph_parked_wait(uint64_t below);
 /* The highest ticket parked now, below `below`, whose node will write host
  * bytes in [b, e) (anywhere: all), or whose depend list shares an address

@@ -395,6 +395,7 @@ typedef struct tgt_plan {
     size_t nops, cap, npre;
     bool post;
     uint64_t ticket;         /* the construct's place in mapping order (1, 2, ...) */
+    struct tgt_spare *spare; /* its thread's spare arrays (tgt_map.c) */
 } tgt_plan_t;
 /* An empty plan with the next ticket; takes the planning lock (see the
  * lock order), which tgt_plan_mapped releases once the construct's
@@ -416,11 +417,12 @@ ompc_status_t tgt_data_update(const tgt_args_t *a, tgt_plan_t *p);
 /* Device address for a host address inside a mapping (0 if absent). */
 uint64_t tgt_map_dev_addr(const void *host, size_t size, dm_buf_t **buf_p);
 void tgt_mapped_add(tgt_mapped_t *m, dm_buf_t *b);
-/* An empty m whose arrays are this thread's spares; tgt_mapped_release
- * frees the firstprivate copies still in m and gives the arrays back once
- * their contents were taken. */
-void tgt_mapped_begin(tgt_mapped_t *m);
-void tgt_mapped_release(tgt_mapped_t *m);
+/* An empty m whose arrays are the spares of p's thread (p: the
+ * construct's plan, begun on this thread); tgt_mapped_release frees the
+ * firstprivate copies still in m and gives the arrays back once their
+ * contents were taken. */
+void tgt_mapped_begin(tgt_mapped_t *m, const tgt_plan_t *p);
+void tgt_mapped_release(tgt_mapped_t *m, const tgt_plan_t *p);
 void tgt_map_add_global(tgt_global_t *g);
 /* omp_target_associate_ptr: host [host, +size) is backed by b at off until
  * disassociated; OMPC_ERR_INVALID if it overlaps another mapping. */

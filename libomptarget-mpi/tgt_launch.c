@@ -91,7 +91,7 @@ static void launch_record(tgt_ident_t *loc, const tgt_kernel_t *k,
     tgt_plan_t p;
     tgt_plan_begin(&p);
     tgt_mapped_t m;
-    tgt_mapped_begin(&m);
+    tgt_mapped_begin(&m, &p);
     /* A kernel may touch any declare target variable, and through a link
      * variable's pointer the data it is attached to (tgt_data_begin adds
      * what the kernel's buffers point to), even when the region does not

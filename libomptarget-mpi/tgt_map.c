@@ -19,7 +19,8 @@
 /* ----------------------------------------------------------------- plans */
 /* One construct maps at a time (plan_mtx, from tgt_plan_begin to
  * tgt_plan_mapped), and takes a ticket as it starts: nodes enter the graph
- * in ticket order (tgt_rec_construct waits for its turn), so in the order
+ * in ticket order (tgt_rec_construct: one built before its turn is parked
+ * until the one before it enters), so in the order
  * of their mapping-table changes, or another construct could use a mapping
  * whose data ops belong to a node not in the graph yet.  Between the two
  * steps a construct holds no lock: several threads build their nodes
@@ -35,7 +36,7 @@ static uint64_t plan_tickets; /* plan_mtx: the last ticket taken */
  * past plan_mtx; freed when the thread ends.  An array grown past
  * SPARE_MAX entries is freed instead of kept. */
 #define SPARE_MAX 4096
-static _Thread_local struct {
+struct tgt_spare {
     tgt_plan_op_t *ops;
     size_t capops;
     dm_buf_t **bufs, **temps;
@@ -43,18 +44,21 @@ static _Thread_local struct {
     uint64_t *kargs;
     size_t capkargs;
     bool keyed; /* spare_key set on this thread: spare_free runs at its end */
-} spare;
+};
+/* Reached once per construct (tgt_plan_begin), then through the plan: in
+ * a shared library each access to a thread-local variable is a call. */
+static _Thread_local struct tgt_spare spare;
 static pthread_key_t spare_key;
 static pthread_once_t spare_once = PTHREAD_ONCE_INIT;
 
-static void spare_free(void *unused)
+static void spare_free(void *arg)
 {
-    (void)unused;
-    free(spare.ops);
-    free(spare.bufs);
-    free(spare.temps);
-    free(spare.kargs);
-    memset(&spare, 0, sizeof(spare));
+    struct tgt_spare *sp = arg;
+    free(sp->ops);
+    free(sp->bufs);
+    free(sp->temps);
+    free(sp->kargs);
+    memset(sp, 0, sizeof(*sp));
 }
 
 static void spare_key_make(void)
@@ -63,37 +67,39 @@ static void spare_key_make(void)
         ompc_fatal("cannot create the recording threads' key");
 }
 
-/* Array arr (capacity n) becomes spare field F of `spare` unless
- * one is there already or it is too large to keep; else it is freed. */
-#define SPARE_KEEP(F, arr, n)                                                            \
+static void spare_keyed(struct tgt_spare *sp)
+{
+    pthread_once(&spare_once, spare_key_make);
+    pthread_setspecific(spare_key, sp);
+    sp->keyed = true;
+}
+
+/* Array arr (capacity n) becomes spare field F of sp (this thread's)
+ * unless one is there already or it is too large to keep; else it is
+ * freed. */
+#define SPARE_KEEP(sp, F, arr, n)                                                        \
     do {                                                                                 \
-        if (!spare.F && (n) <= SPARE_MAX) {                                              \
-            spare.F = (arr);                                                             \
-            spare.cap##F = (n);                                                          \
-            spare_keyed();                                                               \
+        if (!(sp)->F && (n) <= SPARE_MAX) {                                              \
+            (sp)->F = (arr);                                                             \
+            (sp)->cap##F = (n);                                                          \
+            if (!(sp)->keyed)                                                            \
+                spare_keyed(sp);                                                         \
         } else {                                                                         \
             free(arr);                                                                   \
         }                                                                                \
     } while (0)
 
-static void spare_keyed(void)
-{
-    if (spare.keyed)
-        return;
-    pthread_once(&spare_once, spare_key_make);
-    pthread_setspecific(spare_key, &spare);
-    spare.keyed = true;
-}
-
 void tgt_plan_begin(tgt_plan_t *p)
 {
+    struct tgt_spare *sp = &spare;
     memset(p, 0, sizeof(*p));
+    p->spare = sp;
+    p->ops = sp->ops;
+    p->cap = sp->capops;
+    sp->ops = NULL;
+    sp->capops = 0;
     pthread_mutex_lock(&plan_mtx);
     p->ticket = ++plan_tickets;
-    p->ops = spare.ops;
-    p->cap = spare.capops;
-    spare.ops = NULL;
-    spare.capops = 0;
 }
 
 void tgt_plan_mapped(tgt_plan_t *p)
@@ -102,27 +108,29 @@ void tgt_plan_mapped(tgt_plan_t *p)
     pthread_mutex_unlock(&plan_mtx);
 }
 
-void tgt_mapped_begin(tgt_mapped_t *m)
+void tgt_mapped_begin(tgt_mapped_t *m, const tgt_plan_t *p)
 {
+    struct tgt_spare *sp = p->spare;
     memset(m, 0, sizeof(*m));
-    m->bufs = spare.bufs;
-    m->capbufs = spare.capbufs;
-    m->temps = spare.temps;
-    m->captemps = spare.captemps;
-    m->kargs = spare.kargs;
-    m->capkargs = spare.capkargs;
-    spare.bufs = spare.temps = NULL;
-    spare.kargs = NULL;
-    spare.capbufs = spare.captemps = spare.capkargs = 0;
+    m->bufs = sp->bufs;
+    m->capbufs = sp->capbufs;
+    m->temps = sp->temps;
+    m->captemps = sp->captemps;
+    m->kargs = sp->kargs;
+    m->capkargs = sp->capkargs;
+    sp->bufs = sp->temps = NULL;
+    sp->kargs = NULL;
+    sp->capbufs = sp->captemps = sp->capkargs = 0;
 }
 
-void tgt_mapped_release(tgt_mapped_t *m)
+void tgt_mapped_release(tgt_mapped_t *m, const tgt_plan_t *p)
 {
+    struct tgt_spare *sp = p->spare;
     for (size_t i = 0; i < m->ntemps; i++)
         dm_free(tgt_rt->dm, m->temps[i]);
-    SPARE_KEEP(bufs, m->bufs, m->capbufs);
-    SPARE_KEEP(temps, m->temps, m->captemps);
-    SPARE_KEEP(kargs, m->kargs, m->capkargs);
+    SPARE_KEEP(sp, bufs, m->bufs, m->capbufs);
+    SPARE_KEEP(sp, temps, m->temps, m->captemps);
+    SPARE_KEEP(sp, kargs, m->kargs, m->capkargs);
     memset(m, 0, sizeof(*m));
 }
 
@@ -130,7 +138,7 @@ void tgt_plan_post(tgt_plan_t *p) { p->post = true; }
 
 void tgt_plan_end(tgt_plan_t *p)
 {
-    SPARE_KEEP(ops, p->ops, p->cap);
+    SPARE_KEEP(p->spare, ops, p->ops, p->cap);
     memset(p, 0, sizeof(*p));
 }
 

@@ -86,8 +86,9 @@ static void op_take_write(tgt_node_t *n, const tgt_plan_op_t *po, uint64_t ticke
 {
     for (;;) {
         pthread_mutex_lock(&tgt_g.mtx);
-        graph_parked_wait(graph_parked_hw((uintptr_t)po->src,
-                                          (uintptr_t)po->src + po->len, false, ticket));
+        if (tgt_g.nparked_hw > 0)
+            graph_parked_wait(graph_parked_hw(
+                (uintptr_t)po->src, (uintptr_t)po->src + po->len, false, ticket));
         tgt_node_t *w = host_write_pending((uintptr_t)po->src,
                                            (uintptr_t)po->src + po->len);
         pthread_mutex_unlock(&tgt_g.mtx);
@@ -498,7 +499,7 @@ void tgt_rec_construct(const tgt_ident_t *loc, const tgt_kernel_t *k, tgt_plan_t
         if (nb)
             memcpy(n->bufs, m->bufs, nb * sizeof(*n->bufs));
         n->nbufs = nb;
-        tgt_mapped_release(m);
+        tgt_mapped_release(m, p);
     }
     if (nwr)
         memcpy(n->wr, wr, nwr * sizeof(*n->wr));
@@ -510,7 +511,7 @@ void tgt_rec_construct(const tgt_ident_t *loc, const tgt_kernel_t *k, tgt_plan_t
 
     pthread_mutex_lock(&tgt_g.mtx);
     node_enter(n, p->ticket, deps, ndeps, wait);
-    if (wait) /* its thread waits for n: n must be in the graph */
+    if (wait && tgt_g.nparked > 0) /* its thread waits for n: n must be in the graph */
         graph_parked_wait(p->ticket);
     size_t npend = tgt_g.npend;
     uint64_t nlive = tgt_g.nlive;
