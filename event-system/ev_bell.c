@@ -256,26 +256,42 @@ bool ev_bell_ping(ev_ctx_t *ctx, int peer, bool pong)
     return true;
 }
 
-/* Empties fd: rings are dropped, liveness datagrams of this job counted
- * and pings answered. */
+/* Datagrams bell_drain takes per system call. */
+#define BELL_DRAIN_BATCH 16
+
+/* Empties a socket: rings are dropped, liveness datagrams of this job
+ * counted and pings answered.  One recvmmsg takes every datagram waiting
+ * (up to BELL_DRAIN_BATCH): a read per datagram and one more to see the
+ * socket empty cost a woken gate two system calls per ring, each near a
+ * microsecond on a VM (docs/performance.md, "system calls per task"). */
 static void bell_drain(ev_ctx_t *ctx, int fd)
 {
     ev_bell_t *b = &ctx->bell;
     union {
         bell_live_t live;
         char bytes[64];
-    } buf;
-    ssize_t n;
-    while ((n = read(fd, &buf, sizeof(buf))) > 0) {
-        if ((size_t)n != sizeof(bell_live_t) || buf.live.magic != BELL_LIVE_MAGIC ||
-            buf.live.job != b->job || buf.live.pong > 1 || buf.live.rank < 0 ||
-            buf.live.rank >= ctx->size || buf.live.rank == ctx->rank)
-            continue;
-        atomic_store_explicit(&b->alive[buf.live.rank], ompc_now_ns(),
-                              memory_order_relaxed);
-        if (!buf.live.pong)
-            ev_bell_ping(ctx, buf.live.rank, true);
+    } buf[BELL_DRAIN_BATCH];
+    struct iovec iov[BELL_DRAIN_BATCH];
+    struct mmsghdr mh[BELL_DRAIN_BATCH];
+    for (int i = 0; i < BELL_DRAIN_BATCH; i++) {
+        iov[i] = (struct iovec){.iov_base = &buf[i], .iov_len = sizeof(buf[i])};
+        mh[i] = (struct mmsghdr){.msg_hdr = {.msg_iov = &iov[i], .msg_iovlen = 1}};
     }
+    int n;
+    do {
+        n = recvmmsg(fd, mh, BELL_DRAIN_BATCH, MSG_DONTWAIT, NULL);
+        for (int i = 0; i < n; i++) {
+            const bell_live_t *l = &buf[i].live;
+            if (mh[i].msg_len != sizeof(bell_live_t) || l->magic != BELL_LIVE_MAGIC ||
+                l->job != b->job || l->pong > 1 || l->rank < 0 || l->rank >= ctx->size ||
+                l->rank == ctx->rank)
+                continue;
+            atomic_store_explicit(&b->alive[l->rank], ompc_now_ns(),
+                                  memory_order_relaxed);
+            if (!l->pong)
+                ev_bell_ping(ctx, l->rank, true);
+        }
+    } while (n == BELL_DRAIN_BATCH);
 }
 
 void ev_bell_poll(ev_ctx_t *ctx)
@@ -300,7 +316,12 @@ bool ev_bell_wait(ev_ctx_t *ctx, uint64_t us)
     struct timespec ts = {(time_t)(us / 1000000u), (long)(us % 1000000u) * 1000};
     if (ppoll(fds, n, &ts, NULL) <= 0)
         return false;
-    for (nfds_t i = 0; i < n; i++)
+    /* One read resets the eventfd's counter. */
+    uint64_t count;
+    if ((fds[0].revents & POLLIN) && read(b->fd_wake, &count, sizeof(count)) < 0 &&
+        errno != EAGAIN)
+        ompc_trace("gate wake-up: %s", strerror(errno));
+    for (nfds_t i = 1; i < n; i++)
         if (fds[i].revents & POLLIN)
             bell_drain(ctx, fds[i].fd);
     return true;

@@ -1013,6 +1013,16 @@ void ev_gate_hold(ev_ctx_t *ctx, bool held)
     }
 }
 
+void ev_gate_work_by(ev_ctx_t *ctx, uint64_t ns)
+{
+    if (ns == 0)
+        ns = 1;
+    uint64_t cur = atomic_load(&ctx->gate_work_by);
+    while ((cur == 0 || ns < cur) &&
+           !atomic_compare_exchange_weak(&ctx->gate_work_by, &cur, ns))
+        ;
+}
+
 bool ev_chunks_in_flight(const ev_ctx_t *ctx)
 {
     return atomic_load_explicit(&ctx->chunks, memory_order_relaxed) > 0;
@@ -1081,11 +1091,32 @@ static int progress_try(ev_ctx_t *ctx)
  * just heard from us does not ring). */
 static bool gate_nap(ev_ctx_t *ctx, uint64_t us)
 {
+    /* Not past the time the rank's work asked to run by (ev_gate_work_by):
+     * a nap that ends there counts as a wake-up, and the next pass runs
+     * the work. */
+    uint64_t by = atomic_load(&ctx->gate_work_by);
+    bool clamped = false;
+    if (by) {
+        uint64_t now = ompc_now_ns();
+        if (by <= now) {
+            atomic_compare_exchange_strong(&ctx->gate_work_by, &by, 0);
+            return true;
+        }
+        uint64_t left = (by - now + 999u) / 1000u;
+        if (left < us) {
+            us = left;
+            clamped = true;
+        }
+    }
     bool woken = true;
     atomic_store(&ctx->gate_sleeping, 1);
     if (!atomic_load(&ctx->inbox_nonempty))
         woken = ev_bell_wait(ctx, us);
     atomic_store(&ctx->gate_sleeping, 0);
+    if (!woken && clamped) {
+        atomic_compare_exchange_strong(&ctx->gate_work_by, &by, 0);
+        woken = true;
+    }
     return woken;
 }
 

@@ -247,6 +247,9 @@ struct ev_ctx {
     /* ev_gate_hold: the gate is in long work of the rank (a kernel that
      * may take page faults); waiters drive progress themselves. */
     _Atomic int gate_held;
+    /* ev_gate_work_by: the earliest time the gate's work must run again
+     * (0: none); the gate clears it when it wakes for it. */
+    _Atomic uint64_t gate_work_by;
 
     /* handler queue (MPMC: gate -> handlers) */
     pthread_mutex_t hq_mtx;

@@ -261,6 +261,12 @@ void ev_set_peer_describe(ev_ctx_t *ctx, ev_peer_describe_fn_t fn, void *arg);
  * free that work's argument. */
 typedef bool (*ev_gate_work_fn_t)(void *arg);
 void ev_set_gate_work(ev_ctx_t *ctx, ev_gate_work_fn_t fn, void *arg);
+/* The gate's work must run again by about ns (ompc_now_ns's clock), even if
+ * nothing rings the rank meanwhile: a napping gate wakes then (the
+ * earliest of all such times asked since it last woke for one).  Any
+ * thread; an atomic minimum, no system call (a gate already asleep sees
+ * it at its next wake-up: call it from the gate's own work, or ring). */
+void ev_gate_work_by(ev_ctx_t *ctx, uint64_t ns);
 /* From the gate's work only, around work that may itself wait for events
  * through other threads (a kernel whose page faults another thread
  * serves): while held, every thread that waits on an event drives

@@ -121,6 +121,7 @@ struct ahd_exec {
     tgt_wire_done_t dq[D_RELAXED_MAX]; /* completions not sent yet */
     size_t dn;
     uint64_t dt0;            /* when the oldest of them was done */
+    bool dq_gate;            /* the gate sends them when due (gate_work) */
     kstat_t *kstat;          /* per kernel */
     bool prompt;             /* the head may wait for a completion */
     uint64_t gen;            /* the head's generation prompt came with */
@@ -769,6 +770,7 @@ static size_t dq_take(ahd_exec_t *x, tgt_wire_done_t *out)
     size_t n = x->dn;
     memcpy(out, x->dq, n * sizeof(*out));
     x->dn = 0;
+    x->dq_gate = false;
     return n;
 }
 
@@ -851,15 +853,19 @@ static void task_done(ahd_exec_t *x, ahd_task_t *t, ompc_status_t st, uint64_t n
                                        .hop_rank = t->hop_rank};
     /* A kernel's first run (HEFT waits for its cost) and a failure (the
      * head ends the job naming it) go at once.  Where the gate runs the
-     * ready queue it sends them when due (gate_work); a kernel thread
-     * asleep without a time limit is woken to wait for the oldest one's
-     * age limit, since the gate may nap for up to OMPC_POLL_MAX_US. */
+     * ready queue it sends them when due (gate_work), and naps no longer
+     * than the oldest one's age limit (ev_gate_work_by): waking a kernel
+     * thread to keep that time cost two wake-ups per completion message
+     * (docs/performance.md, "system calls per task").  Those a kernel
+     * thread holds, it sends itself when due (engine_main). */
     bool gate_exec = atomic_load_explicit(&x->gate_exec, memory_order_relaxed);
     if (!nout &&
         ((on_gate && !gate_exec) || runs == 1 || st != OMPC_OK || dq_due(x, now)))
         nout = dq_take(x, out);
-    else if (!nout && gate_exec && x->dn == 1)
-        pthread_cond_signal(&x->cv);
+    else if (!nout && on_gate && x->dn == 1) {
+        x->dq_gate = true;
+        ev_gate_work_by(tgt_rt->ev, x->dt0 + dq_max_age(x));
+    }
     pthread_mutex_unlock(&x->mtx);
     if (banned_now)
         ompc_info("rank %d: a kernel short in %llu runs took %.3f ms on the gate "
@@ -881,11 +887,18 @@ static void task_done(ahd_exec_t *x, ahd_task_t *t, ompc_status_t st, uint64_t n
 static void run_task(ahd_exec_t *x, ahd_task_t *t, bool on_gate)
 {
     uint64_t ns = 0, cpu_ns = 0;
+    /* A run on the gate, where it runs the ready queue, is judged by its
+     * CPU time (task_done).  A thread's CPU clock is a system call (2 us
+     * on a VM, docs/performance.md, "system calls per task"): OMPC_STATS
+     * reads it around the kernel anyway (tgt_kernel_cpu_ns); else it is
+     * read here before, and after only when the wall time passes
+     * GATE_BAN_NS, since the CPU time cannot exceed the wall time. */
     bool cpu = on_gate && atomic_load_explicit(&x->gate_exec, memory_order_relaxed);
+    bool own_clock = cpu && !tgt_rt->stats;
     struct timespec c0 = {0}, c1 = {0};
     if (on_gate)
         atomic_fetch_add_explicit(&x->gate_runs, 1, memory_order_relaxed);
-    if (cpu)
+    if (own_clock)
         clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c0);
     /* A kernel on the gate may take a page fault, whose page the service
      * thread fetches with messages the gate would move: while it runs,
@@ -903,9 +916,14 @@ static void run_task(ahd_exec_t *x, ahd_task_t *t, bool on_gate)
     tgt_kernel_seq = 0;
     if (on_gate)
         ev_gate_hold(tgt_rt->ev, false);
-    if (cpu && clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c1) == 0)
+    if (cpu && tgt_kernel_cpu_ns != UINT64_MAX)
+        cpu_ns = tgt_kernel_cpu_ns;
+    else if (own_clock && ns > GATE_BAN_NS &&
+             clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c1) == 0)
         cpu_ns = (uint64_t)((c1.tv_sec - c0.tv_sec) * 1000000000LL +
                             (c1.tv_nsec - c0.tv_nsec));
+    else if (cpu)
+        cpu_ns = ns;
     if (tgt_kernel_faulted) {
         /* Served, but slowly: while a kernel on the gate waits for a page
          * this rank receives only what its waiting threads poll for.  A
@@ -959,6 +977,8 @@ static bool gate_work(void *arg)
     if (!x->stop) {
         if (dq_due(x, ompc_now_ns()))
             nout = dq_take(x, out);
+        else if (x->dq_gate)
+            ev_gate_work_by(tgt_rt->ev, x->dt0 + dq_max_age(x)); /* may have shrunk */
         /* A task queued here woke no kernel thread (make_ready); one the
          * gate does not run after all goes to a kernel thread: its kernel
          * ran long since it was queued, or a transfer of this rank is in
@@ -1039,9 +1059,10 @@ static void *engine_main(void *arg)
             atomic_store(&x->hot, 0);
             hot_until = 0;
             pthread_mutex_lock(&x->mtx);
-        } else if (x->dn) {
+        } else if (x->dn && !x->dq_gate) {
             /* Completions held while inputs are awaited: they go when
-             * due, or when their age is up. */
+             * due, or when their age is up (unless the gate keeps that
+             * time, dq_gate). */
             hot_until = 0;
             uint64_t due = x->dt0 + dq_max_age(x);
             struct timespec ts = {(time_t)(due / 1000000000u), (long)(due % 1000000000u)};

@@ -337,6 +337,10 @@ void tgt_kernel_where(const char *name, char *buf, size_t cap);
 /* Set by tgt_kernel_run on its thread: device pages were fetched on demand
  * on this executor while the kernel ran. */
 extern _Thread_local bool tgt_kernel_faulted;
+/* Set by tgt_kernel_run on its thread: the CPU time the kernel took on it,
+ * where OMPC_STATS measures it (else UINT64_MAX).  A thread's CPU clock is
+ * a system call: a caller that needs the figure too reads this one. */
+extern _Thread_local uint64_t tgt_kernel_cpu_ns;
 /* Set around tgt_kernel_run by launch ahead: the task's seq (else 0), for
  * the head's check of writes through faults. */
 extern _Thread_local uint64_t tgt_kernel_seq;

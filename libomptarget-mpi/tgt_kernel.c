@@ -13,6 +13,7 @@
 
 /* ---------------------------------------------------------- executors */
 _Thread_local bool tgt_kernel_faulted;
+_Thread_local uint64_t tgt_kernel_cpu_ns = UINT64_MAX;
 _Thread_local uint64_t tgt_kernel_seq;
 void (*tgt_kernel_before)(void);
 
@@ -41,6 +42,7 @@ ompc_status_t tgt_kernel_run(const void *args, size_t args_size, uint64_t *ns_p,
                              tgt_wire_kernel_view_t *v_p)
 {
     *ns_p = 0;
+    tgt_kernel_cpu_ns = UINT64_MAX;
     int idx = tgt_kernel_msg_index(args, args_size);
     if (idx < 0)
         return OMPC_ERR_INVALID;
@@ -139,9 +141,9 @@ ompc_status_t tgt_kernel_run(const void *args, size_t args_size, uint64_t *ns_p,
             clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c1);
             int64_t cpu_ns = (int64_t)(c1.tv_sec - c0.tv_sec) * 1000000000 +
                              (c1.tv_nsec - c0.tv_nsec);
+            tgt_kernel_cpu_ns = cpu_ns > 0 ? (uint64_t)cpu_ns : 0;
             atomic_fetch_add_explicit(&tgt_rt->kernel_ns, t1 - t0, memory_order_relaxed);
-            atomic_fetch_add_explicit(&tgt_rt->kernel_cpu_ns,
-                                      cpu_ns > 0 ? (uint64_t)cpu_ns : 0,
+            atomic_fetch_add_explicit(&tgt_rt->kernel_cpu_ns, tgt_kernel_cpu_ns,
                                       memory_order_relaxed);
             atomic_fetch_add_explicit(&tgt_rt->kernels_here, 1, memory_order_relaxed);
         }
