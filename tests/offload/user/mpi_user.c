@@ -5,7 +5,9 @@
  * overlapping a nowait target task, one-sided MPI_Put on a window over
  * MPI_COMM_WORLD, the Fortran handle of MPI_COMM_WORLD and back, and
  * MPI_Gather of every rank's result to rank 0, which checks it against the
- * serial answer.  Run with OMPC_WORKERS_PER_RANK (or on one rank). */
+ * serial answer.  Run with OMPC_WORKERS_PER_RANK (or on one rank).
+ * argv[1]: no-finalize (return without MPI_Finalize), exit-last (the last
+ * application rank calls exit(5) while the others wait for it). */
 #include <math.h>
 #include <mpi.h>
 #include <stdio.h>
