@@ -207,13 +207,13 @@ static void kernel_missing(const char *name)
         }
         free(plain);
     }
-    ompc_fatal("rank %d: the target region %s%s is missing from the device image: "
-               "the compiler built it for the host only.  clang 19 does this to a "
-               "target region in a template instantiated with a lambda made in a "
-               "function that has a target region holding a lambda of its own; "
-               "pass a named function object there, or move that other target "
-               "region to a function of its own",
-               tgt_rt->rank, name, where);
+    ompc_fatal_user("rank %d: the target region %s%s is missing from the device image: "
+                    "the compiler built it for the host only.  clang 19 does this to a "
+                    "target region in a template instantiated with a lambda made in a "
+                    "function that has a target region holding a lambda of its own; "
+                    "pass a named function object there, or move that other target "
+                    "region to a function of its own",
+                    tgt_rt->rank, name, where);
 }
 
 /* Executors: load the device image from our own binary, resolve kernels
