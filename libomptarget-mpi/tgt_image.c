@@ -181,6 +181,41 @@ void tgt_image_read_entries(const tgt_bin_desc_t *desc)
     qsort(tgt_rt->kernels, (size_t)tgt_rt->nkernels, sizeof(tgt_kernel_t), kernel_cmp);
 }
 
+/* A target region the host has and the device image lacks: the compiler
+ * built it for the host only.  Names it by its function (demangled when
+ * the program is C++ and so has the demangler) and line, and the one cause
+ * seen in practice with clang 19 (docs/cxx.md). */
+static void kernel_missing(const char *name)
+{
+    char where[512];
+    tgt_kernel_where(name, where, sizeof(where));
+    const char *p = strstr(where, "(_Z");
+    const char *comma = p ? strstr(p, ", line ") : NULL;
+    typedef char *demangle_fn(const char *, char *, size_t *, int *);
+    demangle_fn *demangle = NULL;
+    void *sym = p && comma ? dlsym(RTLD_DEFAULT, "__cxa_demangle") : NULL;
+    memcpy(&demangle, &sym, sizeof(sym));
+    if (demangle) {
+        char mangled[sizeof(where)];
+        snprintf(mangled, sizeof(mangled), "%.*s", (int)(comma - p - 1), p + 1);
+        int status = -1;
+        char *plain = demangle(mangled, NULL, NULL, &status);
+        if (status == 0 && plain) {
+            char line[64];
+            snprintf(line, sizeof(line), "%s", comma);
+            snprintf(where, sizeof(where), " (in %s%s", plain, line);
+        }
+        free(plain);
+    }
+    ompc_fatal_user("rank %d: the target region %s%s is missing from the device image: "
+                    "the compiler built it for the host only.  clang 19 does this to a "
+                    "target region in a template instantiated with a lambda made in a "
+                    "function that has a target region holding a lambda of its own; "
+                    "pass a named function object there, or move that other target "
+                    "region to a function of its own",
+                    tgt_rt->rank, name, where);
+}
+
 /* Executors: load the device image from our own binary, resolve kernels
  * and globals by name.  The image is an ELF shared object; dlopen wants a
  * file, so it goes through an anonymous memory file. */
@@ -211,8 +246,7 @@ void tgt_image_load(const tgt_bin_desc_t *desc)
         tgt_kernel_t *k = &tgt_rt->kernels[i];
         k->fn = dlsym(tgt_rt->image, k->name);
         if (!k->fn)
-            ompc_fatal("rank %d: kernel %s missing from the device image", tgt_rt->rank,
-                       k->name);
+            kernel_missing(k->name);
     }
     for (int i = 0; i < tgt_rt->nglobals; i++) {
         tgt_global_t *g = &tgt_rt->globals[i];

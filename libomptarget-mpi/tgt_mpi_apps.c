@@ -192,6 +192,39 @@ static void check_may_use_mpi(const char *call)
 }
 
 /* ------------------------------------------------- start and end of MPI */
+/* An application rank leaving without MPI_Finalize (exit() or main's
+ * return; registered at the program's MPI_Init, so it runs before ompc's
+ * own shutdown).  Under plain MPI the launcher ends the job when a rank
+ * leaves so; under ompc the rank would wait at its shutdown for the others,
+ * which may be waiting for it in a collective: a hang.  A non-zero status
+ * ends the job at once with that code, naming the rank; status 0 waits (the
+ * others may be ending too) after a warning saying what a hang would mean. */
+static void app_exit_hook(int status, void *arg)
+{
+    (void)arg;
+    if (!apps.on || apps.app == MPI_COMM_NULL || apps.app_fin || ompc_aborting())
+        return;
+    char host[64] = "?";
+    gethostname(host, sizeof(host) - 1);
+    fflush(stdout);
+    if (status == 0) {
+        ompc_warn("application rank %d of %d ends without calling MPI_Finalize: "
+                  "it waits for the other application ranks to end (under plain "
+                  "MPI the job would end here), so one waiting for it in an MPI "
+                  "call hangs the job; call MPI_Finalize before returning",
+                  apps.app_rank, apps.app_size);
+        return;
+    }
+    ompc_set_aborting();
+    fprintf(stderr,
+            "[ompc r%d] fatal: application rank %d of %d (rank %d of the job, pid "
+            "%lld on %s) exits with status %d without calling MPI_Finalize; the job "
+            "ends with exit code %d\n",
+            apps.world_rank, apps.app_rank, apps.app_size, apps.world_rank,
+            (long long)getpid(), host, status, status & 0xff);
+    guard_abort(status & 0xff);
+}
+
 static int app_init(const char *call, int required, int *provided)
 {
     check_may_use_mpi(call);
@@ -200,6 +233,8 @@ static int app_init(const char *call, int required, int *provided)
                         "initialised once per process",
                         call, apps.app_fin ? " (after MPI_Finalize)" : "");
     apps.app_init = true;
+    if (apps.on && apps.app != MPI_COMM_NULL && on_exit(app_exit_hook, NULL) != 0)
+        ompc_warn("cannot register the exit check of application rank %d", apps.app_rank);
     if (provided)
         *provided = required < MPI_THREAD_SINGLE     ? MPI_THREAD_SINGLE
                     : required > MPI_THREAD_MULTIPLE ? MPI_THREAD_MULTIPLE

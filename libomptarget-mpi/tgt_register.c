@@ -552,6 +552,7 @@ void __tgt_unregister_lib(tgt_bin_desc_t *desc)
         return;
     }
     uint64_t t_sd0 = ompc_now_ns();
+    tgt_calls_close();
     tgt_graph_fini();
     tgt_model_fini();
     if (tgt_rt->info) {
