@@ -14,20 +14,22 @@
 /* args {addr, span}: map the pages and expose them to events. */
 static ompc_status_t dm_fn_commit(ev_exec_info_t *info)
 {
-    uint64_t a[2];
+    uint64_t a[3];
     if (info->args_size != sizeof(a))
         return OMPC_ERR_INVALID;
     memcpy(a, info->args, sizeof(a));
-    return dm_exec_commit(info->ctx, a[0], a[1]);
+    return dm_exec_commit(info->ctx, a[0], a[1], a[2]);
 }
 
 /* A launch that runs ahead commits its buffers itself (tgt_ahead.c), so a
  * commit may find the pages there already: mapping them again would
  * replace their data with zeros. */
-ompc_status_t dm_exec_commit(ev_ctx_t *ev, dm_addr_t addr, size_t span)
+ompc_status_t dm_exec_commit(ev_ctx_t *ev, dm_addr_t addr, size_t span, uint64_t epoch)
 {
-    return dm_pages_commit(ev, (uintptr_t)addr, span);
+    return dm_pages_commit(ev, (uintptr_t)addr, span, epoch);
 }
+
+static void cand_remove(dm_ctx_t *dm, int exec, dm_buf_t *b);
 
 /* args {addr, span}: forget the pages (memory goes back to the system, the
  * addresses stay reserved). */
@@ -120,12 +122,19 @@ ompc_status_t dm_ctx_create(ev_ctx_t *ev, dm_ctx_t **dm_p)
     dm->nexec = size > 1 ? size - 1 : 1;
     dm->exec_rank = calloc((size_t)dm->nexec, sizeof(int));
     dm->kept = calloc((size_t)dm->nexec, sizeof(size_t));
-    if (!dm->exec_rank || !dm->kept) {
+    dm->cand = calloc((size_t)dm->nexec, sizeof(*dm->cand));
+    dm->ncand = calloc(2 * (size_t)dm->nexec, sizeof(size_t));
+    if (!dm->exec_rank || !dm->kept || !dm->cand || !dm->ncand) {
         free(dm->exec_rank);
         free(dm->kept);
+        free(dm->cand);
+        free(dm->ncand);
         free(dm);
         return OMPC_ERR_NOMEM;
     }
+    dm->capcand = dm->ncand + dm->nexec;
+    /* With one rank the head is the only executor: no copy elsewhere. */
+    dm->close_stale = size > 1 && ompc_config_get()->page_faults;
     dm->keep_max = (size_t)ompc_config_get()->device_keep;
     for (int i = 0; i < dm->nexec; i++)
         dm->exec_rank[i] = size > 1 ? i + 1 : 0;
@@ -139,6 +148,8 @@ ompc_status_t dm_ctx_create(ev_ctx_t *ev, dm_ctx_t **dm_p)
     if (st != OMPC_OK) {
         free(dm->exec_rank);
         free(dm->kept);
+        free(dm->cand);
+        free(dm->ncand);
         free(dm);
         return st;
     }
@@ -184,6 +195,10 @@ void dm_ctx_destroy(dm_ctx_t *dm)
     munmap((void *)dm->va_base, dm->va_size);
     pthread_mutex_destroy(&dm->mtx);
     pthread_cond_destroy(&dm->pin_cond);
+    for (int i = 0; i < dm->nexec; i++)
+        free(dm->cand[i]);
+    free(dm->cand);
+    free(dm->ncand);
     free(dm->exec_rank);
     free(dm->kept);
     free(dm->pstats);
@@ -200,7 +215,7 @@ static dm_buf_t *dm_buf_new(dm_ctx_t *dm, size_t size)
     /* One block: a buffer is made per mapped region (a task's firstprivate
      * copy too), so five more allocations each were a cost per task. */
     size_t P = (size_t)dm->nexec;
-    size_t words = (sizeof(dm_buf_t) + 7) / 8 + 3 * P + (2 * P + 7) / 8;
+    size_t words = (sizeof(dm_buf_t) + 7) / 8 + 4 * P + (3 * P + 7) / 8;
     uint64_t *blk = calloc(words, 8);
     if (!blk)
         return NULL;
@@ -209,8 +224,10 @@ static dm_buf_t *dm_buf_new(dm_ctx_t *dm, size_t size)
     b->commit_h = (ev_handle_t **)w;
     b->fetch_h = (ev_handle_t **)(w + P);
     b->fetch_gen = w + 2 * P;
-    b->valid = (uint8_t *)(w + 3 * P);
+    b->cepoch = w + 3 * P;
+    b->valid = (uint8_t *)(w + 4 * P);
     b->committed = b->valid + P;
+    b->cand = b->committed + P;
     b->size = size;
     b->span = (size + DM_PAGE - 1) / DM_PAGE * DM_PAGE;
     if (b->span == 0)
@@ -321,6 +338,9 @@ ompc_status_t dm_free(dm_ctx_t *dm, dm_buf_t *b)
     bool keep = false;
     pthread_mutex_lock(&dm->mtx);
     ompc_tmap_erase(&dm->bufs, b->node.key);
+    for (int i = 0; i < dm->nexec; i++)
+        if (b->cand[i])
+            cand_remove(dm, i, b);
     f->addr = b->node.key;
     f->span = b->span;
     for (int i = 0; i < dm->nexec; i++) {
@@ -367,11 +387,109 @@ static int dm_pick_source(const dm_ctx_t *dm, const dm_buf_t *b, int from)
 }
 
 /* The data changed; tag names who changed it (0: nobody in particular). */
+/* ------------------------------------------- stale copies (mtx held) */
+/* A copy of b that an executor keeps mapped after the data changed
+ * elsewhere would be read, old, by a kernel there that reaches it through
+ * a pointer; the launch of a later task there lists it for closing
+ * (dm_stale_take, docs/architecture.md "Device pages on demand"). */
+static void cand_remove(dm_ctx_t *dm, int exec, dm_buf_t *b)
+{
+    dm_buf_t **v = dm->cand[exec];
+    for (size_t i = 0; i < dm->ncand[exec]; i++)
+        if (v[i] == b) {
+            v[i] = v[--dm->ncand[exec]];
+            break;
+        }
+    b->cand[exec] = 0;
+}
+
+/* Every executor but `except` that has b's pages mapped. */
+static void stale_note(dm_ctx_t *dm, dm_buf_t *b, int except)
+{
+    if (!dm->close_stale || b->fixed)
+        return;
+    for (int e = 0; e < dm->nexec; e++) {
+        if (e == except || b->cand[e] || b->committed[e] == DM_COMMIT_NONE)
+            continue;
+        if (dm->ncand[e] == dm->capcand[e]) {
+            size_t nc = dm->capcand[e] ? 2 * dm->capcand[e] : 16;
+            dm_buf_t **v = realloc(dm->cand[e], nc * sizeof(*v));
+            if (!v)
+                ompc_fatal("out of memory tracking device copies");
+            dm->cand[e] = v;
+            dm->capcand[e] = nc;
+        }
+        dm->cand[e][dm->ncand[e]++] = b;
+        b->cand[e] = 1;
+    }
+}
+
+void dm_stale_note(dm_ctx_t *dm, dm_buf_t *b, int writer)
+{
+    pthread_mutex_lock(&dm->mtx);
+    stale_note(dm, b, writer);
+    pthread_mutex_unlock(&dm->mtx);
+}
+
+size_t dm_stale_take(dm_ctx_t *dm, int exec, dm_stale_fn_t judge, void *arg,
+                     dm_stale_copy_t **out_p)
+{
+    *out_p = NULL;
+    if (!dm->close_stale)
+        return 0;
+    size_t n = 0, cap = 0;
+    dm_stale_copy_t *out = NULL;
+    pthread_mutex_lock(&dm->mtx);
+    for (size_t i = 0; i < dm->ncand[exec];) {
+        dm_buf_t *b = dm->cand[exec][i];
+        uint8_t *c = &b->committed[exec];
+        if (*c == DM_COMMIT_SENT && b->commit_h[exec] &&
+            ev_test(b->commit_h[exec]) != OMPC_INPROGRESS) {
+            *c = DM_COMMIT_DONE;
+            ev_handle_release(b->commit_h[exec]);
+            b->commit_h[exec] = NULL;
+        }
+        dm_stale_t v = *c == DM_COMMIT_NONE ? DM_STALE_CURRENT : judge(b, arg);
+        if (v == DM_STALE_UNKNOWN)
+            v = b->valid[exec] || !b->has_data ? DM_STALE_CURRENT
+                : b->fetch_h[exec]             ? DM_STALE_LATER
+                                               : DM_STALE_YES;
+        /* A commit still travelling (claimed, maybe not sent yet) comes
+         * with a launch before the writer's, so it lands before the task
+         * starts there: the close, numbered later, still applies. */
+        if (v == DM_STALE_LATER) {
+            i++;
+            continue;
+        }
+        if (v == DM_STALE_YES) {
+            if (n == cap) {
+                cap = cap ? 2 * cap : 8;
+                dm_stale_copy_t *o = realloc(out, cap * sizeof(*o));
+                if (!o)
+                    ompc_fatal("out of memory launching a kernel");
+                out = o;
+            }
+            b->cepoch[exec] = ++dm->close_ctr;
+            out[n++] = (dm_stale_copy_t){b->node.key, b->span, b->cepoch[exec]};
+            /* Gone from there: a later task there that names the buffer
+             * commits it again and gets its data. */
+            *c = DM_COMMIT_NONE;
+            b->valid[exec] = 0;
+        }
+        dm->cand[exec][i] = dm->cand[exec][--dm->ncand[exec]];
+        b->cand[exec] = 0;
+    }
+    pthread_mutex_unlock(&dm->mtx);
+    *out_p = out;
+    return n;
+}
+
 static void dm_changed(dm_ctx_t *dm, dm_buf_t *b, uint64_t tag)
 {
     b->wgen++;
     b->wtag = tag ? tag : (UINT64_C(1) << 63) | ++dm->tag_ctr;
     memset(b->valid, 0, (size_t)dm->nexec);
+    stale_note(dm, b, -1);
 }
 
 /* Forget the snapshot's memory (the caller's, if borrowed, stays). */
@@ -618,7 +736,7 @@ static ompc_status_t acquire_pass(dm_ctx_t *dm, int exec, dm_buf_t *const *bufs,
         }
         if (b->committed[exec] == DM_COMMIT_DONE)
             continue;
-        uint64_t args[2] = {b->node.key, b->span};
+        uint64_t args[3] = {b->node.key, b->span, b->cepoch[exec]};
         ev_handle_t *h;
         ompc_status_t st = ev_execute(dm->ev, rank, dm->fn_commit, args, sizeof(args),
                                       NULL, 0, &h);
@@ -899,6 +1017,14 @@ void dm_commit_claimed(dm_ctx_t *dm, int exec, dm_buf_t *const *bufs, size_t n,
     }
     pthread_cond_broadcast(&dm->pin_cond);
     pthread_mutex_unlock(&dm->mtx);
+}
+
+uint64_t dm_buf_commit_epoch(dm_ctx_t *dm, dm_buf_t *b, int exec)
+{
+    pthread_mutex_lock(&dm->mtx);
+    uint64_t c = b->cepoch[exec];
+    pthread_mutex_unlock(&dm->mtx);
+    return c;
 }
 
 uint64_t dm_buf_wtag(dm_ctx_t *dm, dm_buf_t *b)
