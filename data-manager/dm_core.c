@@ -50,6 +50,17 @@ static ompc_status_t dm_fn_decommit(ev_exec_info_t *info)
     return st;
 }
 
+/* args {addr, span, epoch}: close a stale copy now (dm_close_now). */
+static ompc_status_t dm_fn_close(ev_exec_info_t *info)
+{
+    uint64_t a[3];
+    if (info->args_size != sizeof(a))
+        return OMPC_ERR_INVALID;
+    memcpy(a, info->args, sizeof(a));
+    dm_pages_close_now((uintptr_t)a[0], (size_t)a[1], a[2]);
+    return OMPC_OK;
+}
+
 /* ------------------------------------------------------------ lifecycle */
 /* Try to reserve [c, c+size) on this rank; every rank learns whether all
  * of them succeeded. */
@@ -145,6 +156,8 @@ ompc_status_t dm_ctx_create(ev_ctx_t *ev, dm_ctx_t **dm_p)
     if (st == OMPC_OK)
         st = ev_fn_register(ev, "dm.decommit", dm_fn_decommit, EV_FN_INLINE,
                             &dm->fn_decommit);
+    if (st == OMPC_OK)
+        st = ev_fn_register(ev, "dm.close", dm_fn_close, EV_FN_INLINE, &dm->fn_close);
     if (st != OMPC_OK) {
         free(dm->exec_rank);
         free(dm->kept);
@@ -1017,6 +1030,29 @@ void dm_commit_claimed(dm_ctx_t *dm, int exec, dm_buf_t *const *bufs, size_t n,
     }
     pthread_cond_broadcast(&dm->pin_cond);
     pthread_mutex_unlock(&dm->mtx);
+}
+
+ompc_status_t dm_close_now(dm_ctx_t *dm, int exec, const dm_stale_copy_t *c, size_t n)
+{
+    ev_handle_t **hs = n ? calloc(n, sizeof(*hs)) : NULL;
+    if (n && !hs)
+        return OMPC_ERR_NOMEM;
+    ompc_status_t first = OMPC_OK;
+    size_t nh = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t args[3] = {c[i].addr, c[i].span, c[i].epoch};
+        ompc_status_t st = ev_execute(dm->ev, dm->exec_rank[exec], dm->fn_close, args,
+                                      sizeof(args), NULL, 0, &hs[nh]);
+        if (st == OMPC_OK)
+            nh++;
+        else if (first == OMPC_OK)
+            first = st;
+    }
+    ompc_status_t st = ev_wait_all(hs, nh);
+    for (size_t i = 0; i < nh; i++)
+        ev_handle_release(hs[i]);
+    free(hs);
+    return first != OMPC_OK ? first : st;
 }
 
 uint64_t dm_buf_commit_epoch(dm_ctx_t *dm, dm_buf_t *b, int exec)

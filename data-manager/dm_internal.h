@@ -64,7 +64,7 @@ struct dm_ctx {
     ev_ctx_t *ev;
     int nexec;
     int *exec_rank;
-    ev_fn_id_t fn_commit, fn_decommit;
+    ev_fn_id_t fn_commit, fn_decommit, fn_close;
     uintptr_t va_base;
     size_t va_size;
     /* head state, under mtx */
@@ -105,6 +105,8 @@ void dm_pages_map_lock(void);
  * data lands; one it wrote through faults stops the rank by name. */
 ompc_status_t dm_pages_commit(ev_ctx_t *ev, uintptr_t addr, size_t span, uint64_t epoch);
 void dm_pages_map_unlock(void);
+/* Close a stale copy at once (dm_close_now's message, gate thread). */
+void dm_pages_close_now(uintptr_t addr, size_t span, uint64_t epoch);
 /* The event system's land hook (ev_set_land_hook). */
 bool dm_pages_land(uintptr_t addr, size_t size, const void *bytes);
 

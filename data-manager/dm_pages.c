@@ -631,6 +631,37 @@ static bool page_dark(dm_pages_t *pg, uintptr_t page)
     return false;
 }
 
+/* map_mtx held: close one stale copy (closes_apply, dm_pages_close_now). */
+static void close_one(dm_pages_t *pg, uintptr_t addr, size_t span, uint64_t epoch)
+{
+    if (!ev_mem_contains(pg->dm->ev, (const void *)addr, span))
+        return;
+    uint64_t committed = 0, landed = 0;
+    ompc_u64map_get(&pg->cepochs, addr, &committed);
+    ompc_u64map_get(&pg->landed, addr, &landed);
+    if (landed >= epoch)
+        return; /* a later launch's data is here already */
+    if (committed >= epoch) {
+        /* A later launch committed it (before this close came, or after)
+         * and its data is on the way: no access until it lands
+         * (dm_pages_land). */
+        if (mprotect((void *)addr, span, PROT_NONE) != 0 ||
+            ompc_u64map_put(&pg->dark, addr, span) != OMPC_OK)
+            ompc_fatal("rank %d: cannot close the stale copy of device buffer %#llx",
+                       ev_ctx_rank(pg->dm->ev), (unsigned long long)addr);
+        atomic_fetch_add(&pg->ndark, 1);
+        return;
+    }
+    if (ev_mem_unregister(pg->dm->ev, (void *)addr) != OMPC_OK ||
+        mmap((void *)addr, span, PROT_NONE,
+             MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1,
+             0) == MAP_FAILED)
+        ompc_fatal("rank %d: cannot close the stale copy of device buffer %#llx",
+                   ev_ctx_rank(pg->dm->ev), (unsigned long long)addr);
+    ompc_trace("rank %d: closed stale copy %#llx (%zu bytes)", ev_ctx_rank(pg->dm->ev),
+               (unsigned long long)addr, span);
+}
+
 /* pg->mtx held, task seq starting: close the stale copies its launch
  * listed.  Unexposed (the event system receives into it no more; a later
  * commit maps it afresh) and without access, its memory returned: a
@@ -645,34 +676,18 @@ static void closes_apply(dm_pages_t *pg, uint64_t seq)
             continue;
         }
         pg->closes[i] = pg->closes[--pg->ncloses];
-        if (!ev_mem_contains(pg->dm->ev, (const void *)c.addr, c.span))
-            continue;
-        uint64_t committed = 0, landed = 0;
-        ompc_u64map_get(&pg->cepochs, c.addr, &committed);
-        ompc_u64map_get(&pg->landed, c.addr, &landed);
-        if (landed >= c.epoch)
-            continue; /* a later launch's data is here already */
-        if (committed >= c.epoch) {
-            /* A later launch committed it (before this close came, or
-             * after) and its data is on the way: no access until it
-             * lands (dm_pages_land). */
-            if (mprotect((void *)c.addr, c.span, PROT_NONE) != 0 ||
-                ompc_u64map_put(&pg->dark, c.addr, c.span) != OMPC_OK)
-                ompc_fatal("rank %d: cannot close the stale copy of device buffer %#llx",
-                           ev_ctx_rank(pg->dm->ev), (unsigned long long)c.addr);
-            atomic_fetch_add(&pg->ndark, 1);
-            continue;
-        }
-        if (ev_mem_unregister(pg->dm->ev, (void *)c.addr) != OMPC_OK ||
-            mmap((void *)c.addr, c.span, PROT_NONE,
-                 MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1,
-                 0) == MAP_FAILED)
-            ompc_fatal("rank %d: cannot close the stale copy of device buffer %#llx",
-                       ev_ctx_rank(pg->dm->ev), (unsigned long long)c.addr);
-        ompc_trace("rank %d: closed stale copy %#llx (%zu bytes) for task %llu",
-                   ev_ctx_rank(pg->dm->ev), (unsigned long long)c.addr, c.span,
-                   (unsigned long long)seq);
+        close_one(pg, c.addr, c.span, c.epoch);
     }
+    dm_pages_map_unlock();
+}
+
+void dm_pages_close_now(uintptr_t addr, size_t span, uint64_t epoch)
+{
+    dm_pages_t *pg = atomic_load(&dm_pages_live);
+    if (!pg)
+        return;
+    dm_pages_map_lock();
+    close_one(pg, addr, span, epoch);
     dm_pages_map_unlock();
 }
 

@@ -181,6 +181,10 @@ typedef struct dm_stale_copy {
     uint64_t addr, span, epoch; /* epoch: the close's number */
 } dm_stale_copy_t;
 void dm_stale_note(dm_ctx_t *dm, dm_buf_t *buf, int writer);
+/* A task launched directly (not ahead) starts as soon as its launch
+ * arrives, after everything it follows: its closes go first, at once
+ * (one message each, waited for). */
+ompc_status_t dm_close_now(dm_ctx_t *dm, int exec, const dm_stale_copy_t *c, size_t n);
 size_t dm_stale_take(dm_ctx_t *dm, int exec, dm_stale_fn_t judge, void *arg,
                      dm_stale_copy_t **out_p);
 /* A forward between executors planned elsewhere, for the statistics. */

@@ -507,6 +507,23 @@ void graph_ahead_launch(tgt_node_t *n, int e, uint64_t t0)
     graph_msg_set(n, NULL, 0);
 }
 
+void graph_close_stale(tgt_node_t *n, int e)
+{
+    dm_ctx_t *dm = tgt_rt->dm;
+    dm_stale_copy_t *closes = NULL;
+    stale_judge_t sj = {n, e};
+    pthread_mutex_lock(&tgt_g.mtx);
+    pthread_mutex_lock(&tgt_g.ahead_mtx);
+    size_t nc = dm_stale_take(dm, e, stale_judge, &sj, &closes);
+    pthread_mutex_unlock(&tgt_g.ahead_mtx);
+    pthread_mutex_unlock(&tgt_g.mtx);
+    ompc_status_t st = nc ? dm_close_now(dm, e, closes, nc) : OMPC_OK;
+    free(closes);
+    if (st != OMPC_OK)
+        TGT_USER_ERROR(n->loc, "closing stale device copies on executor %d failed: %s", e,
+                       ompc_status_str(st));
+}
+
 void graph_ahead_finish(tgt_node_t *n)
 {
     dm_ctx_t *dm = tgt_rt->dm;

@@ -529,6 +529,8 @@ static void node_start(tgt_node_t *n)
     if (st != OMPC_OK)
         TGT_USER_ERROR(n->loc, "moving the region's data to executor %d failed: %s", e,
                        ompc_status_str(st));
+    if (!split)
+        graph_close_stale(n, e); /* copies there it must not read */
     graph_span("transfer", n, "in", t0, ops_bytes(n, 0, n->npre));
     if (tgt_rt->info)
         fprintf(stderr, "[ompc info] r0 task %llu (%s) -> executor %d (rank %d)\n",
