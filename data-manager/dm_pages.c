@@ -779,6 +779,24 @@ static ompc_status_t fetch(dm_pages_t *pg, uintptr_t page, const uint64_t *seqs,
     return OMPC_OK;
 }
 
+/* Service thread, no lock held: a page committed again after a close,
+ * its data still on the way (the launch that brings it names it; that
+ * transfer waits for nothing this kernel does): the kernel waits until it
+ * lands.  The gate moves the data. */
+static ompc_status_t wait_landed(dm_pages_t *pg, uintptr_t page, uint64_t t0)
+{
+    uint64_t deadline = t0 + (uint64_t)ompc_config_get()->peer_timeout_ms * 1000000u;
+    bool dark = true;
+    while (dark && ompc_now_ns() < deadline) {
+        usleep(50);
+        dm_pages_map_lock();
+        dark = page_dark(pg, page);
+        dm_pages_map_unlock();
+    }
+    ompc_trace("page %#llx landed", (unsigned long long)page);
+    return dark ? OMPC_ERR_TIMEOUT : OMPC_OK;
+}
+
 /* Service thread: one fault. */
 static ompc_status_t serve_fault(dm_pages_t *pg, uintptr_t addr, bool write)
 {
@@ -802,20 +820,8 @@ static ompc_status_t serve_fault(dm_pages_t *pg, uintptr_t addr, bool write)
     bool dark = committed && page_dark(pg, page);
     dm_pages_map_unlock();
     if (dark) {
-        /* Committed again after a close, its data still on the way (the
-         * launch that brings it names it; a transfer waits for nothing
-         * this kernel does): the kernel waits until it lands.  No lock is
-         * held while waiting; the gate moves the data. */
         pthread_mutex_unlock(&pg->mtx);
-        uint64_t deadline = t0 + (uint64_t)ompc_config_get()->peer_timeout_ms * 1000000u;
-        while (dark && ompc_now_ns() < deadline) {
-            usleep(50);
-            dm_pages_map_lock();
-            dark = page_dark(pg, page);
-            dm_pages_map_unlock();
-        }
-        ompc_trace("page %#llx landed", (unsigned long long)page);
-        return dark ? OMPC_ERR_TIMEOUT : OMPC_OK;
+        return wait_landed(pg, page, t0);
     }
     if (committed) { /* its buffer arrived with a launch meanwhile */
         ompc_trace("page %#llx committed", (unsigned long long)page);
@@ -854,6 +860,22 @@ static ompc_status_t serve_fault(dm_pages_t *pg, uintptr_t addr, bool write)
     /* Install the runs of pages not held yet (a page held may be written
      * already: its bytes here would be older). */
     dm_pages_map_lock();
+    uint64_t cep = 0, landed = 0;
+    if (page_committed(pg, page) && ompc_u64map_get(&pg->cepochs, h.buf_addr, &cep) &&
+        ompc_u64map_get(&pg->landed, h.buf_addr, &landed) && cep > 0 && landed >= cep) {
+        /* Committed again after a close and its data landed during the
+         * fetch: the copy holds what the kernel must see. */
+        dm_pages_map_unlock();
+        pthread_mutex_unlock(&pg->mtx);
+        return OMPC_OK;
+    }
+    if (page_committed(pg, page) && page_dark(pg, page)) {
+        /* Committed again after a close during the fetch: the launch's
+         * data, not these bytes, is what the copy will hold. */
+        dm_pages_map_unlock();
+        pthread_mutex_unlock(&pg->mtx);
+        return wait_landed(pg, page, t0);
+    }
     if (page_committed(pg, page))
         /* A launch committed the buffer during the fetch (the gate's
          * commits never wait for one: it moves the reply).  The launch's
