@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdatomic.h>
 #include <string.h>
 #include <sys/mman.h>
 
@@ -30,6 +31,15 @@ ompc_status_t dm_exec_commit(ev_ctx_t *ev, dm_addr_t addr, size_t span, uint64_t
 }
 
 static void cand_remove(dm_ctx_t *dm, int exec, dm_buf_t *b);
+
+/* The number a commit or close of b's copy on exec carries: the buffer's
+ * serial in the high half (a new buffer may take a freed one's address
+ * while a close of the old one waits on a worker), its last close's
+ * number in the low half. */
+static uint64_t cnum(const dm_buf_t *b, int exec)
+{
+    return (uint64_t)b->serial << 32 | (b->cepoch[exec] & 0xffffffffu);
+}
 
 /* args {addr, span}: forget the pages (memory goes back to the system, the
  * addresses stay reserved). */
@@ -241,6 +251,8 @@ static dm_buf_t *dm_buf_new(dm_ctx_t *dm, size_t size)
     b->valid = (uint8_t *)(w + 4 * P);
     b->committed = b->valid + P;
     b->cand = b->committed + P;
+    static _Atomic uint32_t serials;
+    b->serial = atomic_fetch_add(&serials, 1) + 1;
     b->size = size;
     b->span = (size + DM_PAGE - 1) / DM_PAGE * DM_PAGE;
     if (b->span == 0)
@@ -483,7 +495,7 @@ size_t dm_stale_take(dm_ctx_t *dm, int exec, dm_stale_fn_t judge, void *arg,
                 out = o;
             }
             b->cepoch[exec] = ++dm->close_ctr;
-            out[n++] = (dm_stale_copy_t){b->node.key, b->span, b->cepoch[exec]};
+            out[n++] = (dm_stale_copy_t){b->node.key, b->span, cnum(b, exec)};
             /* Gone from there: a later task there that names the buffer
              * commits it again and gets its data. */
             *c = DM_COMMIT_NONE;
@@ -749,7 +761,7 @@ static ompc_status_t acquire_pass(dm_ctx_t *dm, int exec, dm_buf_t *const *bufs,
         }
         if (b->committed[exec] == DM_COMMIT_DONE)
             continue;
-        uint64_t args[3] = {b->node.key, b->span, b->cepoch[exec]};
+        uint64_t args[3] = {b->node.key, b->span, cnum(b, exec)};
         ev_handle_t *h;
         ompc_status_t st = ev_execute(dm->ev, rank, dm->fn_commit, args, sizeof(args),
                                       NULL, 0, &h);
@@ -1058,7 +1070,7 @@ ompc_status_t dm_close_now(dm_ctx_t *dm, int exec, const dm_stale_copy_t *c, siz
 uint64_t dm_buf_commit_epoch(dm_ctx_t *dm, dm_buf_t *b, int exec)
 {
     pthread_mutex_lock(&dm->mtx);
-    uint64_t c = b->cepoch[exec];
+    uint64_t c = cnum(b, exec);
     pthread_mutex_unlock(&dm->mtx);
     return c;
 }

@@ -21,6 +21,7 @@ struct dm_buf {
     uint8_t *committed;      /* per executor: DM_COMMIT_* */
     uint8_t *cand;           /* per executor: in dm->cand[exec] (its copy
                                 there may have become stale) */
+    uint32_t serial;         /* this buffer's number (cnum) */
     uint64_t *cepoch;        /* per executor: the last close of its copy
                                 there (dm->close_ctr), sent with commits */
     ev_handle_t **commit_h;  /* per executor: the commit in flight, if any */

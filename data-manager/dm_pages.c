@@ -477,7 +477,16 @@ ompc_status_t dm_pages_commit(ev_ctx_t *ev, uintptr_t addr, size_t span, uint64_
      * must receive. */
     dm_pages_map_lock();
     ompc_status_t st = OMPC_OK;
-    if (pg && epoch) {
+    if (pg) {
+        /* A close waiting here for another buffer that had this address
+         * (freed since): not this one's. */
+        for (size_t i = 0; i < pg->ncloses;)
+            if (pg->closes[i].addr == addr && pg->closes[i].epoch >> 32 != epoch >> 32)
+                pg->closes[i] = pg->closes[--pg->ncloses];
+            else
+                i++;
+    }
+    if (pg && (epoch & 0xffffffffu)) {
         /* Committed again after a close was listed: its data is on the way
          * (closes_apply). */
         uint64_t old;
@@ -510,7 +519,7 @@ ompc_status_t dm_pages_commit(ev_ctx_t *ev, uintptr_t addr, size_t span, uint64_
          * still reach it through a pointer, and must not read it before
          * its data lands.  Without access until then (dm_pages_land);
          * a kernel that touches it meanwhile waits in serve_fault. */
-        bool dark = pg && epoch > 0;
+        bool dark = pg && (epoch & 0xffffffffu) > 0;
         if (dark && held) {
             for (uintptr_t q = addr; q < addr + span; q += DM_PAGE) {
                 uint64_t v;
