@@ -135,9 +135,11 @@ static const cfg_row_t rows[] = {
     ROW("OMPC_SPLIT", "off",
         "off runs every target region on one worker; N runs each `target teams "
         "distribute` loop over N workers at once, each running a contiguous "
-        "share of the teams, their writes merged (a loop that writes outside "
-        "its share runs unsplit, and OMPC_INFO says why); auto is reserved for "
-        "splitting where the cost model predicts a gain and is off for now",
+        "share of the teams, their writes merged and a reduction across teams "
+        "combined with the compiler's combiner (a loop that writes outside its "
+        "share runs unsplit, and OMPC_INFO says why); auto splits a loop over "
+        "as many workers as the cost model predicts fastest, once its time is "
+        "known, and runs it whole for a while after a split that did not gain",
         CFG_INT, split, 0, 4096),
     ROW("OMPC_GATE_RUN_US", "50",
         "a worker's gate thread runs a task itself, when its last input "

@@ -80,11 +80,16 @@ typedef struct dm_fpage {
     void *twin; /* writable pages: the bytes as fetched or last written back */
 } dm_fpage_t;
 
-/* The head's answer to a fetch, followed by len bytes. */
+/* The head's answer to a fetch.  from_rank < 0: the len bytes follow (in
+ * the reply, or in the executor's staging buffer).  Else another worker
+ * holds the copy to read: the executor reads n_in bytes from from_addr on
+ * from_rank itself, and the rest of the block reads as zeros. */
 typedef struct dm_fetch_hdr {
     uint64_t start, len;      /* pages served, from the faulting one on */
     uint64_t buf_addr, buf_size;
     uint64_t first;           /* 1: the first fault on this buffer anywhere */
+    int64_t from_rank;
+    uint64_t from_addr, n_in;
 } dm_fetch_hdr_t;
 
 struct dm_pages {
@@ -230,15 +235,33 @@ static int exec_of_rank(const dm_ctx_t *dm, int rank)
     return -1;
 }
 
+/* dm->mtx held: the executor other than exec whose copy of b a fault of
+ * exec reads, or -1 when the head serves the bytes itself (its snapshot
+ * is the valid copy, the buffer was never written, or only exec's own
+ * copy is valid: its commit is in flight). */
+static int page_holder(const dm_ctx_t *dm, const dm_buf_t *b, int exec)
+{
+    if (b->snap_valid || !b->has_data)
+        return -1;
+    for (int e = 0; e < dm->nexec; e++)
+        if (b->valid[e] && e != exec)
+            return e;
+    return -1;
+}
+
 /* Serve a fault of executor exec at addr: *h_p, and up to block bytes of
  * the buffer holding addr, from its page on, into bytes (block bytes).
  * seqs: the launched-ahead tasks running on exec (dm_set_fault_source).
- * OMPC_ERR_INVALID if no buffer holds addr. */
+ * peer: exec may read the bytes from another worker itself; when that
+ * worker holds the copy to read, *h_p names it (from_rank) and bytes is
+ * left alone.  OMPC_ERR_INVALID if no buffer holds addr. */
 static ompc_status_t page_serve(dm_ctx_t *dm, int exec, uint64_t addr, uint64_t block,
-                                const uint64_t *seqs, size_t nseqs, dm_fetch_hdr_t *h_p,
-                                void *bytes)
+                                const uint64_t *seqs, size_t nseqs, bool peer,
+                                dm_fetch_hdr_t *h_p, void *bytes)
 {
     dm_fetch_hdr_t h;
+    memset(&h, 0, sizeof(h));
+    h.from_rank = -1;
     pthread_mutex_lock(&dm->mtx);
     ompc_tmap_node_t *n = ompc_tmap_floor(&dm->bufs, addr);
     dm_buf_t *b = n ? OMPC_TMAP_ENTRY(n, dm_buf_t, node) : NULL;
@@ -255,6 +278,11 @@ static ompc_status_t page_serve(dm_ctx_t *dm, int exec, uint64_t addr, uint64_t 
     h.buf_size = b->size;
     h.first = !b->faulted;
     b->faulted = true;
+    uint64_t off = h.start - h.buf_addr;
+    /* Bytes past the buffer's size (the rest of its last page) are zeros;
+     * a buffer never written reads as zeros. */
+    h.n_in = off < h.buf_size ? (h.buf_size - off < h.len ? h.buf_size - off : h.len) : 0;
+    int holder = peer ? page_holder(dm, b, exec) : -1;
     if (exec >= 0) {
         dm->pstats[exec].faults++;
         dm->pstats[exec].bytes_fetched += h.len;
@@ -266,16 +294,28 @@ static ompc_status_t page_serve(dm_ctx_t *dm, int exec, uint64_t addr, uint64_t 
     int src = -1;
     if (dm->fault_source && exec >= 0 && nseqs > 0)
         src = dm->fault_source(exec, seqs, nseqs, h.buf_addr);
-    memset(bytes, 0, h.len);
-    uint64_t off = h.start - h.buf_addr;
-    ompc_status_t st = OMPC_OK;
-    /* Bytes past the buffer's size (the rest of its last page) are zeros;
-     * a buffer never written reads as zeros. */
-    if (off < h.buf_size) {
-        uint64_t n_in = h.buf_size - off < h.len ? h.buf_size - off : h.len;
-        st = src >= 0 && src != exec ? dm_read_on(dm, b, src, off, bytes, n_in)
-                                     : dm_read(dm, b, off, bytes, n_in);
+    if (src >= 0 && src != exec)
+        holder = peer ? src : -1;
+    if (holder >= 0 && h.n_in > 0) {
+        /* The faulting executor reads the copy straight from its holder:
+         * the bytes skip the head (docs/architecture.md, "Device pages on
+         * demand").  The holder's copy is current now; a write ordered
+         * before the faulting task reached it before that task began. */
+        h.from_rank = dm->exec_rank[holder];
+        h.from_addr = h.buf_addr + off;
+        pthread_mutex_lock(&dm->mtx);
+        dm->pstats[exec].peer_faults++;
+        dm->pstats[exec].bytes_from_peers += h.n_in;
+        pthread_mutex_unlock(&dm->mtx);
+        dm_count_forward(dm, h.n_in);
+        *h_p = h;
+        return OMPC_OK;
     }
+    memset(bytes, 0, h.len);
+    ompc_status_t st = OMPC_OK;
+    if (h.n_in > 0)
+        st = src >= 0 && src != exec ? dm_read_on(dm, b, src, off, bytes, h.n_in)
+                                     : dm_read(dm, b, off, bytes, h.n_in);
     if (st == OMPC_OK)
         *h_p = h;
     return st;
@@ -357,9 +397,12 @@ static ompc_status_t page_write(dm_ctx_t *dm, int exec, const void *args, size_t
 }
 
 /* args {addr, block, staging, seqs of the tasks running there...}: the
- * bytes go to the executor's staging buffer (exposed to events), the
- * result is the dm_fetch_hdr_t.  Through the head's memory: the valid copy
- * may be the head's own snapshot, and dm_read knows where it is. */
+ * result is the dm_fetch_hdr_t.  When another worker holds the copy to
+ * read, the header names it and the executor reads the bytes from there
+ * itself.  Else they come through the head's memory (its own snapshot,
+ * or the executor's own copy whose commit is in flight): with the reply,
+ * or into the executor's staging buffer (exposed to events) when they do
+ * not fit there. */
 static ompc_status_t dm_fn_page_fetch(ev_exec_info_t *info)
 {
     dm_ctx_t *dm = atomic_load(&dm_fn_owner);
@@ -384,11 +427,14 @@ static ompc_status_t dm_fn_page_fetch(ev_exec_info_t *info)
         return OMPC_ERR_NOMEM;
     }
     dm_fetch_hdr_t h;
-    ompc_status_t st = page_serve(dm, exec_of_rank(dm, info->origin), a[0], a[1], seqs,
-                                  nseqs, &h, tmp);
+    int exec = exec_of_rank(dm, info->origin);
+    ompc_status_t st = page_serve(dm, exec, a[0], a[1], seqs, nseqs, exec >= 0, &h, tmp);
     free(seqs);
-    bool inline_bytes = st == OMPC_OK && sizeof(h) + h.len <= info->result_cap;
-    if (inline_bytes) {
+    bool inline_bytes = st == OMPC_OK && h.from_rank < 0 &&
+                        sizeof(h) + h.len <= info->result_cap;
+    if (st == OMPC_OK && h.from_rank >= 0) {
+        /* The executor reads the bytes from their holder itself. */
+    } else if (inline_bytes) {
         /* With the reply: one message fewer on the fault's path. */
         memcpy((char *)info->result + sizeof(h), tmp, h.len);
     } else if (st == OMPC_OK) {
@@ -738,9 +784,24 @@ static void fetch_info(dm_pages_t *pg, const dm_fetch_hdr_t *h, uintptr_t addr,
         say(msg, (size_t)n < sizeof(msg) ? (size_t)n : sizeof(msg) - 1);
 }
 
-/* The block from page on into pg->fetch_buf, its header into *h_p
- * (pg->mtx held). */
-/* seqs: the launched-ahead tasks running here when the fault came (a
+/* The bytes the head's answer *h says another worker holds, into
+ * pg->fetch_buf (the rest of the block: zeros).  No lock held: the
+ * holder's gate serves the read, and this rank's gate moves its reply. */
+static ompc_status_t fetch_from_peer(dm_pages_t *pg, const dm_fetch_hdr_t *h)
+{
+    ev_ctx_t *ev = pg->dm->ev;
+    if (h->from_rank <= 0 || h->from_rank >= ev_ctx_size(ev) ||
+        h->from_rank == ev_ctx_rank(ev) || h->len > pg->block || h->n_in > h->len)
+        return OMPC_ERR_INVALID;
+    memset((char *)pg->fetch_buf + h->n_in, 0, h->len - h->n_in);
+    ev_handle_t *eh = NULL;
+    return ev_finish(
+        ev_retrieve(ev, (int)h->from_rank, h->from_addr, pg->fetch_buf, h->n_in, &eh),
+        eh);
+}
+
+/* The block from page on into pg->fetch_buf, its header into *h_p.
+ * seqs: the launched-ahead tasks running here when the fault came (a
  * copy: fetch runs without pg->mtx). */
 static ompc_status_t fetch(dm_pages_t *pg, uintptr_t page, const uint64_t *seqs,
                            size_t nseqs, dm_fetch_hdr_t *h_p)
@@ -748,7 +809,7 @@ static ompc_status_t fetch(dm_pages_t *pg, uintptr_t page, const uint64_t *seqs,
     dm_ctx_t *dm = pg->dm;
     ompc_status_t st;
     if (ev_ctx_rank(dm->ev) == 0) { /* one rank: the head serves itself */
-        st = page_serve(dm, 0, page, pg->block, seqs, nseqs, h_p, pg->fetch_buf);
+        st = page_serve(dm, 0, page, pg->block, seqs, nseqs, false, h_p, pg->fetch_buf);
     } else {
         /* Blocks that fit come back with the reply, larger ones into
          * fetch_buf.  The running tasks' seqs follow (as many as the
@@ -774,7 +835,10 @@ static ompc_status_t fetch(dm_pages_t *pg, uintptr_t page, const uint64_t *seqs,
                 st = OMPC_ERR_INVALID;
             if (st == OMPC_OK) {
                 memcpy(h_p, pg->reply, sizeof(*h_p));
-                if (got == sizeof(*h_p) + h_p->len && h_p->len <= pg->block)
+                if (h_p->from_rank >= 0)
+                    st = got == sizeof(*h_p) ? fetch_from_peer(pg, h_p)
+                                             : OMPC_ERR_INVALID;
+                else if (got == sizeof(*h_p) + h_p->len && h_p->len <= pg->block)
                     memcpy(pg->fetch_buf, pg->reply + sizeof(*h_p), h_p->len);
                 else if (got != sizeof(*h_p))
                     st = OMPC_ERR_INVALID;
@@ -931,10 +995,12 @@ static ompc_status_t serve_fault(dm_pages_t *pg, uintptr_t addr, bool write)
     atomic_fetch_add_explicit(&pg->faults, 1, memory_order_relaxed);
     uint64_t t1 = ompc_now_ns();
     if (ompc_trace_on()) {
-        const ompc_trace_arg_t args[] = {OMPC_TRACE_U64("addr", addr),
-                                         OMPC_TRACE_U64("bytes", h.len),
-                                         OMPC_TRACE_U64("write", write)};
-        ompc_trace_span("pages", "page fault", t0, t1, args, 3);
+        /* from: the rank the bytes came from (0: through the head). */
+        const ompc_trace_arg_t args[] = {
+            OMPC_TRACE_U64("addr", addr), OMPC_TRACE_U64("bytes", h.len),
+            OMPC_TRACE_U64("write", write),
+            OMPC_TRACE_U64("from", h.from_rank > 0 ? (uint64_t)h.from_rank : 0)};
+        ompc_trace_span("pages", "page fault", t0, t1, args, 4);
     }
     if (h.first && ompc_config_get()->info)
         fetch_info(pg, &h, addr, write);

@@ -244,6 +244,9 @@ typedef struct dm_page_stats {
     uint64_t faults;              /* fetches served */
     uint64_t bytes_fetched;
     uint64_t bytes_written_back;
+    uint64_t peer_faults;         /* of faults: read straight from the
+                                     worker holding the copy */
+    uint64_t bytes_from_peers;
 } dm_page_stats_t;
 /* Head: one executor's figures. */
 void dm_page_stats_of(dm_ctx_t *dm, int exec, dm_page_stats_t *stats_p);

@@ -357,21 +357,38 @@ static int progress_try(ev_ctx_t *ctx);
  * to finish, and a nap on either added its length to the transfer. */
 #define EV_CHUNK_POLL_NS 1000000u
 
+/* A quiet gate that every message rings (a crowded node, ev_bell.c) naps
+ * OMPC_POLL_MAX_US, then twice as long after each nap that nothing ended,
+ * up to this (or OMPC_POLL_MAX_US if larger).  Such a nap ends only when a
+ * ring was lost or came before MPI showed its message; doubling keeps that
+ * delay within the time the gate had been idle, and saves the timer
+ * wake-ups of an idle gate between messages milliseconds apart (each a
+ * context switch and a progress pass; docs/performance.md, "wake-ups per
+ * task").  Nor beyond the interval of liveness checks. */
+#define EV_QUIET_NAP_MAX_US 16000u
+
 /* Wait on a predicate: for up to OMPC_SPIN_US, take the progress role and
  * drive the engine ourselves (a reply usually comes within microseconds);
  * then sleep on the context's completion condition and leave progress to
  * the gate thread. */
 static bool wait_until_deadline(ev_ctx_t *ctx, bool (*pred)(void *), void *arg,
-                                uint64_t deadline, bool spin);
+                                uint64_t deadline, bool spin, bool holds);
 
 static void wait_until(ev_ctx_t *ctx, bool (*pred)(void *), void *arg)
 {
-    wait_until_deadline(ctx, pred, arg, UINT64_MAX, true);
+    wait_until_deadline(ctx, pred, arg, UINT64_MAX, true, true);
 }
 
-/* Returns pred's final value: false only if the deadline passed first. */
+/* Returns pred's final value: false only if the deadline passed first.
+ * holds: while the gate is held (ev_gate_hold), drive progress: the event
+ * waited for may be what the work holding the gate waits on.  A waiter
+ * whose predicate can wait for the gate's return (ev_ctx_serve: the exit
+ * message) passes false, and is then neither woken by a hold nor polls
+ * through it: on a worker whose gate runs short kernels, that wake-up and
+ * the polls through each kernel were a large share of the rank's runtime
+ * CPU (docs/performance.md, "wake-ups per task"). */
 static bool wait_until_deadline(ev_ctx_t *ctx, bool (*pred)(void *), void *arg,
-                                uint64_t deadline, bool spin)
+                                uint64_t deadline, bool spin, bool holds)
 {
     uint64_t last = ompc_now_ns();
     uint64_t spin_ns = spin ? ctx->spin_us * 1000u : 0;
@@ -380,7 +397,7 @@ static bool wait_until_deadline(ev_ctx_t *ctx, bool (*pred)(void *), void *arg,
         uint64_t now = ompc_now_ns();
         if (now >= deadline)
             break;
-        if (atomic_load_explicit(&ctx->gate_held, memory_order_acquire)) {
+        if (holds && atomic_load_explicit(&ctx->gate_held, memory_order_acquire)) {
             /* The gate is in work that may wait for this very event (a
              * kernel's page fault on the gate thread): nobody else will
              * move it.  Poll, with short naps when nothing moves (the
@@ -420,7 +437,10 @@ static bool wait_until_deadline(ev_ctx_t *ctx, bool (*pred)(void *), void *arg,
         }
         pthread_mutex_lock(&ctx->done_mtx);
         atomic_fetch_add(&ctx->done_waiters, 1);
-        while (!pred(arg) && ompc_now_ns() < deadline && !atomic_load(&ctx->gate_held)) {
+        if (holds)
+            atomic_fetch_add(&ctx->hold_waiters, 1);
+        while (!pred(arg) && ompc_now_ns() < deadline &&
+               !(holds && atomic_load(&ctx->gate_held))) {
             uint64_t left = deadline - ompc_now_ns();
             long step = left < 50000000u ? (long)left : 50000000L;
             struct timespec ts;
@@ -432,6 +452,8 @@ static bool wait_until_deadline(ev_ctx_t *ctx, bool (*pred)(void *), void *arg,
             }
             pthread_cond_timedwait(&ctx->done_cond, &ctx->done_mtx, &ts);
         }
+        if (holds)
+            atomic_fetch_sub(&ctx->hold_waiters, 1);
         atomic_fetch_sub(&ctx->done_waiters, 1);
         pthread_mutex_unlock(&ctx->done_mtx);
     }
@@ -461,7 +483,7 @@ static ompc_status_t wait_for(ev_handle_t *h, uint64_t timeout_ns, bool spin)
     ev_ctx_t *ctx = ((ev_handle_ext_t *)h)->ctx;
     uint64_t now = ompc_now_ns();
     uint64_t deadline = timeout_ns > UINT64_MAX - now ? UINT64_MAX : now + timeout_ns;
-    if (!wait_until_deadline(ctx, pred_handle_done, h, deadline, spin))
+    if (!wait_until_deadline(ctx, pred_handle_done, h, deadline, spin, true))
         return OMPC_INPROGRESS;
     return h->status;
 }
@@ -982,8 +1004,8 @@ void ev_set_gate_work(ev_ctx_t *ctx, ev_gate_work_fn_t fn, void *arg)
 
 void ev_gate_hold(ev_ctx_t *ctx, bool held)
 {
-    atomic_store(&ctx->gate_held, held ? 1 : 0); /* before done_waiters is read */
-    if (held && atomic_load(&ctx->done_waiters) > 0) {
+    atomic_store(&ctx->gate_held, held ? 1 : 0); /* before hold_waiters is read */
+    if (held && atomic_load(&ctx->hold_waiters) > 0) {
         /* Waiters asleep on the condition start driving progress now. */
         pthread_mutex_lock(&ctx->done_mtx);
         pthread_cond_broadcast(&ctx->done_cond);
@@ -1078,6 +1100,11 @@ static void *gate_main(void *arg)
     uint64_t poll_max = (uint64_t)ctx->cfg->poll_max_us;
     uint64_t last_progress = ompc_now_ns();
     uint64_t sleep_us = 1;
+    uint64_t quiet_max = poll_max > EV_QUIET_NAP_MAX_US ? poll_max : EV_QUIET_NAP_MAX_US;
+    uint64_t live_us = (uint64_t)ctx->cfg->peer_timeout_ms * 1000u / 8u;
+    if (quiet_max > live_us)
+        quiet_max = live_us > poll_max ? live_us : poll_max; /* liveness checks */
+    uint64_t quiet_us = poll_max; /* the next quiet nap (rung naps only) */
     int owed = 0; /* empty passes still owed to a wake-up */
     for (;;) {
         if (atomic_load_explicit(&ctx->spinners, memory_order_relaxed) > 0 ||
@@ -1116,6 +1143,7 @@ static void *gate_main(void *arg)
             last_progress = now;
             atomic_store_explicit(&ctx->gate_busy_ns, now, memory_order_relaxed);
             sleep_us = 1;
+            quiet_us = poll_max;
             owed = 0;
             continue;
         }
@@ -1149,13 +1177,16 @@ static void *gate_main(void *arg)
          * (a crowded node) and every peer can ring us, a quiet gate sleeps
          * until rung: each short nap would cost the kernels a context
          * switch and a progress pass. */
-        uint64_t nap = quiet && spin_ns == 0 && ctx->bell.reachable ? poll_max : sleep_us;
-        if (gate_nap(ctx, nap)) {
+        bool rung = quiet && spin_ns == 0 && ctx->bell.reachable;
+        if (gate_nap(ctx, rung ? quiet_us : sleep_us)) {
             sleep_us = 1;
+            quiet_us = poll_max;
             owed = EV_WAKE_PASSES;
             last_progress = ompc_now_ns();
             continue;
         }
+        if (rung)
+            quiet_us = quiet_us * 2 > quiet_max ? quiet_max : quiet_us * 2;
         sleep_us *= 2;
         if (sleep_us > poll_max)
             sleep_us = poll_max;
@@ -1584,7 +1615,8 @@ void ev_signal_exit(ev_ctx_t *ctx)
 
 ompc_status_t ev_ctx_serve(ev_ctx_t *ctx)
 {
-    wait_until(ctx, pred_exit, ctx);
+    /* The exit message can wait for a held gate's return. */
+    wait_until_deadline(ctx, pred_exit, ctx, UINT64_MAX, true, false);
     return OMPC_OK;
 }
 

@@ -295,6 +295,7 @@ struct ev_ctx {
     pthread_mutex_t done_mtx;
     pthread_cond_t done_cond;
     _Atomic int done_waiters;
+    _Atomic int hold_waiters;    /* of them, those woken by ev_gate_hold */
     _Atomic long origin_inflight;
     _Atomic int exit_received;
 

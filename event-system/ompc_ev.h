@@ -98,7 +98,8 @@ uint64_t ev_spin_us(const ev_ctx_t *ctx);
 
 /* Worker side: block until some rank sends the exit event, serving events
  * meanwhile (they are served by the gate and handler threads whether or not
- * a thread sits here). */
+ * a thread sits here).  The thread waiting here does not drive progress
+ * while the gate is held (ev_gate_hold): the exit can wait for the gate. */
 ompc_status_t ev_ctx_serve(ev_ctx_t *ctx);
 
 /* Head side (the one rank that owns the job's lifetime): wait for every
@@ -271,8 +272,9 @@ void ev_set_gate_work(ev_ctx_t *ctx, ev_gate_work_fn_t fn, void *arg);
  * through other threads (a kernel whose page faults another thread
  * serves): while held, every thread that waits on an event drives
  * progress itself instead of sleeping until the gate does, and so may the
- * gate thread's own waits inside that work.  Costs one atomic store each
- * way (and a wake-up of sleeping waiters when held). */
+ * gate thread's own waits inside that work (ev_ctx_serve's thread
+ * excepted).  Costs one atomic store each way (and a wake-up of sleeping
+ * waiters on events when held). */
 void ev_gate_hold(ev_ctx_t *ctx, bool held);
 /* True while data chunks this rank sends or receives are in flight: both
  * sides must progress them, so gate work should not hold the gate then.

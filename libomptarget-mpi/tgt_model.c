@@ -708,10 +708,13 @@ void tgt_stats_print(uint64_t t_shutdown0, uint64_t t_end)
         if (ps.faults)
             fprintf(stderr,
                     "[ompc stats] worker %d (rank %d): %llu page faults fetched %llu "
-                    "bytes on demand, %llu bytes written back (a map clause would "
-                    "move them with the kernel)\n",
+                    "bytes on demand (%llu faults, %llu bytes straight from another "
+                    "worker), %llu bytes written back (a map clause would move them "
+                    "with the kernel)\n",
                     e, dm_executor_rank(tgt_rt->dm, e), (unsigned long long)ps.faults,
                     (unsigned long long)ps.bytes_fetched,
+                    (unsigned long long)ps.peer_faults,
+                    (unsigned long long)ps.bytes_from_peers,
                     (unsigned long long)ps.bytes_written_back);
     }
     pthread_mutex_lock(&model.mtx);

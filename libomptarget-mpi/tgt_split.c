@@ -97,6 +97,17 @@ struct share {
     int32_t pushed_teams;    /* num_teams the kernel asked for (0: none) */
     uint32_t teams, my_teams;
     bool in_teams;
+    /* Reductions across teams: the combiner the teams used (team level),
+     * and the pointer arguments of the teams region into buffers. */
+    void (*red_fn)(void *, void *);
+    uint32_t ncands;
+    bool cands_over;
+    tgt_split_cand_t cands[TGT_SPLIT_NCANDS];
+    bool in_window;          /* a team is combining its reduction */
+    unsigned char window[TGT_SPLIT_NCANDS][TGT_SPLIT_CAND_MAX];
+    /* Home: the reduction variable's region (its address and length), which
+     * helpers' pushed bytes must not overwrite (shares_mtx). */
+    uint64_t red_addr, red_len;
     char **packs;            /* helper: tgt.split.apply messages */
     size_t *pack_len, npacks;
     struct share *next;
@@ -235,6 +246,26 @@ static void run_teams(share_t *s, void *loc, micro_t micro, int argc, void **arg
     uint64_t t0 = t * s->idx / s->nshares, t1 = t * (s->idx + 1) / s->nshares;
     s->teams = (uint32_t)t;
     s->my_teams = (uint32_t)(t1 - t0);
+    for (int a = 0; a < argc; a++) {
+        uintptr_t p = (uintptr_t)args[a];
+        for (uint32_t b = 0; b < s->nbufs; b++) {
+            if (p < s->bufs[b].addr || p - s->bufs[b].addr >= s->bufs[b].size)
+                continue;
+            uint64_t off = p - s->bufs[b].addr;
+            bool dup = false;
+            for (uint32_t c = 0; c < s->ncands && !dup; c++)
+                dup = s->cands[c].buf == b && s->cands[c].off == off;
+            if (dup)
+                break;
+            if (s->ncands == TGT_SPLIT_NCANDS) {
+                s->cands_over = true;
+                break;
+            }
+            s->cands[s->ncands].buf = b;
+            s->cands[s->ncands++].off = off;
+            break;
+        }
+    }
     REAL(int32_t (*)(void *), "__kmpc_global_thread_num");
     int32_t gtid = f_(loc), btid = 0;
     void *fixed[2] = {&gtid, &btid};
@@ -397,28 +428,96 @@ STATIC_INIT(__kmpc_for_static_init_4u, uint32_t, uint32_t, int32_t)
 STATIC_INIT(__kmpc_for_static_init_8, int64_t, uint64_t, int64_t)
 STATIC_INIT(__kmpc_for_static_init_8u, uint64_t, uint64_t, int64_t)
 
-/* A reduction at team level combines teams (on another executor, other
- * teams combine into another copy); a critical section excludes across
- * teams.  Both are flagged, and the head runs the kernel unsplit. */
+/* A reduction at team level combines this share's teams into the
+ * executor's copy of the variable; the head combines the shares' copies
+ * with the same combiner (fn_split_reduce), which takes a list of one
+ * pointer per variable: one variable of fixed size only (a list of one
+ * pointer; a variable-length section adds its length to the list).  A
+ * critical section excludes across teams: flagged, and the head runs the
+ * kernel unsplit. */
 typedef int32_t (*reduce_t)(void *, int32_t, int32_t, size_t, void *,
                             void (*)(void *, void *), void *);
+
+/* The first bytes of candidate c's region (at most TGT_SPLIT_CAND_MAX). */
+static size_t cand_head(const share_t *s, uint32_t c, const unsigned char **p)
+{
+    const tgt_split_cand_t *cd = &s->cands[c];
+    uint64_t rest = s->bufs[cd->buf].size - cd->off;
+    *p = (const unsigned char *)(uintptr_t)s->bufs[cd->buf].addr + cd->off;
+    return rest < TGT_SPLIT_CAND_MAX ? (size_t)rest : TGT_SPLIT_CAND_MAX;
+}
+
+static share_t *team_level(void)
+{
+    return cur.share && cur.team >= 0 && cur.depth == 0 ? cur.share : NULL;
+}
+
+/* A team of a share starts combining its reduction into the original
+ * (got: libomp's answer, 1 for a team's lone thread): the candidates'
+ * bytes before. */
+static void team_reduce(int32_t nvars, size_t size, void (*fn)(void *, void *),
+                        int32_t got)
+{
+    share_t *s = team_level();
+    if (!s)
+        return;
+    if (nvars != 1 || size != sizeof(void *) || (s->red_fn && s->red_fn != fn) ||
+        got != 1)
+        share_flag(s, TGT_SPLIT_RED_SHAPE);
+    s->red_fn = fn;
+    for (uint32_t c = 0; c < s->ncands; c++) {
+        const unsigned char *p;
+        size_t n = cand_head(s, c, &p);
+        memcpy(s->window[c], p, n);
+    }
+    s->in_window = got == 1;
+}
+
+/* The team has combined: the candidates it changed hold the variable. */
+static void team_reduce_end(void)
+{
+    share_t *s = team_level();
+    if (!s || !s->in_window)
+        return;
+    s->in_window = false;
+    for (uint32_t c = 0; c < s->ncands; c++) {
+        const unsigned char *p;
+        size_t n = cand_head(s, c, &p);
+        if (memcmp(s->window[c], p, n) != 0)
+            s->cands[c].written = 1;
+    }
+}
 
 int32_t __kmpc_reduce_nowait(void *loc, int32_t gtid, int32_t nvars, size_t size,
                              void *data, void (*fn)(void *, void *), void *lck)
 {
-    if (cur.share && cur.team >= 0 && cur.depth == 0)
-        share_flag(cur.share, TGT_SPLIT_TEAM_REDUCE);
     REAL(reduce_t, "__kmpc_reduce_nowait");
-    return f_(loc, gtid, nvars, size, data, fn, lck);
+    int32_t got = f_(loc, gtid, nvars, size, data, fn, lck);
+    team_reduce(nvars, size, fn, got);
+    return got;
 }
 
 int32_t __kmpc_reduce(void *loc, int32_t gtid, int32_t nvars, size_t size, void *data,
                       void (*fn)(void *, void *), void *lck)
 {
-    if (cur.share && cur.team >= 0 && cur.depth == 0)
-        share_flag(cur.share, TGT_SPLIT_TEAM_REDUCE);
     REAL(reduce_t, "__kmpc_reduce");
-    return f_(loc, gtid, nvars, size, data, fn, lck);
+    int32_t got = f_(loc, gtid, nvars, size, data, fn, lck);
+    team_reduce(nvars, size, fn, got);
+    return got;
+}
+
+void __kmpc_end_reduce_nowait(void *loc, int32_t gtid, void *lck)
+{
+    team_reduce_end();
+    REAL(void (*)(void *, int32_t, void *), "__kmpc_end_reduce_nowait");
+    f_(loc, gtid, lck);
+}
+
+void __kmpc_end_reduce(void *loc, int32_t gtid, void *lck)
+{
+    team_reduce_end();
+    REAL(void (*)(void *, int32_t, void *), "__kmpc_end_reduce");
+    f_(loc, gtid, lck);
 }
 
 void __kmpc_critical(void *loc, int32_t gtid, void *crit)
@@ -450,6 +549,7 @@ bool tgt_split_interposed(void)
         {"omp_get_team_num", (void *)omp_get_team_num},
         {"omp_get_num_teams", (void *)omp_get_num_teams},
         {"__kmpc_reduce_nowait", (void *)__kmpc_reduce_nowait},
+        {"__kmpc_end_reduce_nowait", (void *)__kmpc_end_reduce_nowait},
     };
     for (size_t i = 0; i < sizeof(fns) / sizeof(fns[0]); i++)
         if (dlsym(RTLD_DEFAULT, fns[i].name) != fns[i].mine)
@@ -642,7 +742,15 @@ static ompc_status_t fn_split_run(ev_exec_info_t *info)
         flags |= TGT_SPLIT_NO_TEAMS;
     else if (s->my_teams > 0 && !dist_seen)
         flags |= TGT_SPLIT_NO_DIST;
-    size_t cap = (info->result_cap - sizeof(rep)) / sizeof(tgt_split_range_t);
+    if (s->red_fn && s->cands_over)
+        flags |= TGT_SPLIT_RED_SHAPE;
+    size_t cand_bytes = (size_t)s->ncands * sizeof(tgt_split_cand_t);
+    if (info->result_cap < sizeof(rep) + cand_bytes) {
+        share_free(s);
+        return OMPC_ERR_INVALID;
+    }
+    size_t cap = (info->result_cap - sizeof(rep) - cand_bytes) /
+                 sizeof(tgt_split_range_t);
     if (cap > TGT_SPLIT_MAX_RANGES)
         cap = TGT_SPLIT_MAX_RANGES;
     ranges_t r = {(tgt_split_range_t *)((char *)info->result + sizeof(rep)), 0, cap,
@@ -658,8 +766,21 @@ static ompc_status_t fn_split_run(ev_exec_info_t *info)
     rep.nranges = (uint32_t)r.n;
     rep.teams = s->teams;
     rep.my_teams = s->my_teams;
+    rep.reduced = s->red_fn != NULL;
+    rep.ncands = s->ncands;
     memcpy(info->result, &rep, sizeof(rep));
-    info->result_size = sizeof(rep) + r.n * sizeof(tgt_split_range_t);
+    char *cp = (char *)info->result + sizeof(rep) + r.n * sizeof(tgt_split_range_t);
+    for (uint32_t c = 0; c < s->ncands; c++) {
+        tgt_split_cand_t *cd = &s->cands[c];
+        uint64_t rest = s->bufs[cd->buf].size - cd->off;
+        cd->len = rest <= TGT_SPLIT_CAND_MAX ? (uint32_t)rest : 0;
+        memset(cd->bytes, 0, sizeof(cd->bytes));
+        if (cd->len)
+            memcpy(cd->bytes, (const char *)(uintptr_t)s->bufs[cd->buf].addr + cd->off,
+                   cd->len);
+        memcpy(cp + (size_t)c * sizeof(*cd), cd, sizeof(*cd));
+    }
+    info->result_size = sizeof(rep) + r.n * sizeof(tgt_split_range_t) + cand_bytes;
     /* A helper is done but for its small ranges, which it sends itself
      * when the head says so; the head moves the others (worker to worker,
      * from its copy, which nothing writes meanwhile). */
@@ -746,6 +867,16 @@ static ompc_status_t fn_split_apply(ev_exec_info_t *info)
         return OMPC_ERR_INVALID;
     const char *base = (const char *)info->args + sizeof(h);
     const char *end = (const char *)info->args + info->args_size;
+    /* A helper's bytes of the reduction variable are combined, not copied
+     * (fn_split_reduce; the head keeps a range that covers both out). */
+    uint64_t xa = 0, xl = 0;
+    pthread_mutex_lock(&shares_mtx);
+    for (share_t *s = shares; s; s = s->next)
+        if (s->key == h.key && s->home) {
+            xa = s->red_addr;
+            xl = s->red_len;
+        }
+    pthread_mutex_unlock(&shares_mtx);
     /* Every range is checked before any is written. */
     for (int pass = 0; pass < 2; pass++) {
         const char *q = base;
@@ -763,11 +894,62 @@ static ompc_status_t fn_split_apply(ev_exec_info_t *info)
                            (unsigned long long)i);
                 return OMPC_ERR_BAD_ADDR;
             }
-            if (pass == 1)
+            if (pass == 1 && !(xl && sp.addr >= xa && sp.addr - xa < xl))
                 memcpy((void *)(uintptr_t)sp.addr, q, (size_t)sp.len);
             q += tgt_pad8(sp.len);
         }
     }
+    return OMPC_OK;
+}
+
+/* Combines the helpers' values of the reduction variable into the home's
+ * with the combiner the home's teams used, after checking that the
+ * initial value every share started from (the home's twin) is unchanged
+ * when combined with itself: each share counted it once. */
+static ompc_status_t fn_split_reduce(ev_exec_info_t *info)
+{
+    tgt_split_reduce_t h;
+    if (info->args_size < sizeof(h) || info->result_cap < sizeof(uint32_t))
+        return OMPC_ERR_INVALID;
+    memcpy(&h, info->args, sizeof(h));
+    size_t step = tgt_pad8(h.len);
+    if (h.magic != TGT_SPLIT_MAGIC || h.len == 0 || h.len > TGT_SPLIT_CAND_MAX ||
+        h.nparts > (info->args_size - sizeof(h)) / step)
+        return OMPC_ERR_INVALID;
+    pthread_mutex_lock(&shares_mtx);
+    share_t *s = shares;
+    while (s && !(s->key == h.key && s->home))
+        s = s->next;
+    pthread_mutex_unlock(&shares_mtx);
+    if (!s || !s->red_fn || !s->twins || h.buf >= s->nbufs ||
+        h.off > s->bufs[h.buf].size || h.len > s->bufs[h.buf].size - h.off) {
+        ompc_error("rank %d: refused to combine the reduction of split %llu: no such "
+                   "share or variable",
+                   tgt_rt->rank, (unsigned long long)h.key);
+        return OMPC_ERR_INVALID;
+    }
+    /* 16-aligned copies: the combiner reads its variables as their type. */
+    _Alignas(16) unsigned char a[TGT_SPLIT_CAND_MAX], b[TGT_SPLIT_CAND_MAX];
+    const unsigned char *init = s->twins[h.buf] + h.off;
+    memcpy(a, init, h.len);
+    memcpy(b, init, h.len);
+    void *l[1] = {a}, *r[1] = {b};
+    s->red_fn(l, r);
+    uint32_t refused = memcmp(a, init, h.len) != 0;
+    unsigned char *mine = (unsigned char *)(uintptr_t)s->bufs[h.buf].addr + h.off;
+    for (uint64_t i = 0; !refused && i < h.nparts; i++) {
+        memcpy(b, (const char *)info->args + sizeof(h) + i * step, h.len);
+        void *ml[1] = {mine}, *pr[1] = {b};
+        s->red_fn(ml, pr);
+    }
+    if (!refused) {
+        pthread_mutex_lock(&shares_mtx);
+        s->red_addr = (uint64_t)(uintptr_t)mine;
+        s->red_len = h.len;
+        pthread_mutex_unlock(&shares_mtx);
+    }
+    memcpy(info->result, &refused, sizeof(refused));
+    info->result_size = sizeof(refused);
     return OMPC_OK;
 }
 
@@ -782,5 +964,8 @@ ompc_status_t tgt_split_fn_register(void)
     if (st == OMPC_OK)
         st = ev_fn_register(tgt_rt->ev, "tgt.split.apply", fn_split_apply, 0,
                             &tgt_rt->fn_split_apply);
+    if (st == OMPC_OK)
+        st = ev_fn_register(tgt_rt->ev, "tgt.split.reduce", fn_split_reduce, 0,
+                            &tgt_rt->fn_split_reduce);
     return st;
 }

@@ -44,7 +44,10 @@ static_assert(sizeof(tgt_split_buf_t) == 32, "tgt_split_buf_t is a wire format")
 /* Why a share is not safe to merge (tgt_split_reply_t.flags). */
 #define TGT_SPLIT_NO_TEAMS 0x1u      /* the kernel made no teams region */
 #define TGT_SPLIT_NO_DIST 0x2u       /* a team ran no static distribute loop */
-#define TGT_SPLIT_TEAM_REDUCE 0x4u   /* a reduction across teams */
+#define TGT_SPLIT_RED_SHAPE                                                              \
+    0x4u     /* a reduction across teams over several
+                                      * variables, a variable-length section,
+                                      * or two reductions */
 #define TGT_SPLIT_CRITICAL 0x8u      /* a critical section (across teams) */
 #define TGT_SPLIT_FAULTED 0x10u      /* device pages came on demand */
 #define TGT_SPLIT_TOO_MANY 0x20u     /* more changed ranges than a reply holds */
@@ -57,8 +60,10 @@ typedef struct tgt_split_reply {
     uint32_t nranges;
     uint32_t teams;          /* teams the kernel has (virtual) */
     uint32_t my_teams;       /* of which this share ran */
+    uint32_t reduced;        /* 1: its teams combined one reduction variable */
+    uint32_t ncands;         /* tgt_split_cand_t after the ranges */
 } tgt_split_reply_t;
-static_assert(sizeof(tgt_split_reply_t) == 24, "tgt_split_reply_t is a wire format");
+static_assert(sizeof(tgt_split_reply_t) == 32, "tgt_split_reply_t is a wire format");
 
 typedef struct tgt_split_range {
     uint32_t buf;            /* index into the header's buffers */
@@ -67,10 +72,31 @@ typedef struct tgt_split_range {
 } tgt_split_range_t;
 static_assert(sizeof(tgt_split_range_t) == 24, "tgt_split_range_t is a wire format");
 
+/* Where a reduction variable may be: a pointer argument of the teams
+ * region into a buffer the kernel may write, with the bytes from there to
+ * the buffer's end after the share (at most TGT_SPLIT_CAND_MAX; len 0:
+ * longer).  written: its first bytes changed while a team combined its
+ * reduction into the original (between __kmpc_reduce_nowait and its end,
+ * where the compiled code writes nothing else): the variable. */
+#define TGT_SPLIT_NCANDS 8
+#define TGT_SPLIT_CAND_MAX 256
+typedef struct tgt_split_cand {
+    uint32_t buf;
+    uint32_t len;
+    uint64_t off;
+    uint32_t written;
+    uint32_t pad;
+    unsigned char bytes[TGT_SPLIT_CAND_MAX];
+} tgt_split_cand_t;
+static_assert(sizeof(tgt_split_cand_t) == 24 + TGT_SPLIT_CAND_MAX,
+              "tgt_split_cand_t is a wire format");
+
 /* At most this many changed ranges per share: the reply of an execute
- * event holds 64 KiB (EV_EXEC_MAX_RESULT). */
+ * event holds 64 KiB (EV_EXEC_MAX_RESULT), the candidates included. */
 #define TGT_SPLIT_MAX_RANGES                                                             \
-    ((EV_EXEC_MAX_RESULT - sizeof(tgt_split_reply_t)) / sizeof(tgt_split_range_t))
+    ((EV_EXEC_MAX_RESULT - sizeof(tgt_split_reply_t) -                                   \
+      TGT_SPLIT_NCANDS * sizeof(tgt_split_cand_t)) /                                     \
+     sizeof(tgt_split_range_t))
 
 /* Changed ranges up to this long travel packed, in tgt.split.apply
  * messages from the helper to the home (the helper keeps their bytes
@@ -110,8 +136,24 @@ typedef struct tgt_split_span {
 } tgt_split_span_t;
 static_assert(sizeof(tgt_split_span_t) == 16, "tgt_split_span_t is a wire format");
 
+/* tgt.split.reduce's arguments (head to home): this, then nparts helpers'
+ * values of the reduction variable's region, len bytes each padded to 8.
+ * The home combines each into its own with the combiner its teams used,
+ * once its initial value combined with itself is unchanged (every share
+ * started from it).  Result: a uint32_t, 0 combined, 1 refused for that. */
+typedef struct tgt_split_reduce {
+    uint64_t magic;
+    uint64_t key;
+    uint32_t buf;
+    uint32_t len;
+    uint64_t off;
+    uint64_t nparts;
+} tgt_split_reduce_t;
+static_assert(sizeof(tgt_split_reduce_t) == 40, "tgt_split_reduce_t is a wire format");
+
 /* ----------------------------------------------------------- executors */
-/* Registers tgt.split.run, .end and .apply (every rank, in this order). */
+/* Registers tgt.split.run, .end, .apply and .reduce (every rank, in this
+ * order). */
 ompc_status_t tgt_split_fn_register(void);
 /* tgt_kernel_before (tgt_kernel_run calls it just before the kernel, the
  * launch's own copies in place): a split share twins its buffers here.  A

@@ -6,6 +6,7 @@
 #define _GNU_SOURCE
 #include "tgt_split.h"
 #include "ompc_trace.h"
+#include "tgt_graph.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,12 +21,25 @@ static pthread_once_t once = PTHREAD_ONCE_INIT;
 static _Atomic unsigned *kstate;
 /* OMPC_STATS, per kernel (split_mtx). */
 typedef struct kstats {
-    uint64_t merged, undone;
+    uint64_t merged, undone, reduced;
     uint32_t shares, teams;  /* of the last split */
     uint64_t ranges, bytes;  /* merged: changed ranges, bytes moved home */
     uint64_t in_ns, run_ns, merge_ns;
+    /* OMPC_SPLIT=auto: the kernel's time whole (s; learnt before it was
+     * split), the overhead of its last split beyond its longest share (s)
+     * and that split's shares, the launches to wait after a split that did
+     * not gain, and the decisions made. */
+    double whole_s, over_s;
+    int over_w;
+    int64_t backoff;
+    uint64_t auto_split, auto_whole;
 } kstats_t;
 static kstats_t *kstats;
+/* OMPC_SPLIT=auto: launches of each kernel to run whole before it is
+ * considered again (tgt_split_wanted reads it without split_mtx). */
+static _Atomic int64_t *kskip;
+/* The head's memory bandwidth, bytes/s (auto's model of twinning). */
+static double mem_bw;
 static bool interposed;
 /* One split at a time: every executor runs at most one share, and the
  * shares of two splits never wait for each other. */
@@ -45,8 +59,27 @@ static void split_init(void)
 {
     kstate = calloc(tgt_rt->nkernels > 0 ? (size_t)tgt_rt->nkernels : 1, sizeof(*kstate));
     kstats = calloc(tgt_rt->nkernels > 0 ? (size_t)tgt_rt->nkernels : 1, sizeof(*kstats));
-    if (!kstate || !kstats)
+    kskip = calloc(tgt_rt->nkernels > 0 ? (size_t)tgt_rt->nkernels : 1, sizeof(*kskip));
+    if (!kstate || !kstats || !kskip)
         ompc_fatal("out of memory for the split state of kernels");
+    if (ompc_config_get()->split < 0) {
+        /* Twinning is a copy and a compare: a copy's speed, best of 3. */
+        size_t n = (size_t)4 << 20;
+        char *a = malloc(n), *b = malloc(n);
+        double best = 0;
+        for (int r = 0; a && b && r < 3; r++) {
+            memset(a, r, n);
+            uint64_t t = ompc_now_ns();
+            memcpy(b, a, n);
+            uint64_t d = ompc_now_ns() - t;
+            double bw = (double)n / ((double)(d ? d : 1) * 1e-9);
+            if (bw > best)
+                best = bw;
+        }
+        free(a);
+        free(b);
+        mem_bw = best > 0 ? best : 1e9;
+    }
     interposed = tgt_split_interposed();
     if (!interposed && ompc_config_get()->split != 0)
         ompc_warn("OMPC_SPLIT is set but libomp's teams entry points do not reach "
@@ -65,12 +98,82 @@ void tgt_split_note(const tgt_kernel_t *k, int32_t num_teams)
 
 bool tgt_split_wanted(const tgt_kernel_t *k)
 {
-    /* auto (-1) waits for the cost model's prediction: not split yet. */
+    /* auto (-1): once the kernel's time is known, tgt_split_exec predicts
+     * (and may still run it whole); not while it waits out a split that did
+     * not gain. */
     int64_t split = ompc_config_get()->split;
-    if (split < 2 || !k || dm_num_executors(tgt_rt->dm) < 2)
+    if ((split < 2 && split != -1) || !k || dm_num_executors(tgt_rt->dm) < 2)
         return false;
     pthread_once(&once, split_init);
-    return interposed && atomic_load(&kstate[k - tgt_rt->kernels]) == KS_TEAMS;
+    if (!interposed || atomic_load(&kstate[k - tgt_rt->kernels]) != KS_TEAMS)
+        return false;
+    if (split == -1) {
+        if (!tgt_model_known(k))
+            return false;
+        _Atomic int64_t *skip = &kskip[k - tgt_rt->kernels];
+        if (atomic_load(skip) > 0) {
+            atomic_fetch_sub(skip, 1);
+            return false;
+        }
+    }
+    return true;
+}
+
+/* A split that did not gain: run whole for ks->backoff launches (8, then
+ * doubling to 1024), then predict again (split_mtx). */
+#define AUTO_BACKOFF_MIN 8
+#define AUTO_BACKOFF_MAX 1024
+static void auto_back_off(const tgt_kernel_t *k, kstats_t *ks)
+{
+    if (ks->backoff < AUTO_BACKOFF_MIN)
+        ks->backoff = AUTO_BACKOFF_MIN;
+    atomic_store(&kskip[k - tgt_rt->kernels], ks->backoff);
+    if (ks->backoff < AUTO_BACKOFF_MAX)
+        ks->backoff *= 2;
+    ks->whole_s = 0; /* learnt again from the runs whole meanwhile */
+}
+
+/* OMPC_SPLIT=auto: the number of shares that the model predicts is
+ * fastest for kernel k at home with buffers wr, or 0 for whole (split_mtx).
+ * A share costs the kernel's time whole over W; the split's overhead is
+ * what the last split of it cost beyond its longest share (scaled by its
+ * helpers), or before any, moving the written buffers to W-1 helpers and
+ * back, and twinning (a copy and a compare on every share) over the
+ * measured link and memory speeds (docs/performance.md, "loops split
+ * across workers", the model). */
+static int auto_shares(const tgt_kernel_t *k, int home, int ne, dm_buf_t *const *wr,
+                       size_t nwr, double *whole_p, double *pred_p)
+{
+    kstats_t *ks = &kstats[k - tgt_rt->kernels];
+    if (ks->whole_s <= 0)
+        ks->whole_s = tgt_model_cost(k, home);
+    double whole = ks->whole_s, t = 0, ibw = 0;
+    for (size_t b = 0; b < nwr; b++)
+        t += (double)dm_buf_size(wr[b]);
+    for (int i = 1; i < ne; i++) {
+        double v = tgt_model_inv_bw((home + i) % ne);
+        if (v > ibw)
+            ibw = v;
+    }
+    double lat = tgt_model_lat(home);
+    int best = 0;
+    double best_t = whole;
+    for (int w = 2; w <= ne; w++) {
+        double over = ks->over_w > 1
+                          ? ks->over_s * (double)(w - 1) / (double)(ks->over_w - 1)
+                          : (double)(w - 1) * t * ibw +
+                                (double)(w - 1) / (double)w * t * ibw + 3 * t / mem_bw +
+                                2 * lat;
+        double p = whole / (double)w + over;
+        if (p < best_t) {
+            best_t = p;
+            best = w;
+        }
+    }
+    *whole_p = whole;
+    *pred_p = best_t;
+    /* A gain of a tenth at least: the model's figures are estimates. */
+    return best && best_t < 0.9 * whole ? best : 0;
 }
 
 /* Why a share cannot be merged, for OMPC_INFO. */
@@ -83,8 +186,10 @@ static const char *flag_reason(uint32_t f)
     if (f & TGT_SPLIT_NO_DIST)
         return "a team runs no static distribute loop (every team would run the "
                "whole region)";
-    if (f & TGT_SPLIT_TEAM_REDUCE)
-        return "it has a reduction across teams (not split yet)";
+    if (f & TGT_SPLIT_RED_SHAPE)
+        return "its reduction across teams is over more than one variable, a "
+               "variable-length array section, or more than eight pointer arguments "
+               "(not split yet)";
     if (f & TGT_SPLIT_CRITICAL)
         return "it has a critical section, which excludes across teams";
     if (f & TGT_SPLIT_TOO_MANY)
@@ -134,6 +239,188 @@ static bool find_overlap(tagged_t *t, size_t n, int nsh, dm_buf_t *const *wr, ch
             end[t[i].share] = e;
     }
     return false;
+}
+
+/* A reduction across teams: the variable's region and the helpers' values
+ * of it to combine into the home's. */
+typedef struct red {
+    uint32_t buf, len;
+    uint64_t off;
+    bool home_changed;
+    size_t nparts;
+    unsigned char *parts;    /* nparts x tgt_pad8(len) bytes */
+} red_t;
+
+static const tgt_split_cand_t *reply_cand(const char *p, uint32_t buf, uint64_t off)
+{
+    tgt_split_reply_t rep;
+    memcpy(&rep, p, sizeof(rep));
+    const char *c = p + sizeof(rep) + (size_t)rep.nranges * sizeof(tgt_split_range_t);
+    for (uint32_t i = 0; i < rep.ncands; i++) {
+        const tgt_split_cand_t *cd = (const tgt_split_cand_t *)(c + i * sizeof(*cd));
+        if (cd->buf == buf && cd->off == off)
+            return cd;
+    }
+    return NULL;
+}
+
+/* When the shares' teams combined a reduction: the variable is the one
+ * candidate region (a pointer argument of the teams region to the end of
+ * its buffer) that a team changed while combining into it, on any share;
+ * every change to that buffer must lie in it.  Its ranges leave t (*n_p),
+ * which the byte merge then moves; the helpers that changed it give their
+ * values (red).  Sets why when the variable cannot be told apart. */
+static red_t find_reduction(const char *res, size_t res_cap, int nsh, tagged_t *t,
+                            size_t *n_p, size_t nwr, char *why, size_t cap)
+{
+    red_t red = {0};
+    bool any = false;
+    for (int i = 0; i < nsh; i++) {
+        tgt_split_reply_t rep;
+        memcpy(&rep, res + (size_t)i * res_cap, sizeof(rep));
+        any |= rep.reduced != 0;
+    }
+    if (!any)
+        return red;
+    tgt_split_reply_t home;
+    memcpy(&home, res, sizeof(home));
+    if (!home.reduced) {
+        snprintf(why, cap,
+                 "it has a reduction across teams and the home's share ran "
+                 "no team (fewer teams than executors)");
+        return red;
+    }
+    int found = 0;
+    tgt_split_cand_t pick = {0};
+    for (int i = 0; i < nsh; i++) {
+        const char *p = res + (size_t)i * res_cap;
+        tgt_split_reply_t rep;
+        memcpy(&rep, p, sizeof(rep));
+        const char *c0 = p + sizeof(rep) +
+                         (size_t)rep.nranges * sizeof(tgt_split_range_t);
+        for (uint32_t c = 0; c < rep.ncands; c++) {
+            tgt_split_cand_t cd;
+            memcpy(&cd, c0 + c * sizeof(cd), sizeof(cd));
+            if (!cd.written || (found && cd.buf == pick.buf && cd.off == pick.off))
+                continue;
+            found++;
+            pick = cd;
+        }
+    }
+    if (found == 0) {
+        /* No team's combining changed the first bytes after any candidate:
+         * nothing to combine, unless the variable is one that reaches past
+         * them. */
+        const char *hc = res + sizeof(home) +
+                         (size_t)home.nranges * sizeof(tgt_split_range_t);
+        for (uint32_t c = 0; c < home.ncands; c++) {
+            tgt_split_cand_t cd;
+            memcpy(&cd, hc + c * sizeof(cd), sizeof(cd));
+            if (!cd.len) {
+                snprintf(why, cap,
+                         "its teams' reduction changed none of the first %d bytes "
+                         "after each pointer argument, and one reaches further: the "
+                         "reduction variable cannot be found",
+                         TGT_SPLIT_CAND_MAX);
+                break;
+            }
+        }
+        return red;
+    }
+    if (found > 1 || pick.buf >= nwr) {
+        snprintf(why, cap,
+                 "its teams combined their reduction into more than one "
+                 "place: the reduction variable cannot be told apart");
+        return red;
+    }
+    if (!pick.len) {
+        snprintf(why, cap,
+                 "its reduction variable lies more than %d bytes before the "
+                 "end of its buffer (not split yet)",
+                 TGT_SPLIT_CAND_MAX);
+        return red;
+    }
+    red.buf = pick.buf;
+    red.off = pick.off;
+    red.len = pick.len;
+    size_t step = tgt_pad8(pick.len);
+    red.parts = malloc((size_t)nsh * step);
+    if (!red.parts)
+        ompc_fatal("out of memory combining a split reduction");
+    bool part_of[nsh];
+    memset(part_of, 0, sizeof(part_of));
+    size_t m = 0;
+    for (size_t i = 0; i < *n_p; i++) {
+        if (t[i].r.buf != red.buf) {
+            t[m++] = t[i];
+            continue;
+        }
+        if (t[i].r.off < red.off || t[i].r.off + t[i].r.len > red.off + red.len) {
+            snprintf(why, cap,
+                     "it has a reduction across teams and changes the "
+                     "buffer of its reduction variable outside the variable");
+            return red;
+        }
+        if (t[i].share == 0)
+            red.home_changed = true;
+        else
+            part_of[t[i].share] = true;
+    }
+    *n_p = m;
+    for (int i = 1; i < nsh; i++) {
+        if (!part_of[i])
+            continue;
+        const tgt_split_cand_t *cd = reply_cand(res + (size_t)i * res_cap, red.buf,
+                                                red.off);
+        if (!cd || cd->len != red.len) {
+            snprintf(why, cap,
+                     "share %d of its reduction across teams saw other "
+                     "arguments than the home's",
+                     i);
+            return red;
+        }
+        memset(red.parts + red.nparts * step, 0, step);
+        memcpy(red.parts + red.nparts * step, cd->bytes, red.len);
+        red.nparts++;
+    }
+    return red;
+}
+
+/* The home combines the helpers' values into its own (tgt.split.reduce). */
+static void combine_home(const red_t *red, uint64_t key, int home_rank,
+                         const tgt_ident_t *loc, const tgt_kernel_t *k, char *why,
+                         size_t cap)
+{
+    size_t step = tgt_pad8(red->len);
+    size_t len = sizeof(tgt_split_reduce_t) + red->nparts * step;
+    if (len > EV_EXEC_MAX_ARGS) {
+        snprintf(why, cap, "its reduction variable is too large to combine");
+        return;
+    }
+    char *a = malloc(len);
+    if (!a)
+        ompc_fatal("out of memory combining a split reduction");
+    tgt_split_reduce_t h = {TGT_SPLIT_MAGIC, key,      red->buf,
+                            red->len,        red->off, red->nparts};
+    memcpy(a, &h, sizeof(h));
+    memcpy(a + sizeof(h), red->parts, red->nparts * step);
+    uint32_t refused = 1;
+    ev_handle_t *hd = NULL;
+    ompc_status_t st = ev_execute(tgt_rt->ev, home_rank, tgt_rt->fn_split_reduce, a, len,
+                                  &refused, sizeof(refused), &hd);
+    if (st == OMPC_OK)
+        st = ev_wait(hd);
+    if (hd)
+        ev_handle_release(hd);
+    free(a);
+    if (st != OMPC_OK)
+        TGT_USER_ERROR(loc, "combining the reduction of split kernel %s failed: %s",
+                       k->name, ompc_status_str(st));
+    if (refused)
+        snprintf(why, cap,
+                 "its reduction variable's initial value changes when "
+                 "combined with itself (e.g. a sum that starts from "
+                 "non-zero), and every share starts from it");
 }
 
 /* Ends a share: tgt.split.end on rank (not waited for: *h_p). */
@@ -213,10 +500,29 @@ bool tgt_split_exec(const tgt_ident_t *loc, const tgt_kernel_t *k, int home,
     int ne = dm_num_executors(tgt_rt->dm);
     int64_t want = ompc_config_get()->split;
     int nsh = want < ne ? (int)want : ne;
-    if (nsh < 2)
-        return false;
     uint64_t t0 = ompc_now_ns();
     pthread_mutex_lock(&split_mtx);
+    double whole = 0, pred = 0;
+    if (want < 0) {
+        nsh = auto_shares(k, home, ne, wr, nwr, &whole, &pred);
+        kstats_t *ks = &kstats[k - tgt_rt->kernels];
+        if (nsh < 2) {
+            ks->auto_whole++;
+            auto_back_off(k, ks);
+            pthread_mutex_unlock(&split_mtx);
+            if (tgt_rt->info)
+                fprintf(stderr,
+                        "[ompc info] r0 auto: kernel %s runs whole: %.3f ms whole, "
+                        "split predicted no faster (%.3f ms)\n",
+                        k->name, whole * 1e3, pred * 1e3);
+            return false;
+        }
+        ks->auto_split++;
+    }
+    if (nsh < 2) {
+        pthread_mutex_unlock(&split_mtx);
+        return false;
+    }
     uint64_t key = ++next_key;
     int ex[nsh], ranks[nsh];
     for (int i = 0; i < nsh; i++) {
@@ -235,7 +541,8 @@ bool tgt_split_exec(const tgt_ident_t *loc, const tgt_kernel_t *k, int home,
     uint64_t t_in = ompc_now_ns();
     size_t args_len = sizeof(tgt_split_hdr_t) + nwr * sizeof(tgt_split_buf_t) + msg_len;
     size_t res_cap = sizeof(tgt_split_reply_t) +
-                     TGT_SPLIT_MAX_RANGES * sizeof(tgt_split_range_t);
+                     TGT_SPLIT_MAX_RANGES * sizeof(tgt_split_range_t) +
+                     TGT_SPLIT_NCANDS * sizeof(tgt_split_cand_t);
     char *args = malloc((size_t)nsh * args_len);
     char *res = malloc((size_t)nsh * res_cap);
     if (!args || !res)
@@ -288,7 +595,9 @@ bool tgt_split_exec(const tgt_ident_t *loc, const tgt_kernel_t *k, int home,
                            k->name, ex[i], ompc_status_str(st));
         tgt_split_reply_t rep;
         memcpy(&rep, res + (size_t)i * res_cap, sizeof(rep));
-        if (got != sizeof(rep) + (size_t)rep.nranges * sizeof(tgt_split_range_t))
+        if (rep.ncands > TGT_SPLIT_NCANDS ||
+            got != sizeof(rep) + (size_t)rep.nranges * sizeof(tgt_split_range_t) +
+                       (size_t)rep.ncands * sizeof(tgt_split_cand_t))
             TGT_USER_ERROR(loc, "share %d of kernel %s sent a malformed reply", i,
                            k->name);
         flags |= rep.flags;
@@ -306,6 +615,7 @@ bool tgt_split_exec(const tgt_ident_t *loc, const tgt_kernel_t *k, int home,
                        "set OMPC_SPLIT=off",
                        k->name, nsh);
     char why[512] = "";
+    red_t red = {0};
     bool keeps[nsh];
     memset(keeps, 0, sizeof(keeps));
     tagged_t *t = malloc((nranges ? nranges : 1) * sizeof(*t));
@@ -335,15 +645,22 @@ bool tgt_split_exec(const tgt_ident_t *loc, const tgt_kernel_t *k, int home,
         for (size_t i = 0; i < n; i++)
             if (t[i].share > 0 && t[i].r.len <= TGT_SPLIT_SMALL)
                 keeps[t[i].share] = true;
-        find_overlap(t, n, nsh, wr, why, sizeof(why));
+        red = find_reduction(res, res_cap, nsh, t, &n, nwr, why, sizeof(why));
+        if (!why[0])
+            find_overlap(t, n, nsh, wr, why, sizeof(why));
     }
-    free(res);
     free(last.changed);
     last.changed = NULL;
     last.pending = false;
+    if (!why[0] && red.nparts)
+        combine_home(&red, key, ranks[0], loc, k, why, sizeof(why));
+    free(res);
+    free(red.parts);
     if (!why[0] && nsh <= 64 && (last.changed = calloc(nwr ? nwr : 1, sizeof(bool)))) {
         for (size_t i = 0; i < n; i++)
             last.changed[t[i].r.buf] = true;
+        if (red.nparts || red.home_changed)
+            last.changed[red.buf] = true;
         last.pending = true;
         last.nsh = nsh;
         last.nwr = nwr;
@@ -355,11 +672,12 @@ bool tgt_split_exec(const tgt_ident_t *loc, const tgt_kernel_t *k, int home,
         if (tgt_rt->info)
             fprintf(stderr,
                     "[ompc info] r0 split %s over %d executors (%u teams): %zu changed "
-                    "ranges, %zu bytes moved to executor %d; inputs %.3f ms, shares "
-                    "%.3f ms (longest kernel %.3f ms), merge %.3f ms\n",
-                    k->name, nsh, teams, n, bytes, home, (double)(t_in - t0) * 1e-6,
-                    (double)(t_run - t_in) * 1e-6, (double)ns * 1e-6,
-                    (double)(ompc_now_ns() - t_run) * 1e-6);
+                    "ranges, %zu bytes moved to executor %d, %zu share(s)' reduction "
+                    "combined; inputs %.3f ms, shares %.3f ms (longest kernel %.3f ms), "
+                    "merge %.3f ms\n",
+                    k->name, nsh, teams, n, bytes, home, red.nparts,
+                    (double)(t_in - t0) * 1e-6, (double)(t_run - t_in) * 1e-6,
+                    (double)ns * 1e-6, (double)(ompc_now_ns() - t_run) * 1e-6);
     } else {
         /* Helpers that kept small ranges forget them. */
         for (int i = 1; i < nsh; i++)
@@ -397,16 +715,39 @@ bool tgt_split_exec(const tgt_ident_t *loc, const tgt_kernel_t *k, int home,
         ks->undone++;
     } else {
         ks->merged++;
+        ks->reduced += red.nparts > 0;
         ks->ranges += n;
         ks->bytes += bytes;
     }
     ks->in_ns += t_in - t0;
     ks->run_ns += t_run - t_in;
     ks->merge_ns += ompc_now_ns() - t_run;
+    if (want < 0) {
+        /* What the split took against the kernel whole: learn its overhead,
+         * and run whole for a while if it did not gain. */
+        double took = (double)(ompc_now_ns() - t0) * 1e-9;
+        if (!why[0]) {
+            ks->over_s = took - (double)ns * 1e-9;
+            ks->over_w = nsh;
+        }
+        if (tgt_rt->info)
+            fprintf(stderr,
+                    "[ompc info] r0 auto: kernel %s split over %d executors took %.3f ms "
+                    "(predicted %.3f ms, whole %.3f ms)\n",
+                    k->name, nsh, took * 1e3, pred * 1e3, whole * 1e3);
+        if (took >= whole)
+            auto_back_off(k, ks);
+        else
+            ks->backoff = AUTO_BACKOFF_MIN;
+    }
     pthread_mutex_unlock(&split_mtx);
-    const ompc_trace_arg_t targs[] = {OMPC_TRACE_U64("shares", (uint64_t)nsh),
-                                      OMPC_TRACE_U64("teams", teams),
-                                      OMPC_TRACE_U64("merged", why[0] ? 0 : 1)};
+    const ompc_trace_arg_t targs[] = {
+        OMPC_TRACE_U64("shares", (uint64_t)nsh),
+        OMPC_TRACE_U64("teams", teams),
+        OMPC_TRACE_U64("merged", why[0] ? 0 : 1),
+        OMPC_TRACE_U64("reduced", red.nparts ? 1 : 0),
+        OMPC_TRACE_U64("predicted_us", (uint64_t)(pred * 1e6)),
+        OMPC_TRACE_U64("whole_us", (uint64_t)(whole * 1e6))};
     ompc_trace_span("split", k->name, t0, ompc_now_ns(), targs,
                     sizeof(targs) / sizeof(targs[0]));
     *ns_p = ns;
@@ -432,19 +773,28 @@ void tgt_split_stats_print(void)
     pthread_mutex_lock(&split_mtx);
     for (int i = 0; i < tgt_rt->nkernels; i++) {
         const kstats_t *ks = &kstats[i];
-        if (!ks->merged && !ks->undone)
+        if (!ks->merged && !ks->undone && !ks->auto_whole)
             continue;
         char where[160];
         tgt_kernel_where(tgt_rt->kernels[i].name, where, sizeof(where));
         fprintf(stderr,
                 "[ompc stats] split %s%s: %llu run(s) over %u executors (%u teams) "
-                "merged, %llu undone and run unsplit; %llu changed ranges, %llu bytes "
-                "moved to the home; inputs %.3f s, shares %.3f s, merge %.3f s\n",
+                "merged, %llu undone and run unsplit, %llu with a reduction combined; "
+                "%llu changed ranges, %llu bytes moved to the home; inputs %.3f s, "
+                "shares %.3f s, merge %.3f s\n",
                 tgt_rt->kernels[i].name, where, (unsigned long long)ks->merged,
                 ks->shares, ks->teams, (unsigned long long)ks->undone,
-                (unsigned long long)ks->ranges, (unsigned long long)ks->bytes,
-                (double)ks->in_ns * 1e-9, (double)ks->run_ns * 1e-9,
-                (double)ks->merge_ns * 1e-9);
+                (unsigned long long)ks->reduced, (unsigned long long)ks->ranges,
+                (unsigned long long)ks->bytes, (double)ks->in_ns * 1e-9,
+                (double)ks->run_ns * 1e-9, (double)ks->merge_ns * 1e-9);
+        if (ompc_config_get()->split < 0)
+            fprintf(stderr,
+                    "[ompc stats] split auto %s%s: %llu launch(es) split, %llu run whole "
+                    "on the model's prediction (whole %.3f ms; last split's overhead "
+                    "%.3f ms over %d executors)\n",
+                    tgt_rt->kernels[i].name, where, (unsigned long long)ks->auto_split,
+                    (unsigned long long)ks->auto_whole, ks->whole_s * 1e3,
+                    ks->over_s * 1e3, ks->over_w);
     }
     pthread_mutex_unlock(&split_mtx);
 }

@@ -15,7 +15,13 @@
  *            separate 8-byte ranges, which travel packed to the home
  *   outside  an atomic histogram: every share writes the same counters, so
  *            the kernel must run unsplit, twice, with the right counts
- *   reduce   a reduction across teams: unsplit for now, the right sum
+ *   auto     for OMPC_SPLIT=auto: a compute-bound kernel over a small array
+ *            (the model predicts a gain: split) and a copy of 64 MiB (the
+ *            moves and twins cost more than the copy: whole), each run 10
+ *            times, the results checked every time
+ *   reduce   a sum across teams from 5: every share would count the 5, so
+ *            the kernel runs unsplit, with the right sum (reduce.c has the
+ *            reductions that split)
  *
  * SPLIT_TEAMS (environment) is the number of teams a kernel without
  * num_teams must see: the number of shares when split (1 otherwise, as
@@ -301,13 +307,56 @@ static void reduce(void)
     CHECK(s == want, "reduce: %ld, want %ld", s, want);
 }
 
+/* A hash of x, steps long, the same on the host and the device. */
+#pragma omp declare target
+static long spin(long x, int steps)
+{
+    unsigned long h = (unsigned long)x;
+    for (int k = 0; k < steps; k++)
+        h = h * 6364136223846793005ul + 1442695040888963407ul + (unsigned long)(k & 7);
+    return (long)(h >> 1);
+}
+#pragma omp end declare target
+
+static void auto_mode(void)
+{
+    const int n = 2048, steps = 100000;
+    const long m = 4L << 20;
+    long *x = malloc(n * sizeof(long));
+    double *a = malloc(m * sizeof(double)), *b = malloc(m * sizeof(double));
+    if (!x || !a || !b)
+        exit(2);
+    for (long i = 0; i < m; i++)
+        b[i] = (double)(i % 1000);
+#pragma omp target data map(alloc : x[0 : n]) map(to : b[0 : m]) map(alloc : a[0 : m])
+    for (int r = 0; r < 10; r++) {
+#pragma omp target teams distribute parallel for num_teams(8)
+        for (int i = 0; i < n; i++)
+            x[i] = spin(i + r, steps);
+#pragma omp target teams distribute parallel for num_teams(8)
+        for (long i = 0; i < m; i++)
+            a[i] = b[i] + r;
+#pragma omp target update from(x[0 : n], a[m - 3 : 3])
+        for (int i = 0; i < n; i += 97)
+            if (x[i] != spin(i + r, steps)) {
+                CHECK(0, "auto round %d: x[%d] = %ld", r, i, x[i]);
+                break;
+            }
+        CHECK(a[m - 1] == (double)((m - 1) % 1000) + r, "auto round %d: a[m-1] = %g", r,
+              a[m - 1]);
+    }
+    free(x);
+    free(a);
+    free(b);
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : getenv("SPLIT_MODE");
     const char *te = getenv("SPLIT_TEAMS");
     int teams = te ? atoi(te) : 0;
     if (!mode) {
-        fprintf(stderr, "usage: %s stream|stencil|sparse|outside|reduce\n", argv[0]);
+        fprintf(stderr, "usage: %s stream|stencil|sparse|outside|reduce|auto\n", argv[0]);
         return 2;
     }
     if (!strcmp(mode, "stream"))
@@ -320,6 +369,8 @@ int main(int argc, char **argv)
         outside();
     else if (!strcmp(mode, "reduce"))
         reduce();
+    else if (!strcmp(mode, "auto"))
+        auto_mode();
     else
         return 2;
     if (fails)
