@@ -499,6 +499,10 @@ size_t dm_stale_take(dm_ctx_t *dm, int exec, dm_stale_fn_t judge, void *arg,
             /* Gone from there: a later task there that names the buffer
              * commits it again and gets its data. */
             *c = DM_COMMIT_NONE;
+            if (b->commit_h[exec]) {
+                ev_handle_release(b->commit_h[exec]);
+                b->commit_h[exec] = NULL;
+            }
             b->valid[exec] = 0;
         }
         dm->cand[exec][i] = dm->cand[exec][--dm->ncand[exec]];
@@ -728,8 +732,14 @@ static ompc_status_t acquire_pass(dm_ctx_t *dm, int exec, dm_buf_t *const *bufs,
     int rank = dm->exec_rank[exec];
     ev_handle_t **hs = malloc((n ? 2 * n : 1) * sizeof(*hs));
     dm_buf_t **moved = malloc((n ? n : 1) * sizeof(*moved));
-    /* Per buffer, the data's generation that exec's copy will hold. */
-    uint64_t *gens = malloc((n ? n : 1) * sizeof(*gens));
+    /* Per buffer, the data's generation that exec's copy will hold, and
+     * the number of the copy's last close when this pass committed it (or
+     * found it committed): a close listed since (dm_stale_take, another
+     * thread's launch) makes the copy there one this pass must not fill
+     * nor call valid.  The worker drops or hides the copy by that close's
+     * number, so the next pass commits it again, numbered after it. */
+    uint64_t *gens = malloc((n ? 2 * n : 1) * sizeof(*gens));
+    uint64_t *eps = gens + n;
     if (!hs || !moved || !gens) {
         free(hs);
         free(moved);
@@ -754,6 +764,7 @@ static ompc_status_t acquire_pass(dm_ctx_t *dm, int exec, dm_buf_t *const *bufs,
         /* Claimed by a launch whose event is being started. */
         while (b->committed[exec] == DM_COMMIT_SENT && !b->commit_h[exec])
             pthread_cond_wait(&dm->pin_cond, &dm->mtx);
+        eps[i] = b->cepoch[exec];
         if (b->committed[exec] == DM_COMMIT_SENT) {
             ev_handle_retain(b->commit_h[exec]);
             foreign[nforeign++] = b->commit_h[exec];
@@ -800,6 +811,10 @@ static ompc_status_t acquire_pass(dm_ctx_t *dm, int exec, dm_buf_t *const *bufs,
     for (size_t i = 0; i < n && first == OMPC_OK; i++) {
         dm_buf_t *b = bufs[i];
         gens[i] = b->wgen;
+        if (b->cepoch[exec] != eps[i]) {
+            *again_p = true; /* closed there since phase 1 */
+            continue;
+        }
         if (b->fetch_h[exec]) {
             if (ev_test(b->fetch_h[exec]) == OMPC_INPROGRESS) {
                 gens[i] = b->fetch_gen[exec];
@@ -896,7 +911,7 @@ static ompc_status_t acquire_pass(dm_ctx_t *dm, int exec, dm_buf_t *const *bufs,
     if (first == OMPC_OK) {
         for (size_t i = 0; i < n; i++) {
             dm_buf_t *b = bufs[i];
-            if (b->wgen != gens[i]) {
+            if (b->wgen != gens[i] || b->cepoch[exec] != eps[i]) {
                 *again_p = true;
                 continue;
             }
@@ -1033,6 +1048,10 @@ void dm_commit_claimed(dm_ctx_t *dm, int exec, dm_buf_t *const *bufs, size_t n,
 {
     pthread_mutex_lock(&dm->mtx);
     for (size_t i = 0; i < n; i++) {
+        /* A close listed since the claim forgot the copy (dm_stale_take);
+         * another thread may have committed it again, with its handle. */
+        if (bufs[i]->committed[exec] != DM_COMMIT_SENT || bufs[i]->commit_h[exec])
+            continue;
         if (h) {
             ev_handle_retain(h); /* the buffer's reference */
             bufs[i]->commit_h[exec] = h;

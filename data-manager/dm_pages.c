@@ -123,6 +123,8 @@ struct dm_pages {
     size_t ncloses, capcloses;
     ompc_u64map_t cepochs;
     ompc_u64map_t landed;          /* address -> cepochs when data landed */
+    ompc_u64map_t closed;          /* address -> number of the last close
+                                      applied here */
     _Atomic size_t ncep;           /* entries of cepochs */
     /* Under map_mtx: copies committed again after a close, without access
      * until their data lands (buffer address -> span); ndark counts them
@@ -523,11 +525,21 @@ ompc_status_t dm_pages_commit(ev_ctx_t *ev, uintptr_t addr, size_t span, uint64_
      * must receive. */
     dm_pages_map_lock();
     ompc_status_t st = OMPC_OK;
+    uint64_t closed;
+    if (pg && ompc_u64map_get(&pg->closed, addr, &closed) && epoch < closed) {
+        /* Numbered before a close applied here (the head's dispatching
+         * threads' messages crossed): the head forgot this commit when it
+         * listed the close, and commits the copy again, numbered after it,
+         * if a task here names it.  Mapping it would give a kernel here
+         * zeros or old bytes where it must fault. */
+        dm_pages_map_unlock();
+        return OMPC_OK;
+    }
     if (pg) {
-        /* A close waiting here for another buffer that had this address
+        /* A close waiting here for an older buffer that had this address
          * (freed since): not this one's. */
         for (size_t i = 0; i < pg->ncloses;)
-            if (pg->closes[i].addr == addr && pg->closes[i].epoch >> 32 != epoch >> 32)
+            if (pg->closes[i].addr == addr && pg->closes[i].epoch >> 32 < epoch >> 32)
                 pg->closes[i] = pg->closes[--pg->ncloses];
             else
                 i++;
@@ -689,6 +701,10 @@ static bool page_dark(dm_pages_t *pg, uintptr_t page)
 /* map_mtx held: close one stale copy (closes_apply, dm_pages_close_now). */
 static void close_one(dm_pages_t *pg, uintptr_t addr, size_t span, uint64_t epoch)
 {
+    uint64_t prev;
+    if ((!ompc_u64map_get(&pg->closed, addr, &prev) || prev < epoch) &&
+        ompc_u64map_put(&pg->closed, addr, epoch) != OMPC_OK)
+        ompc_fatal("out of memory closing a stale device copy");
     if (!ev_mem_contains(pg->dm->ev, (const void *)addr, span))
         return;
     uint64_t committed = 0, landed = 0;
@@ -1158,6 +1174,7 @@ void dm_pages_destroy(dm_ctx_t *dm)
     ompc_u64map_fini(&pg->cepochs);
     ompc_u64map_fini(&pg->dark);
     ompc_u64map_fini(&pg->landed);
+    ompc_u64map_fini(&pg->closed);
     free(pg->closes);
     free(pg->seqs);
     pthread_mutex_destroy(&pg->mtx);
