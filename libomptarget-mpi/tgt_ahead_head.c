@@ -682,7 +682,10 @@ void graph_ahead_fault_write_order(int exec, uint64_t seq, uint64_t buf_addr, si
         tgt_node_t *before = NULL;
         const tgt_node_t *clash = NULL;
         for (tgt_node_t *n = tgt_g.live_head; n && !before && !clash; n = n->lnext) {
-            if (n == w || n->state != N_RUNNING || !n->k || !writes_buf(n, buf_addr))
+            /* A writer being started counts as running: its data may
+             * already be on its executor, without these bytes. */
+            bool live = n->state == N_RUNNING || (n->state == N_READY && n->starting);
+            if (n == w || !live || !n->k || !writes_buf(n, buf_addr))
                 continue;
             bool order = n->seq < seq ? must_order(w, n->seq, w) : must_order(n, seq, w);
             if (order && n->seq < seq)

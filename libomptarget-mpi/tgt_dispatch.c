@@ -498,6 +498,7 @@ static void node_start(tgt_node_t *n)
         graph_placed_add(n, e);
     }
     n->exec = e; /* flushes read where running nodes are */
+    n->starting = n->nwr > 0;
     pthread_mutex_unlock(&tgt_g.mtx);
     if (!n->inlined) {
         inline_writes(n);
@@ -517,6 +518,7 @@ static void node_start(tgt_node_t *n)
         /* Sent early, but a copy from the host could not go with the
          * launch: wait for the predecessors after all. */
         n->state = N_WAITING;
+        n->starting = false;
         pthread_mutex_unlock(&tgt_g.mtx);
         if (n->nwr)
             dm_unpin(tgt_rt->dm, n->wr, n->nwr);

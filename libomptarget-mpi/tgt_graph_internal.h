@@ -76,6 +76,9 @@ struct tgt_node {
     uint64_t seq;
     _Atomic int refs;
     node_state_t state;
+    /* N_READY with its pins taken (node_start, tgt_g.mtx): its data is
+     * on the way to its executor, its launch follows. */
+    bool starting;
     const tgt_ident_t *loc;
     const tgt_kernel_t *k;   /* NULL: data-only node */
     /* What was recorded: written by the recording thread until the node
