@@ -125,6 +125,8 @@ struct dm_pages {
     ompc_u64map_t landed;          /* address -> cepochs when data landed */
     ompc_u64map_t closed;          /* address -> number of the last close
                                       applied here */
+    ompc_u64map_t seen;            /* address -> highest number of a commit
+                                      here (its buffer's serial high) */
     _Atomic size_t ncep;           /* entries of cepochs */
     /* Under map_mtx: copies committed again after a close, without access
      * until their data lands (buffer address -> span); ndark counts them
@@ -535,6 +537,10 @@ ompc_status_t dm_pages_commit(ev_ctx_t *ev, uintptr_t addr, size_t span, uint64_
         dm_pages_map_unlock();
         return OMPC_OK;
     }
+    uint64_t seen;
+    if (pg && (!ompc_u64map_get(&pg->seen, addr, &seen) || seen < epoch) &&
+        ompc_u64map_put(&pg->seen, addr, epoch) != OMPC_OK)
+        ompc_fatal("out of memory committing device memory");
     if (pg) {
         /* A close waiting here for an older buffer that had this address
          * (freed since): not this one's. */
@@ -705,6 +711,12 @@ static void close_one(dm_pages_t *pg, uintptr_t addr, size_t span, uint64_t epoc
     if ((!ompc_u64map_get(&pg->closed, addr, &prev) || prev < epoch) &&
         ompc_u64map_put(&pg->closed, addr, epoch) != OMPC_OK)
         ompc_fatal("out of memory closing a stale device copy");
+    /* A close of a buffer freed since, whose address a newer one took and
+     * committed here (the close's launch was sent after that commit):
+     * not that one's to close. */
+    uint64_t seen;
+    if (ompc_u64map_get(&pg->seen, addr, &seen) && seen >> 32 > epoch >> 32)
+        return;
     if (!ev_mem_contains(pg->dm->ev, (const void *)addr, span))
         return;
     uint64_t committed = 0, landed = 0;
@@ -1175,6 +1187,7 @@ void dm_pages_destroy(dm_ctx_t *dm)
     ompc_u64map_fini(&pg->dark);
     ompc_u64map_fini(&pg->landed);
     ompc_u64map_fini(&pg->closed);
+    ompc_u64map_fini(&pg->seen);
     free(pg->closes);
     free(pg->seqs);
     pthread_mutex_destroy(&pg->mtx);
