@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdatomic.h>
 #include <string.h>
 #include <sys/mman.h>
 
@@ -14,19 +15,30 @@
 /* args {addr, span}: map the pages and expose them to events. */
 static ompc_status_t dm_fn_commit(ev_exec_info_t *info)
 {
-    uint64_t a[2];
+    uint64_t a[3];
     if (info->args_size != sizeof(a))
         return OMPC_ERR_INVALID;
     memcpy(a, info->args, sizeof(a));
-    return dm_exec_commit(info->ctx, a[0], a[1]);
+    return dm_exec_commit(info->ctx, a[0], a[1], a[2]);
 }
 
 /* A launch that runs ahead commits its buffers itself (tgt_ahead.c), so a
  * commit may find the pages there already: mapping them again would
  * replace their data with zeros. */
-ompc_status_t dm_exec_commit(ev_ctx_t *ev, dm_addr_t addr, size_t span)
+ompc_status_t dm_exec_commit(ev_ctx_t *ev, dm_addr_t addr, size_t span, uint64_t epoch)
 {
-    return dm_pages_commit(ev, (uintptr_t)addr, span);
+    return dm_pages_commit(ev, (uintptr_t)addr, span, epoch);
+}
+
+static void cand_remove(dm_ctx_t *dm, int exec, dm_buf_t *b);
+
+/* The number a commit or close of b's copy on exec carries: the buffer's
+ * serial in the high half (a new buffer may take a freed one's address
+ * while a close of the old one waits on a worker), its last close's
+ * number in the low half. */
+static uint64_t cnum(const dm_buf_t *b, int exec)
+{
+    return (uint64_t)b->serial << 32 | (b->cepoch[exec] & 0xffffffffu);
 }
 
 /* args {addr, span}: forget the pages (memory goes back to the system, the
@@ -46,6 +58,17 @@ static ompc_status_t dm_fn_decommit(ev_exec_info_t *info)
     }
     dm_pages_map_unlock();
     return st;
+}
+
+/* args {addr, span, epoch}: close a stale copy now (dm_close_now). */
+static ompc_status_t dm_fn_close(ev_exec_info_t *info)
+{
+    uint64_t a[3];
+    if (info->args_size != sizeof(a))
+        return OMPC_ERR_INVALID;
+    memcpy(a, info->args, sizeof(a));
+    dm_pages_close_now((uintptr_t)a[0], (size_t)a[1], a[2]);
+    return OMPC_OK;
 }
 
 /* ------------------------------------------------------------ lifecycle */
@@ -120,12 +143,19 @@ ompc_status_t dm_ctx_create(ev_ctx_t *ev, dm_ctx_t **dm_p)
     dm->nexec = size > 1 ? size - 1 : 1;
     dm->exec_rank = calloc((size_t)dm->nexec, sizeof(int));
     dm->kept = calloc((size_t)dm->nexec, sizeof(size_t));
-    if (!dm->exec_rank || !dm->kept) {
+    dm->cand = calloc((size_t)dm->nexec, sizeof(*dm->cand));
+    dm->ncand = calloc(2 * (size_t)dm->nexec, sizeof(size_t));
+    if (!dm->exec_rank || !dm->kept || !dm->cand || !dm->ncand) {
         free(dm->exec_rank);
         free(dm->kept);
+        free(dm->cand);
+        free(dm->ncand);
         free(dm);
         return OMPC_ERR_NOMEM;
     }
+    dm->capcand = dm->ncand + dm->nexec;
+    /* With one rank the head is the only executor: no copy elsewhere. */
+    dm->close_stale = size > 1 && ompc_config_get()->page_faults;
     dm->keep_max = (size_t)ompc_config_get()->device_keep;
     for (int i = 0; i < dm->nexec; i++)
         dm->exec_rank[i] = size > 1 ? i + 1 : 0;
@@ -136,9 +166,13 @@ ompc_status_t dm_ctx_create(ev_ctx_t *ev, dm_ctx_t **dm_p)
     if (st == OMPC_OK)
         st = ev_fn_register(ev, "dm.decommit", dm_fn_decommit, EV_FN_INLINE,
                             &dm->fn_decommit);
+    if (st == OMPC_OK)
+        st = ev_fn_register(ev, "dm.close", dm_fn_close, EV_FN_INLINE, &dm->fn_close);
     if (st != OMPC_OK) {
         free(dm->exec_rank);
         free(dm->kept);
+        free(dm->cand);
+        free(dm->ncand);
         free(dm);
         return st;
     }
@@ -184,6 +218,10 @@ void dm_ctx_destroy(dm_ctx_t *dm)
     munmap((void *)dm->va_base, dm->va_size);
     pthread_mutex_destroy(&dm->mtx);
     pthread_cond_destroy(&dm->pin_cond);
+    for (int i = 0; i < dm->nexec; i++)
+        free(dm->cand[i]);
+    free(dm->cand);
+    free(dm->ncand);
     free(dm->exec_rank);
     free(dm->kept);
     free(dm->pstats);
@@ -200,7 +238,7 @@ static dm_buf_t *dm_buf_new(dm_ctx_t *dm, size_t size)
     /* One block: a buffer is made per mapped region (a task's firstprivate
      * copy too), so five more allocations each were a cost per task. */
     size_t P = (size_t)dm->nexec;
-    size_t words = (sizeof(dm_buf_t) + 7) / 8 + 3 * P + (2 * P + 7) / 8;
+    size_t words = (sizeof(dm_buf_t) + 7) / 8 + 4 * P + (3 * P + 7) / 8;
     uint64_t *blk = calloc(words, 8);
     if (!blk)
         return NULL;
@@ -209,8 +247,12 @@ static dm_buf_t *dm_buf_new(dm_ctx_t *dm, size_t size)
     b->commit_h = (ev_handle_t **)w;
     b->fetch_h = (ev_handle_t **)(w + P);
     b->fetch_gen = w + 2 * P;
-    b->valid = (uint8_t *)(w + 3 * P);
+    b->cepoch = w + 3 * P;
+    b->valid = (uint8_t *)(w + 4 * P);
     b->committed = b->valid + P;
+    b->cand = b->committed + P;
+    static _Atomic uint32_t serials;
+    b->serial = atomic_fetch_add(&serials, 1) + 1;
     b->size = size;
     b->span = (size + DM_PAGE - 1) / DM_PAGE * DM_PAGE;
     if (b->span == 0)
@@ -321,6 +363,9 @@ ompc_status_t dm_free(dm_ctx_t *dm, dm_buf_t *b)
     bool keep = false;
     pthread_mutex_lock(&dm->mtx);
     ompc_tmap_erase(&dm->bufs, b->node.key);
+    for (int i = 0; i < dm->nexec; i++)
+        if (b->cand[i])
+            cand_remove(dm, i, b);
     f->addr = b->node.key;
     f->span = b->span;
     for (int i = 0; i < dm->nexec; i++) {
@@ -367,11 +412,113 @@ static int dm_pick_source(const dm_ctx_t *dm, const dm_buf_t *b, int from)
 }
 
 /* The data changed; tag names who changed it (0: nobody in particular). */
+/* ------------------------------------------- stale copies (mtx held) */
+/* A copy of b that an executor keeps mapped after the data changed
+ * elsewhere would be read, old, by a kernel there that reaches it through
+ * a pointer; the launch of a later task there lists it for closing
+ * (dm_stale_take, docs/architecture.md "Device pages on demand"). */
+static void cand_remove(dm_ctx_t *dm, int exec, dm_buf_t *b)
+{
+    dm_buf_t **v = dm->cand[exec];
+    for (size_t i = 0; i < dm->ncand[exec]; i++)
+        if (v[i] == b) {
+            v[i] = v[--dm->ncand[exec]];
+            break;
+        }
+    b->cand[exec] = 0;
+}
+
+/* Every executor but `except` that has b's pages mapped. */
+static void stale_note(dm_ctx_t *dm, dm_buf_t *b, int except)
+{
+    if (!dm->close_stale || b->fixed)
+        return;
+    for (int e = 0; e < dm->nexec; e++) {
+        if (e == except || b->cand[e] || b->committed[e] == DM_COMMIT_NONE)
+            continue;
+        if (dm->ncand[e] == dm->capcand[e]) {
+            size_t nc = dm->capcand[e] ? 2 * dm->capcand[e] : 16;
+            dm_buf_t **v = realloc(dm->cand[e], nc * sizeof(*v));
+            if (!v)
+                ompc_fatal("out of memory tracking device copies");
+            dm->cand[e] = v;
+            dm->capcand[e] = nc;
+        }
+        dm->cand[e][dm->ncand[e]++] = b;
+        b->cand[e] = 1;
+    }
+}
+
+void dm_stale_note(dm_ctx_t *dm, dm_buf_t *b, int writer)
+{
+    pthread_mutex_lock(&dm->mtx);
+    stale_note(dm, b, writer);
+    pthread_mutex_unlock(&dm->mtx);
+}
+
+size_t dm_stale_take(dm_ctx_t *dm, int exec, dm_stale_fn_t judge, void *arg,
+                     dm_stale_copy_t **out_p)
+{
+    *out_p = NULL;
+    if (!dm->close_stale)
+        return 0;
+    size_t n = 0, cap = 0;
+    dm_stale_copy_t *out = NULL;
+    pthread_mutex_lock(&dm->mtx);
+    for (size_t i = 0; i < dm->ncand[exec];) {
+        dm_buf_t *b = dm->cand[exec][i];
+        uint8_t *c = &b->committed[exec];
+        if (*c == DM_COMMIT_SENT && b->commit_h[exec] &&
+            ev_test(b->commit_h[exec]) != OMPC_INPROGRESS) {
+            *c = DM_COMMIT_DONE;
+            ev_handle_release(b->commit_h[exec]);
+            b->commit_h[exec] = NULL;
+        }
+        dm_stale_t v = *c == DM_COMMIT_NONE ? DM_STALE_CURRENT : judge(b, arg);
+        if (v == DM_STALE_UNKNOWN)
+            v = b->valid[exec] || !b->has_data ? DM_STALE_CURRENT
+                : b->fetch_h[exec]             ? DM_STALE_LATER
+                                               : DM_STALE_YES;
+        /* A commit still travelling (claimed, maybe not sent yet) comes
+         * with a launch before the writer's, so it lands before the task
+         * starts there: the close, numbered later, still applies. */
+        if (v == DM_STALE_LATER) {
+            i++;
+            continue;
+        }
+        if (v == DM_STALE_YES) {
+            if (n == cap) {
+                cap = cap ? 2 * cap : 8;
+                dm_stale_copy_t *o = realloc(out, cap * sizeof(*o));
+                if (!o)
+                    ompc_fatal("out of memory launching a kernel");
+                out = o;
+            }
+            b->cepoch[exec] = ++dm->close_ctr;
+            out[n++] = (dm_stale_copy_t){b->node.key, b->span, cnum(b, exec)};
+            /* Gone from there: a later task there that names the buffer
+             * commits it again and gets its data. */
+            *c = DM_COMMIT_NONE;
+            if (b->commit_h[exec]) {
+                ev_handle_release(b->commit_h[exec]);
+                b->commit_h[exec] = NULL;
+            }
+            b->valid[exec] = 0;
+        }
+        dm->cand[exec][i] = dm->cand[exec][--dm->ncand[exec]];
+        b->cand[exec] = 0;
+    }
+    pthread_mutex_unlock(&dm->mtx);
+    *out_p = out;
+    return n;
+}
+
 static void dm_changed(dm_ctx_t *dm, dm_buf_t *b, uint64_t tag)
 {
     b->wgen++;
     b->wtag = tag ? tag : (UINT64_C(1) << 63) | ++dm->tag_ctr;
     memset(b->valid, 0, (size_t)dm->nexec);
+    stale_note(dm, b, -1);
 }
 
 /* Forget the snapshot's memory (the caller's, if borrowed, stays). */
@@ -585,8 +732,14 @@ static ompc_status_t acquire_pass(dm_ctx_t *dm, int exec, dm_buf_t *const *bufs,
     int rank = dm->exec_rank[exec];
     ev_handle_t **hs = malloc((n ? 2 * n : 1) * sizeof(*hs));
     dm_buf_t **moved = malloc((n ? n : 1) * sizeof(*moved));
-    /* Per buffer, the data's generation that exec's copy will hold. */
-    uint64_t *gens = malloc((n ? n : 1) * sizeof(*gens));
+    /* Per buffer, the data's generation that exec's copy will hold, and
+     * the number of the copy's last close when this pass committed it (or
+     * found it committed): a close listed since (dm_stale_take, another
+     * thread's launch) makes the copy there one this pass must not fill
+     * nor call valid.  The worker drops or hides the copy by that close's
+     * number, so the next pass commits it again, numbered after it. */
+    uint64_t *gens = malloc((n ? 2 * n : 1) * sizeof(*gens));
+    uint64_t *eps = gens + n;
     if (!hs || !moved || !gens) {
         free(hs);
         free(moved);
@@ -611,6 +764,7 @@ static ompc_status_t acquire_pass(dm_ctx_t *dm, int exec, dm_buf_t *const *bufs,
         /* Claimed by a launch whose event is being started. */
         while (b->committed[exec] == DM_COMMIT_SENT && !b->commit_h[exec])
             pthread_cond_wait(&dm->pin_cond, &dm->mtx);
+        eps[i] = b->cepoch[exec];
         if (b->committed[exec] == DM_COMMIT_SENT) {
             ev_handle_retain(b->commit_h[exec]);
             foreign[nforeign++] = b->commit_h[exec];
@@ -618,7 +772,7 @@ static ompc_status_t acquire_pass(dm_ctx_t *dm, int exec, dm_buf_t *const *bufs,
         }
         if (b->committed[exec] == DM_COMMIT_DONE)
             continue;
-        uint64_t args[2] = {b->node.key, b->span};
+        uint64_t args[3] = {b->node.key, b->span, cnum(b, exec)};
         ev_handle_t *h;
         ompc_status_t st = ev_execute(dm->ev, rank, dm->fn_commit, args, sizeof(args),
                                       NULL, 0, &h);
@@ -657,6 +811,10 @@ static ompc_status_t acquire_pass(dm_ctx_t *dm, int exec, dm_buf_t *const *bufs,
     for (size_t i = 0; i < n && first == OMPC_OK; i++) {
         dm_buf_t *b = bufs[i];
         gens[i] = b->wgen;
+        if (b->cepoch[exec] != eps[i]) {
+            *again_p = true; /* closed there since phase 1 */
+            continue;
+        }
         if (b->fetch_h[exec]) {
             if (ev_test(b->fetch_h[exec]) == OMPC_INPROGRESS) {
                 gens[i] = b->fetch_gen[exec];
@@ -753,7 +911,7 @@ static ompc_status_t acquire_pass(dm_ctx_t *dm, int exec, dm_buf_t *const *bufs,
     if (first == OMPC_OK) {
         for (size_t i = 0; i < n; i++) {
             dm_buf_t *b = bufs[i];
-            if (b->wgen != gens[i]) {
+            if (b->wgen != gens[i] || b->cepoch[exec] != eps[i]) {
                 *again_p = true;
                 continue;
             }
@@ -890,6 +1048,10 @@ void dm_commit_claimed(dm_ctx_t *dm, int exec, dm_buf_t *const *bufs, size_t n,
 {
     pthread_mutex_lock(&dm->mtx);
     for (size_t i = 0; i < n; i++) {
+        /* A close listed since the claim forgot the copy (dm_stale_take);
+         * another thread may have committed it again, with its handle. */
+        if (bufs[i]->committed[exec] != DM_COMMIT_SENT || bufs[i]->commit_h[exec])
+            continue;
         if (h) {
             ev_handle_retain(h); /* the buffer's reference */
             bufs[i]->commit_h[exec] = h;
@@ -899,6 +1061,37 @@ void dm_commit_claimed(dm_ctx_t *dm, int exec, dm_buf_t *const *bufs, size_t n,
     }
     pthread_cond_broadcast(&dm->pin_cond);
     pthread_mutex_unlock(&dm->mtx);
+}
+
+ompc_status_t dm_close_now(dm_ctx_t *dm, int exec, const dm_stale_copy_t *c, size_t n)
+{
+    ev_handle_t **hs = n ? calloc(n, sizeof(*hs)) : NULL;
+    if (n && !hs)
+        return OMPC_ERR_NOMEM;
+    ompc_status_t first = OMPC_OK;
+    size_t nh = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t args[3] = {c[i].addr, c[i].span, c[i].epoch};
+        ompc_status_t st = ev_execute(dm->ev, dm->exec_rank[exec], dm->fn_close, args,
+                                      sizeof(args), NULL, 0, &hs[nh]);
+        if (st == OMPC_OK)
+            nh++;
+        else if (first == OMPC_OK)
+            first = st;
+    }
+    ompc_status_t st = ev_wait_all(hs, nh);
+    for (size_t i = 0; i < nh; i++)
+        ev_handle_release(hs[i]);
+    free(hs);
+    return first != OMPC_OK ? first : st;
+}
+
+uint64_t dm_buf_commit_epoch(dm_ctx_t *dm, dm_buf_t *b, int exec)
+{
+    pthread_mutex_lock(&dm->mtx);
+    uint64_t c = cnum(b, exec);
+    pthread_mutex_unlock(&dm->mtx);
+    return c;
 }
 
 uint64_t dm_buf_wtag(dm_ctx_t *dm, dm_buf_t *b)

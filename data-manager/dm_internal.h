@@ -19,6 +19,11 @@ struct dm_buf {
     dm_addr_t *exec_addr;    /* fixed buffers: address on each executor */
     uint8_t *valid;          /* per executor: holds the current data */
     uint8_t *committed;      /* per executor: DM_COMMIT_* */
+    uint8_t *cand;           /* per executor: in dm->cand[exec] (its copy
+                                there may have become stale) */
+    uint32_t serial;         /* this buffer's number (cnum) */
+    uint64_t *cepoch;        /* per executor: the last close of its copy
+                                there (dm->close_ctr), sent with commits */
     ev_handle_t **commit_h;  /* per executor: the commit in flight, if any */
     ev_handle_t **fetch_h;   /* per executor: the data transfer in flight */
     uint64_t *fetch_gen;     /* per executor: wgen when that transfer began */
@@ -60,7 +65,7 @@ struct dm_ctx {
     ev_ctx_t *ev;
     int nexec;
     int *exec_rank;
-    ev_fn_id_t fn_commit, fn_decommit;
+    ev_fn_id_t fn_commit, fn_decommit, fn_close;
     uintptr_t va_base;
     size_t va_size;
     /* head state, under mtx */
@@ -74,6 +79,12 @@ struct dm_ctx {
     size_t keep_max;         /* OMPC_DEVICE_KEEP */
     size_t *kept;            /* per executor: bytes of free spans above
                                 DM_KEEP_COMMITTED still mapped there */
+    /* Per executor, under mtx: the buffers whose copy there may have
+     * become stale since a launch to it last looked (dm_stale_take). */
+    dm_buf_t ***cand;
+    size_t *ncand, *capcand;
+    bool close_stale;        /* executors close stale copies (page faults on) */
+    uint64_t close_ctr;      /* closes listed, numbered from 1 */
     /* Device pages on demand (dm_pages.c). */
     ev_fn_id_t fn_page_fetch, fn_page_write;
     dm_fault_write_hooks_t fw_hooks; /* head (dm_set_fault_write_hooks) */
@@ -93,7 +104,11 @@ void dm_pages_map_lock(void);
 /* Commit [addr, addr+span) as a buffer's pages (dm_exec_commit): pages a
  * running kernel holds through faults keep their bytes until the buffer's
  * data lands; one it wrote through faults stops the rank by name. */
-ompc_status_t dm_pages_commit(ev_ctx_t *ev, uintptr_t addr, size_t span);
+ompc_status_t dm_pages_commit(ev_ctx_t *ev, uintptr_t addr, size_t span, uint64_t epoch);
 void dm_pages_map_unlock(void);
+/* Close a stale copy at once (dm_close_now's message, gate thread). */
+void dm_pages_close_now(uintptr_t addr, size_t span, uint64_t epoch);
+/* The event system's land hook (ev_set_land_hook). */
+bool dm_pages_land(uintptr_t addr, size_t size, const void *bytes);
 
 #endif

@@ -67,6 +67,13 @@ typedef struct dm_fault {
 
 enum { FAULT_WAITING = 0, FAULT_SERVED = 1, FAULT_REFUSED = 2 };
 
+/* A stale copy to close when task seq starts (dm_exec_close). */
+typedef struct dm_close {
+    uint64_t seq, epoch;
+    uintptr_t addr;
+    size_t span;
+} dm_close_t;
+
 /* A page this executor holds through a fault. */
 typedef struct dm_fpage {
     uintptr_t addr;
@@ -108,6 +115,24 @@ struct dm_pages {
     uint64_t drop_epoch;
     uint64_t *seqs;
     size_t nseqs, capseqs;
+    /* Under map_mtx: closes waiting for their task, and per buffer
+     * address the highest epoch of a commit seen (a close up to it is
+     * cancelled: the copy was committed again after the close was
+     * listed). */
+    dm_close_t *closes;
+    size_t ncloses, capcloses;
+    ompc_u64map_t cepochs;
+    ompc_u64map_t landed;          /* address -> cepochs when data landed */
+    ompc_u64map_t closed;          /* address -> number of the last close
+                                      applied here */
+    ompc_u64map_t seen;            /* address -> highest number of a commit
+                                      here (its buffer's serial high) */
+    _Atomic size_t ncep;           /* entries of cepochs */
+    /* Under map_mtx: copies committed again after a close, without access
+     * until their data lands (buffer address -> span); ndark counts them
+     * for the landing path's quick check. */
+    ompc_u64map_t dark;
+    _Atomic size_t ndark;
     void *fetch_buf;               /* block bytes, exposed to events */
     unsigned char *reply;          /* EV_EXEC_MAX_RESULT: a fetch's reply */
     /* This executor's counts (its own figures; the head keeps per-worker
@@ -494,7 +519,7 @@ static dm_fpage_t *fpage_get(dm_pages_t *pg, uintptr_t page)
     return ompc_u64map_get(&pg->pages, page, &v) ? (dm_fpage_t *)(uintptr_t)v : NULL;
 }
 
-ompc_status_t dm_pages_commit(ev_ctx_t *ev, uintptr_t addr, size_t span)
+ompc_status_t dm_pages_commit(ev_ctx_t *ev, uintptr_t addr, size_t span, uint64_t epoch)
 {
     dm_pages_t *pg = atomic_load(&dm_pages_live);
     /* map_mtx alone (it guards pg->pages): pg->mtx may be held by the
@@ -502,6 +527,37 @@ ompc_status_t dm_pages_commit(ev_ctx_t *ev, uintptr_t addr, size_t span)
      * must receive. */
     dm_pages_map_lock();
     ompc_status_t st = OMPC_OK;
+    uint64_t closed;
+    if (pg && ompc_u64map_get(&pg->closed, addr, &closed) && epoch < closed) {
+        /* Numbered before a close applied here (the head's dispatching
+         * threads' messages crossed): the head forgot this commit when it
+         * listed the close, and commits the copy again, numbered after it,
+         * if a task here names it.  Mapping it would give a kernel here
+         * zeros or old bytes where it must fault. */
+        dm_pages_map_unlock();
+        return OMPC_OK;
+    }
+    uint64_t seen;
+    if (pg && (!ompc_u64map_get(&pg->seen, addr, &seen) || seen < epoch) &&
+        ompc_u64map_put(&pg->seen, addr, epoch) != OMPC_OK)
+        ompc_fatal("out of memory committing device memory");
+    if (pg) {
+        /* A close waiting here for an older buffer that had this address
+         * (freed since): not this one's. */
+        for (size_t i = 0; i < pg->ncloses;)
+            if (pg->closes[i].addr == addr && pg->closes[i].epoch >> 32 < epoch >> 32)
+                pg->closes[i] = pg->closes[--pg->ncloses];
+            else
+                i++;
+    }
+    if (pg && (epoch & 0xffffffffu)) {
+        /* Committed again after a close was listed: its data is on the way
+         * (closes_apply). */
+        uint64_t old;
+        if (!ompc_u64map_get(&pg->cepochs, addr, &old) || old < epoch)
+            st = ompc_u64map_put(&pg->cepochs, addr, epoch);
+        atomic_store(&pg->ncep, ompc_u64map_size(&pg->cepochs));
+    }
     if (!ev_mem_contains(ev, (const void *)addr, span)) {
         size_t held = 0;
         for (uintptr_t q = addr; pg && q < addr + span; q += DM_PAGE) {
@@ -523,14 +579,33 @@ ompc_status_t dm_pages_commit(ev_ctx_t *ev, uintptr_t addr, size_t span)
                     ev_ctx_rank(ev), (unsigned long long)q);
             held += e != NULL;
         }
+        /* A copy closed here before (epoch): a kernel running here may
+         * still reach it through a pointer, and must not read it before
+         * its data lands.  Without access until then (dm_pages_land);
+         * a kernel that touches it meanwhile waits in serve_fault. */
+        bool dark = pg && (epoch & 0xffffffffu) > 0;
+        if (dark && held) {
+            for (uintptr_t q = addr; q < addr + span; q += DM_PAGE) {
+                uint64_t v;
+                if (ompc_u64map_remove(&pg->pages, q, &v))
+                    free((dm_fpage_t *)(uintptr_t)v);
+            }
+            held = 0;
+        }
         /* Pages a kernel here holds through faults keep their bytes until
          * the buffer's data lands over them: prepared off to the side and
          * moved into place at once (a thread of that kernel may read them
          * meanwhile; a fresh mapping would show it zeros). */
-        void *p = mmap(held ? NULL : (void *)addr, span, PROT_READ | PROT_WRITE,
-                       held ? MAP_PRIVATE | MAP_ANONYMOUS
-                            : MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS,
-                       -1, 0);
+        void *p = mmap(
+            held ? NULL : (void *)addr, span, dark ? PROT_NONE : PROT_READ | PROT_WRITE,
+            held ? MAP_PRIVATE | MAP_ANONYMOUS : MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS,
+            -1, 0);
+        if (p != MAP_FAILED && dark) {
+            if (ompc_u64map_put(&pg->dark, addr, span) != OMPC_OK)
+                p = MAP_FAILED;
+            else
+                atomic_fetch_add(&pg->ndark, 1);
+        }
         if (p != MAP_FAILED && held) {
             for (uintptr_t q = addr; q < addr + span; q += DM_PAGE) {
                 uint64_t v;
@@ -552,6 +627,151 @@ ompc_status_t dm_pages_commit(ev_ctx_t *ev, uintptr_t addr, size_t span)
     }
     dm_pages_map_unlock();
     return st;
+}
+
+void dm_exec_close(uint64_t seq, dm_addr_t addr, size_t span, uint64_t epoch)
+{
+    dm_pages_t *pg = atomic_load(&dm_pages_live);
+    if (!pg || !seq)
+        return;
+    dm_pages_map_lock();
+    if (pg->ncloses == pg->capcloses) {
+        size_t nc = pg->capcloses ? 2 * pg->capcloses : 16;
+        dm_close_t *v = realloc(pg->closes, nc * sizeof(*v));
+        if (!v)
+            ompc_fatal("out of memory launching a kernel");
+        pg->closes = v;
+        pg->capcloses = nc;
+    }
+    pg->closes[pg->ncloses++] = (dm_close_t){seq, epoch, (uintptr_t)addr, span};
+    dm_pages_map_unlock();
+}
+
+/* The event system's land hook, and launch ahead's arrivals: a copy kept
+ * without access since its commit (dm_pages_commit) opens as its data
+ * lands.  Bytes that came with the message are moved in at once (filled
+ * off to the side, one mremap): a kernel that reaches the copy sees the
+ * old state or the new, never zeros. */
+bool dm_pages_land(uintptr_t addr, size_t size, const void *bytes)
+{
+    dm_pages_t *pg = atomic_load(&dm_pages_live);
+    if (!pg || atomic_load_explicit(&pg->ncep, memory_order_relaxed) == 0)
+        return false;
+    dm_pages_map_lock();
+    uint64_t span, ep;
+    bool placed = false;
+    /* The data of a commit after a close: a close up to that commit's
+     * number not applied yet has nothing left to hide (closes_apply). */
+    if (ompc_u64map_get(&pg->cepochs, addr, &ep) &&
+        ompc_u64map_put(&pg->landed, addr, ep) != OMPC_OK)
+        ompc_fatal("out of memory receiving device data");
+    if (ompc_u64map_remove(&pg->dark, addr, &span)) {
+        atomic_fetch_sub(&pg->ndark, 1);
+        void *s = bytes && size <= span ? mmap(NULL, span, PROT_READ | PROT_WRITE,
+                                               MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
+                                        : MAP_FAILED;
+        if (s != MAP_FAILED) {
+            memcpy(s, bytes, size);
+            placed = (void *)syscall(SYS_mremap, s, span, span,
+                                     MREMAP_MAYMOVE | MREMAP_FIXED,
+                                     (void *)addr) == (void *)addr;
+            if (!placed)
+                munmap(s, span);
+        }
+        if (!placed && mprotect((void *)addr, span, PROT_READ | PROT_WRITE) != 0)
+            ompc_fatal("rank %d: cannot open device buffer %#llx for its data",
+                       ev_ctx_rank(pg->dm->ev), (unsigned long long)addr);
+    }
+    dm_pages_map_unlock();
+    return placed;
+}
+
+bool dm_exec_land(dm_addr_t addr, size_t size, const void *bytes)
+{
+    return dm_pages_land((uintptr_t)addr, size, bytes);
+}
+
+/* map_mtx held: whether page is in a copy waiting for its data. */
+static bool page_dark(dm_pages_t *pg, uintptr_t page)
+{
+    if (atomic_load_explicit(&pg->ndark, memory_order_relaxed) == 0)
+        return false;
+    size_t pos = 0;
+    uint64_t k, v;
+    while (ompc_u64map_next(&pg->dark, &pos, &k, &v))
+        if (page >= k && page < k + v)
+            return true;
+    return false;
+}
+
+/* map_mtx held: close one stale copy (closes_apply, dm_pages_close_now). */
+static void close_one(dm_pages_t *pg, uintptr_t addr, size_t span, uint64_t epoch)
+{
+    uint64_t prev;
+    if ((!ompc_u64map_get(&pg->closed, addr, &prev) || prev < epoch) &&
+        ompc_u64map_put(&pg->closed, addr, epoch) != OMPC_OK)
+        ompc_fatal("out of memory closing a stale device copy");
+    /* A close of a buffer freed since, whose address a newer one took and
+     * committed here (the close's launch was sent after that commit):
+     * not that one's to close. */
+    uint64_t seen;
+    if (ompc_u64map_get(&pg->seen, addr, &seen) && seen >> 32 > epoch >> 32)
+        return;
+    if (!ev_mem_contains(pg->dm->ev, (const void *)addr, span))
+        return;
+    uint64_t committed = 0, landed = 0;
+    ompc_u64map_get(&pg->cepochs, addr, &committed);
+    ompc_u64map_get(&pg->landed, addr, &landed);
+    if (landed >= epoch)
+        return; /* a later launch's data is here already */
+    if (committed >= epoch) {
+        /* A later launch committed it (before this close came, or after)
+         * and its data is on the way: no access until it lands
+         * (dm_pages_land). */
+        if (mprotect((void *)addr, span, PROT_NONE) != 0 ||
+            ompc_u64map_put(&pg->dark, addr, span) != OMPC_OK)
+            ompc_fatal("rank %d: cannot close the stale copy of device buffer %#llx",
+                       ev_ctx_rank(pg->dm->ev), (unsigned long long)addr);
+        atomic_fetch_add(&pg->ndark, 1);
+        return;
+    }
+    if (ev_mem_unregister(pg->dm->ev, (void *)addr) != OMPC_OK ||
+        mmap((void *)addr, span, PROT_NONE,
+             MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1,
+             0) == MAP_FAILED)
+        ompc_fatal("rank %d: cannot close the stale copy of device buffer %#llx",
+                   ev_ctx_rank(pg->dm->ev), (unsigned long long)addr);
+    ompc_trace("rank %d: closed stale copy %#llx (%zu bytes)", ev_ctx_rank(pg->dm->ev),
+               (unsigned long long)addr, span);
+}
+
+/* pg->mtx held, task seq starting: close the stale copies its launch
+ * listed.  Unexposed (the event system receives into it no more; a later
+ * commit maps it afresh) and without access, its memory returned: a
+ * kernel that reaches it faults and gets the current bytes. */
+static void closes_apply(dm_pages_t *pg, uint64_t seq)
+{
+    dm_pages_map_lock();
+    for (size_t i = 0; i < pg->ncloses;) {
+        dm_close_t c = pg->closes[i];
+        if (c.seq != seq) {
+            i++;
+            continue;
+        }
+        pg->closes[i] = pg->closes[--pg->ncloses];
+        close_one(pg, c.addr, c.span, c.epoch);
+    }
+    dm_pages_map_unlock();
+}
+
+void dm_pages_close_now(uintptr_t addr, size_t span, uint64_t epoch)
+{
+    dm_pages_t *pg = atomic_load(&dm_pages_live);
+    if (!pg)
+        return;
+    dm_pages_map_lock();
+    close_one(pg, addr, span, epoch);
+    dm_pages_map_unlock();
 }
 
 /* pg->mtx and map_mtx held: make a held page writable, keeping its bytes
@@ -660,6 +880,24 @@ static ompc_status_t fetch(dm_pages_t *pg, uintptr_t page, const uint64_t *seqs,
     return OMPC_OK;
 }
 
+/* Service thread, no lock held: a page committed again after a close,
+ * its data still on the way (the launch that brings it names it; that
+ * transfer waits for nothing this kernel does): the kernel waits until it
+ * lands.  The gate moves the data. */
+static ompc_status_t wait_landed(dm_pages_t *pg, uintptr_t page, uint64_t t0)
+{
+    uint64_t deadline = t0 + (uint64_t)ompc_config_get()->peer_timeout_ms * 1000000u;
+    bool dark = true;
+    while (dark && ompc_now_ns() < deadline) {
+        usleep(50);
+        dm_pages_map_lock();
+        dark = page_dark(pg, page);
+        dm_pages_map_unlock();
+    }
+    ompc_trace("page %#llx landed", (unsigned long long)page);
+    return dark ? OMPC_ERR_TIMEOUT : OMPC_OK;
+}
+
 /* Service thread: one fault. */
 static ompc_status_t serve_fault(dm_pages_t *pg, uintptr_t addr, bool write)
 {
@@ -680,7 +918,12 @@ static ompc_status_t serve_fault(dm_pages_t *pg, uintptr_t addr, bool write)
         return st;
     }
     bool committed = page_committed(pg, page);
+    bool dark = committed && page_dark(pg, page);
     dm_pages_map_unlock();
+    if (dark) {
+        pthread_mutex_unlock(&pg->mtx);
+        return wait_landed(pg, page, t0);
+    }
     if (committed) { /* its buffer arrived with a launch meanwhile */
         ompc_trace("page %#llx committed", (unsigned long long)page);
         pthread_mutex_unlock(&pg->mtx);
@@ -718,6 +961,22 @@ static ompc_status_t serve_fault(dm_pages_t *pg, uintptr_t addr, bool write)
     /* Install the runs of pages not held yet (a page held may be written
      * already: its bytes here would be older). */
     dm_pages_map_lock();
+    uint64_t cep = 0, landed = 0;
+    if (page_committed(pg, page) && ompc_u64map_get(&pg->cepochs, h.buf_addr, &cep) &&
+        ompc_u64map_get(&pg->landed, h.buf_addr, &landed) && cep > 0 && landed >= cep) {
+        /* Committed again after a close and its data landed during the
+         * fetch: the copy holds what the kernel must see. */
+        dm_pages_map_unlock();
+        pthread_mutex_unlock(&pg->mtx);
+        return OMPC_OK;
+    }
+    if (page_committed(pg, page) && page_dark(pg, page)) {
+        /* Committed again after a close during the fetch: the launch's
+         * data, not these bytes, is what the copy will hold. */
+        dm_pages_map_unlock();
+        pthread_mutex_unlock(&pg->mtx);
+        return wait_landed(pg, page, t0);
+    }
     if (page_committed(pg, page))
         /* A launch committed the buffer during the fetch (the gate's
          * commits never wait for one: it moves the reply).  The launch's
@@ -885,6 +1144,7 @@ ompc_status_t dm_pages_create(dm_ctx_t *dm, bool executor)
     live_base = dm->va_base;
     live_end = dm->va_base + dm->va_size;
     atomic_store(&dm_pages_live, pg);
+    ev_set_land_hook(dm_pages_land);
     struct sigaction sa;
     memset(&sa, 0, sizeof(sa));
     sa.sa_sigaction = on_segv;
@@ -923,6 +1183,12 @@ void dm_pages_destroy(dm_ctx_t *dm)
         free(e);
     }
     ompc_u64map_fini(&pg->pages);
+    ompc_u64map_fini(&pg->cepochs);
+    ompc_u64map_fini(&pg->dark);
+    ompc_u64map_fini(&pg->landed);
+    ompc_u64map_fini(&pg->closed);
+    ompc_u64map_fini(&pg->seen);
+    free(pg->closes);
     free(pg->seqs);
     pthread_mutex_destroy(&pg->mtx);
     ev_mem_unregister(dm->ev, pg->fetch_buf);
@@ -980,6 +1246,7 @@ uint64_t dm_pages_task_begin(dm_ctx_t *dm, uint64_t seq)
             pg->capseqs = nc;
         }
         pg->seqs[pg->nseqs++] = seq;
+        closes_apply(pg, seq);
     }
     /* Pages held for kernels still running may predate writes ordered
      * before this task: read-only ones go (the others' twins keep their

@@ -112,8 +112,21 @@ size_t dm_bytes_valid_on(dm_ctx_t *dm, int exec, dm_buf_t *const *bufs, size_t n
  * executors then move data between themselves (libomptarget-mpi/
  * tgt_ahead.c).  The head keeps this layer's view right with these. */
 /* Executor side, from a gate-thread function: map and expose a buffer's
- * pages unless they are already (a repeated commit keeps the data). */
-ompc_status_t dm_exec_commit(ev_ctx_t *ev, dm_addr_t addr, size_t span);
+ * pages unless they are already (a repeated commit keeps the data).
+ * epoch: dm_buf_commit_epoch when the commit was planned; it cancels a
+ * close of the copy numbered up to it not applied yet (dm_exec_close). */
+ompc_status_t dm_exec_commit(ev_ctx_t *ev, dm_addr_t addr, size_t span, uint64_t epoch);
+/* Executor side, gate thread: close this executor's copy of the buffer at
+ * addr when task seq starts (dm_pages_task_begin), unless a commit of
+ * epoch >= this close's came first. */
+void dm_exec_close(uint64_t seq, dm_addr_t addr, size_t span, uint64_t epoch);
+/* Executor side, gate thread: bytes for the copy at addr arrived with a
+ * message; true if this placed them (a copy kept without access until
+ * its data lands), else the caller copies them. */
+bool dm_exec_land(dm_addr_t addr, size_t size, const void *bytes);
+/* Head: the number of the last close of buf's copy on exec listed
+ * (dm_stale_take), 0 if none; every commit of that copy carries it. */
+uint64_t dm_buf_commit_epoch(dm_ctx_t *dm, dm_buf_t *buf, int exec);
 size_t dm_buf_span(const dm_buf_t *buf);
 /* The buffer's address on one executor (they differ only for fixed ones). */
 dm_addr_t dm_buf_addr_on(const dm_buf_t *buf, int exec);
@@ -143,6 +156,37 @@ void dm_valid_if(dm_ctx_t *dm, int exec, dm_buf_t *buf, uint64_t tag);
  * head does (*head_only).  *tag_p: dm_buf_wtag. */
 int dm_source_for(dm_ctx_t *dm, dm_buf_t *buf, int exec, bool *head_only,
                   uint64_t *tag_p);
+/* Stale copies (docs/architecture.md, "Device pages on demand"): an
+ * executor's copy of a buffer written elsewhere since stays mapped there,
+ * and a kernel that reaches it through a pointer would read old bytes.
+ * dm_stale_note says a writer of buf was launched on executor `writer`
+ * (-1: none; the data changed), so every other executor's copy may
+ * become stale.  dm_stale_take, for a task about to be launched on exec,
+ * asks judge about each such copy and returns (*out_p, malloc'd) those to
+ * close when the task starts there: it forgets them (uncommitted, not
+ * valid), so a later task there that names the buffer commits it again.
+ * judge (called with this layer's lock held: it must not call into it)
+ * says CURRENT (the task brings it, or a task there holds it since the
+ * write), YES (a writer in flight elsewhere that the task follows), LATER
+ * (a writer in flight the task does not follow: ask again later) or
+ * UNKNOWN (no writer in flight: this layer's bookkeeping decides). */
+typedef enum {
+    DM_STALE_UNKNOWN,
+    DM_STALE_CURRENT,
+    DM_STALE_YES,
+    DM_STALE_LATER
+} dm_stale_t;
+typedef dm_stale_t (*dm_stale_fn_t)(dm_buf_t *buf, void *arg);
+typedef struct dm_stale_copy {
+    uint64_t addr, span, epoch; /* epoch: the close's number */
+} dm_stale_copy_t;
+void dm_stale_note(dm_ctx_t *dm, dm_buf_t *buf, int writer);
+/* A task launched directly (not ahead) starts as soon as its launch
+ * arrives, after everything it follows: its closes go first, at once
+ * (one message each, waited for). */
+ompc_status_t dm_close_now(dm_ctx_t *dm, int exec, const dm_stale_copy_t *c, size_t n);
+size_t dm_stale_take(dm_ctx_t *dm, int exec, dm_stale_fn_t judge, void *arg,
+                     dm_stale_copy_t **out_p);
 /* A forward between executors planned elsewhere, for the statistics. */
 void dm_count_forward(dm_ctx_t *dm, size_t bytes);
 /* Bytes brought to the host another way (with a kernel's reply). */

@@ -280,6 +280,9 @@ static bool dest_range_ok(ev_ctx_t *ctx, uint64_t addr, uint64_t size)
     return ev_region_contains(ctx, (uintptr_t)addr, (size_t)size);
 }
 
+static _Atomic(ev_land_hook_fn_t) land_hook;
+void ev_set_land_hook(ev_land_hook_fn_t fn) { atomic_store(&land_hook, fn); }
+
 static int dest_alloc_step(ev_ctx_t *ctx, ev_op_t *op)
 {
     if (op->state == 0) {
@@ -339,8 +342,12 @@ static int recv_into_range(ev_ctx_t *ctx, ev_op_t *op, const void *inline_data, 
     if (!ok)
         warn_bad_range(ctx, op, op->hdr.addr, op->hdr.size);
     op->status = ok ? OMPC_OK : OMPC_ERR_BAD_ADDR;
+    ev_land_hook_fn_t hook = ok ? atomic_load_explicit(&land_hook, memory_order_relaxed)
+                                : NULL;
+    bool placed = hook && op->hdr.size &&
+                  hook((uintptr_t)op->hdr.addr, (size_t)op->hdr.size, inline_data);
     if (inline_data) {
-        if (ok && op->hdr.size)
+        if (ok && op->hdr.size && !placed)
             memcpy((void *)(uintptr_t)op->hdr.addr, inline_data, op->hdr.size);
         reply_to_origin(ctx, op, op->status, 0, NULL, 0);
         op->state = ST_FINISH;

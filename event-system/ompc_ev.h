@@ -152,6 +152,13 @@ ompc_status_t ev_mem_register(ev_ctx_t *ctx, void *base, size_t size);
 ompc_status_t ev_mem_unregister(ev_ctx_t *ctx, void *base);
 /* Whether [base, base+size) lies inside one exposed region. */
 bool ev_mem_contains(ev_ctx_t *ctx, const void *base, size_t size);
+/* Called (gate thread) before a transfer lands in memory exposed with
+ * ev_mem_register: size bytes at addr, and the bytes themselves when they
+ * came with the message (else they stream in after the call).  It returns
+ * true if it placed the bytes itself.  One per process (the data
+ * manager's: a copy it keeps without access until its data lands). */
+typedef bool (*ev_land_hook_fn_t)(uintptr_t addr, size_t size, const void *bytes);
+void ev_set_land_hook(ev_land_hook_fn_t fn);
 
 /* ------------------------------------------------------------------ events
  * Each call starts one event and returns at once with a handle (the caller

@@ -394,9 +394,13 @@ static void launch_one(ahd_exec_t *x, ev_exec_info_t *info,
     }
     t->seq = h->seq;
     t->hop_rank = -1;
+    for (uint64_t i = 0; i < h->nclose; i++) {
+        tgt_wire_commit_t c = tgt_wire_close_get(l, i);
+        dm_exec_close(h->seq, c.addr, c.span, c.epoch);
+    }
     for (uint64_t i = 0; i < h->ncommit; i++) {
         tgt_wire_commit_t c = tgt_wire_commit_get(l, i);
-        ompc_status_t st = dm_exec_commit(info->ctx, c.addr, c.span);
+        ompc_status_t st = dm_exec_commit(info->ctx, c.addr, c.span, c.epoch);
         if (st != OMPC_OK) {
             free(k);
             task_done(x, t, st, 0, true, 0); /* fn_launch runs on the gate */
@@ -647,7 +651,7 @@ static ompc_status_t fn_arrive(ev_exec_info_t *info)
         return refuse(info, "forwarded data", bad);
     uint64_t now = ompc_now_ns();
     ev_peer_expect(info->ctx, info->origin, -1);
-    if (bytes)
+    if (bytes && !dm_exec_land(m.daddr, m.size, bytes))
         memcpy((void *)(uintptr_t)m.daddr, bytes, m.size);
     pthread_mutex_lock(&x->mtx);
     ahd_task_t *t = task_find(x, m.cseq);

@@ -295,6 +295,38 @@ static unsigned char *lb_add(tgt_node_t *n, dm_buf_t **claimed, size_t nclaimed,
 }
 
 /* ------------------------------------------- launching and finishing */
+typedef enum { ORD_NO, ORD_YES, ORD_UNKNOWN } ord_t;
+static ord_t ordered_after(const tgt_node_t *n, uint64_t seq);
+
+/* Whether executor e's copy of a buffer is stale for node n about to be
+ * launched there (dm_stale_take's judge; tgt_g.mtx and ahead_mtx held). */
+typedef struct stale_judge {
+    const tgt_node_t *n;
+    int e;
+} stale_judge_t;
+
+static dm_stale_t stale_judge(dm_buf_t *b, void *arg)
+{
+    const stale_judge_t *j = arg;
+    const tgt_node_t *n = j->n;
+    /* Named: the launch brings the current copy, or keeps the one there. */
+    if (in_list(n->bufs, n->nbufs, b) || in_list(n->inl, n->ninline, b))
+        return DM_STALE_CURRENT;
+    const ahead_buf_t *a = abuf_get(b, false);
+    if (!a)
+        return DM_STALE_UNKNOWN;
+    /* A task there since the last writer's launch holds the copy: it is
+     * or will be that writer's (or the writer runs there). */
+    if (a->hold[j->e])
+        return DM_STALE_CURRENT;
+    if (!a->wseq)
+        return DM_STALE_UNKNOWN;
+    /* A writer in flight elsewhere: stale for n only if n follows it
+     * (before, tasks ordered before the writer may still read the copy
+     * there; a task beside the writer races with it). */
+    return ordered_after(n, a->wseq) == ORD_YES ? DM_STALE_YES : DM_STALE_LATER;
+}
+
 /* Send kernel node n to executor e now, naming what it must wait for
  * there: its predecessors still running (on e: their sequence numbers; on
  * another executor: a request to that executor), and for each buffer the
@@ -361,8 +393,8 @@ void graph_ahead_launch(tgt_node_t *n, int e, uint64_t t0)
     size_t nclaimed;
     h.ncommit = dm_commit_claim(dm, e, all, nb, claimed, &nclaimed);
     for (size_t i = 0; i < h.ncommit; i++)
-        commits[i] = (tgt_wire_commit_t){dm_buf_addr(claimed[i]),
-                                         dm_buf_span(claimed[i])};
+        commits[i] = (tgt_wire_commit_t){dm_buf_addr(claimed[i]), dm_buf_span(claimed[i]),
+                                         dm_buf_commit_epoch(dm, claimed[i], e)};
     for (size_t i = 0; i < n->nbufs; i++) {
         dm_buf_t *b = n->bufs[i];
         ahead_buf_t *a = abuf_get(b, false);
@@ -397,6 +429,8 @@ void graph_ahead_launch(tgt_node_t *n, int e, uint64_t t0)
         }
         if (in_list(n->wr, n->nwr, b)) {
             a = abuf_get(b, true);
+            /* Every other copy becomes stale for the tasks after n. */
+            dm_stale_note(dm, b, e);
             memset(a->hold, 0, (size_t)dm_num_executors(dm) * sizeof(uint64_t));
             a->wseq = n->seq;
             a->wexec = e;
@@ -405,6 +439,10 @@ void graph_ahead_launch(tgt_node_t *n, int e, uint64_t t0)
         if (a)
             abuf_use(n, a);
     }
+    /* Copies e holds that n must not read: closed when n starts there. */
+    dm_stale_copy_t *closes = NULL;
+    stale_judge_t sj = {n, e};
+    h.nclose = dm_stale_take(dm, e, stale_judge, &sj, &closes);
     pthread_mutex_unlock(&tgt_g.ahead_mtx);
     /* Predecessors still running that no transfer above waits for (an
      * order without data: a depend on a host variable, or a reader that
@@ -460,10 +498,30 @@ void graph_ahead_launch(tgt_node_t *n, int e, uint64_t t0)
      * on another thread as soon as its batch is sent (by this thread, not
      * before the next launch or flush): only the reference taken above
      * keeps it. */
+    _Static_assert(sizeof(dm_stale_copy_t) == sizeof(tgt_wire_commit_t),
+                   "a close travels as {address, span, epoch}");
     tgt_wire_launch_put(lb_add(n, kept, nclaimed, tgt_wire_launch_size(&h)), &h, commits,
-                        after, pulls, n->msg);
+                        after, pulls, (const tgt_wire_commit_t *)closes, n->msg);
+    free(closes);
     free(lists);
     graph_msg_set(n, NULL, 0);
+}
+
+void graph_close_stale(tgt_node_t *n, int e)
+{
+    dm_ctx_t *dm = tgt_rt->dm;
+    dm_stale_copy_t *closes = NULL;
+    stale_judge_t sj = {n, e};
+    pthread_mutex_lock(&tgt_g.mtx);
+    pthread_mutex_lock(&tgt_g.ahead_mtx);
+    size_t nc = dm_stale_take(dm, e, stale_judge, &sj, &closes);
+    pthread_mutex_unlock(&tgt_g.ahead_mtx);
+    pthread_mutex_unlock(&tgt_g.mtx);
+    ompc_status_t st = nc ? dm_close_now(dm, e, closes, nc) : OMPC_OK;
+    free(closes);
+    if (st != OMPC_OK)
+        TGT_USER_ERROR(n->loc, "closing stale device copies on executor %d failed: %s", e,
+                       ompc_status_str(st));
 }
 
 void graph_ahead_finish(tgt_node_t *n)
@@ -548,7 +606,6 @@ static void walk_free(walk_stack_t *w)
  * VISIT_MAX nodes the answer is ORD_UNKNOWN, which callers stop on by
  * name: either wrong answer could lose a write. */
 #define VISIT_MAX 4096
-typedef enum { ORD_NO, ORD_YES, ORD_UNKNOWN } ord_t;
 static ord_t ordered_after(const tgt_node_t *n, uint64_t seq)
 {
     if (n->seq <= seq)
@@ -625,7 +682,10 @@ void graph_ahead_fault_write_order(int exec, uint64_t seq, uint64_t buf_addr, si
         tgt_node_t *before = NULL;
         const tgt_node_t *clash = NULL;
         for (tgt_node_t *n = tgt_g.live_head; n && !before && !clash; n = n->lnext) {
-            if (n == w || n->state != N_RUNNING || !n->k || !writes_buf(n, buf_addr))
+            /* A writer being started counts as running: its data may
+             * already be on its executor, without these bytes. */
+            bool live = n->state == N_RUNNING || (n->state == N_READY && n->starting);
+            if (n == w || !live || !n->k || !writes_buf(n, buf_addr))
                 continue;
             bool order = n->seq < seq ? must_order(w, n->seq, w) : must_order(n, seq, w);
             if (order && n->seq < seq)

@@ -505,6 +505,7 @@ static void node_start(tgt_node_t *n)
         graph_placed_add(n, e);
     }
     n->exec = e; /* flushes read where running nodes are */
+    n->starting = n->nwr > 0;
     pthread_mutex_unlock(&tgt_g.mtx);
     if (!n->inlined) {
         inline_writes(n);
@@ -524,6 +525,7 @@ static void node_start(tgt_node_t *n)
         /* Sent early, but a copy from the host could not go with the
          * launch: wait for the predecessors after all. */
         n->state = N_WAITING;
+        n->starting = false;
         pthread_mutex_unlock(&tgt_g.mtx);
         if (n->nwr)
             dm_unpin(tgt_rt->dm, n->wr, n->nwr);
@@ -536,6 +538,8 @@ static void node_start(tgt_node_t *n)
     if (st != OMPC_OK)
         TGT_USER_ERROR(n->loc, "moving the region's data to executor %d failed: %s", e,
                        ompc_status_str(st));
+    if (!split)
+        graph_close_stale(n, e); /* copies there it must not read */
     graph_span("transfer", n, "in", t0, ops_bytes(n, 0, n->npre));
     if (tgt_rt->info)
         fprintf(stderr, "[ompc info] r0 task %llu (%s) -> executor %d (rank %d)\n",

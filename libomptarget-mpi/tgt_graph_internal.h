@@ -76,6 +76,9 @@ struct tgt_node {
     uint64_t seq;
     _Atomic int refs;
     node_state_t state;
+    /* N_READY with its pins taken (node_start, tgt_g.mtx): its data is
+     * on the way to its executor, its launch follows. */
+    bool starting;
     const tgt_ident_t *loc;
     const tgt_kernel_t *k;   /* NULL: data-only node */
     /* What was recorded: written by the recording thread until the node
@@ -397,6 +400,9 @@ void graph_ahead_launch(tgt_node_t *n, int e, uint64_t t0);
  * cost model, the per-buffer plans); the caller then runs n's ops after
  * the kernel and ends it.  No graph lock held. */
 void graph_ahead_finish(tgt_node_t *n);
+/* Before a direct launch of n on e: close the copies there it must not
+ * read (tgt_ahead_head.c, the same judgement as a launch ahead). */
+void graph_close_stale(tgt_node_t *n, int e);
 /* dm_set_fault_write_hooks: a write-back of a task launched ahead waits
  * for the writers of the buffer ordered before the task (order), then goes
  * on to the tasks launched before it that must see it (done).  Any head

@@ -117,18 +117,20 @@ size_t tgt_wire_launch_size(const tgt_wire_launch_t *h)
 {
     return sizeof(*h) + h->ncommit * sizeof(tgt_wire_commit_t) +
            h->nafter * sizeof(uint64_t) + h->npull * sizeof(tgt_wire_pull_t) +
-           tgt_wire_pad8(h->klen);
+           h->nclose * sizeof(tgt_wire_commit_t) + tgt_wire_pad8(h->klen);
 }
 
 void tgt_wire_launch_put(void *buf, const tgt_wire_launch_t *h,
                          const tgt_wire_commit_t *commits, const uint64_t *afters,
-                         const tgt_wire_pull_t *pulls, const void *kmsg)
+                         const tgt_wire_pull_t *pulls, const tgt_wire_commit_t *closes,
+                         const void *kmsg)
 {
     unsigned char *p = buf;
     p = put(p, h, sizeof(*h));
     p = put(p, commits, h->ncommit * sizeof(*commits));
     p = put(p, afters, h->nafter * sizeof(*afters));
     p = put(p, pulls, h->npull * sizeof(*pulls));
+    p = put(p, closes, h->nclose * sizeof(*closes));
     p = put(p, kmsg, h->klen);
     memset(p, 0, tgt_wire_pad8(h->klen) - h->klen);
 }
@@ -148,14 +150,15 @@ static bool launch_parse(const unsigned char *p, size_t bytes, tgt_wire_launch_v
         return false;
     memcpy(&h, p, sizeof(h));
     /* Each count bounded first, so that the sum below cannot wrap. */
-    if (h.ncommit > words || h.nafter > words || h.npull > words || h.klen > bytes ||
-        tgt_wire_launch_size(&h) != bytes)
+    if (h.ncommit > words || h.nafter > words || h.npull > words || h.nclose > words ||
+        h.klen > bytes || tgt_wire_launch_size(&h) != bytes)
         return false;
     l->h = h;
     l->commits = p + sizeof(h);
     l->afters = l->commits + h.ncommit * sizeof(tgt_wire_commit_t);
     l->pulls = l->afters + h.nafter * sizeof(uint64_t);
-    l->kmsg = l->pulls + h.npull * sizeof(tgt_wire_pull_t);
+    l->closes = l->pulls + h.npull * sizeof(tgt_wire_pull_t);
+    l->kmsg = l->closes + h.nclose * sizeof(tgt_wire_commit_t);
     return true;
 }
 

@@ -137,8 +137,9 @@ static inline tgt_wire_span_t tgt_wire_back_get(const tgt_wire_kernel_view_t *v,
  *   launch, that many 8-byte words:
  *     tgt_wire_launch_t, then ncommit tgt_wire_commit_t, nafter uint64_t
  *     sequence numbers (tasks of this executor the kernel waits for),
- *     npull tgt_wire_pull_t, and the kernel launch message (above),
- *     klen bytes padded to 8.
+ *     npull tgt_wire_pull_t, nclose tgt_wire_commit_t (stale copies to
+ *     close when the task starts), and the kernel launch message
+ *     (above), klen bytes padded to 8.
  *
  * Reply: tgt_wire_launch_reply_t. */
 typedef struct tgt_wire_batch {
@@ -151,12 +152,16 @@ typedef struct tgt_wire_launch {
     uint64_t lwm;            /* every task up to it is done everywhere */
     uint64_t ncommit, nafter, npull;
     uint64_t klen;           /* the kernel launch message, bytes */
+    uint64_t nclose;
 } tgt_wire_launch_t;
 
-/* Pages of the executor's device space to back before the kernel runs. */
+/* Pages of the executor's device space to back before the kernel runs;
+ * in the close list, a copy there that is stale once the task starts
+ * (docs/architecture.md, "Device pages on demand"). */
 typedef struct tgt_wire_commit {
     uint64_t addr;
     uint64_t span;
+    uint64_t epoch;          /* dm_exec_commit, dm_exec_close */
 } tgt_wire_commit_t;
 
 /* Once task `after` is done on rank, size bytes from src there to dst here
@@ -173,9 +178,9 @@ typedef struct tgt_wire_launch_reply {
 } tgt_wire_launch_reply_t;
 
 _Static_assert(sizeof(tgt_wire_batch_t) == 16, "batch: {count, mode}");
-_Static_assert(sizeof(tgt_wire_launch_t) == 48, "launch: 6 x u64");
-_Static_assert(offsetof(tgt_wire_launch_t, klen) == 40, "launch: klen last");
-_Static_assert(sizeof(tgt_wire_commit_t) == 16, "commit: {address, span}");
+_Static_assert(sizeof(tgt_wire_launch_t) == 56, "launch: 7 x u64");
+_Static_assert(offsetof(tgt_wire_launch_t, nclose) == 48, "launch: nclose last");
+_Static_assert(sizeof(tgt_wire_commit_t) == 24, "commit: {address, span, epoch}");
 _Static_assert(sizeof(tgt_wire_pull_t) == 40, "pull: 5 x u64");
 _Static_assert(offsetof(tgt_wire_pull_t, rank) == 32, "pull: rank last");
 _Static_assert(sizeof(tgt_wire_launch_reply_t) == 8, "launch reply: {ns}");
@@ -184,7 +189,8 @@ _Static_assert(sizeof(tgt_wire_launch_reply_t) == 8, "launch reply: {ns}");
 size_t tgt_wire_launch_size(const tgt_wire_launch_t *h);
 void tgt_wire_launch_put(void *buf, const tgt_wire_launch_t *h,
                          const tgt_wire_commit_t *commits, const uint64_t *afters,
-                         const tgt_wire_pull_t *pulls, const void *kmsg);
+                         const tgt_wire_pull_t *pulls, const tgt_wire_commit_t *closes,
+                         const void *kmsg);
 /* A batch of count launches of lens len[i] (each a launch_size) is
  * sizeof(tgt_wire_batch_t) plus tgt_wire_batch_item_size(len[i]) each:
  * the launch's word count (tgt_wire_count_put) and the launch. */
@@ -205,7 +211,7 @@ typedef struct tgt_wire_batch_reader {
 
 typedef struct tgt_wire_launch_view {
     tgt_wire_launch_t h;
-    const unsigned char *commits, *afters, *pulls;
+    const unsigned char *commits, *afters, *pulls, *closes;
     const void *kmsg;        /* h.klen bytes */
 } tgt_wire_launch_view_t;
 
@@ -216,6 +222,13 @@ static inline tgt_wire_commit_t tgt_wire_commit_get(const tgt_wire_launch_view_t
 {
     tgt_wire_commit_t c;
     memcpy(&c, l->commits + i * sizeof(c), sizeof(c));
+    return c;
+}
+static inline tgt_wire_commit_t tgt_wire_close_get(const tgt_wire_launch_view_t *l,
+                                                   uint64_t i)
+{
+    tgt_wire_commit_t c;
+    memcpy(&c, l->closes + i * sizeof(c), sizeof(c));
     return c;
 }
 static inline uint64_t tgt_wire_after_get(const tgt_wire_launch_view_t *l, uint64_t i)

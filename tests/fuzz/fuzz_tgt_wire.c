@@ -79,7 +79,8 @@ static void batch(const unsigned char *m, size_t len)
         tgt_wire_commit_t *c = malloc(l.h.ncommit * sizeof(*c) + 1);
         uint64_t *a = malloc(l.h.nafter * sizeof(*a) + 1);
         tgt_wire_pull_t *p = malloc(l.h.npull * sizeof(*p) + 1);
-        if (!c || !a || !p)
+        tgt_wire_commit_t *x = malloc(l.h.nclose * sizeof(*x) + 1);
+        if (!c || !a || !p || !x)
             fuzz_fail("out of memory");
         for (uint64_t i = 0; i < l.h.ncommit; i++)
             c[i] = tgt_wire_commit_get(&l, i);
@@ -87,7 +88,9 @@ static void batch(const unsigned char *m, size_t len)
             a[i] = tgt_wire_after_get(&l, i);
         for (uint64_t i = 0; i < l.h.npull; i++)
             p[i] = tgt_wire_pull_get(&l, i);
-        tgt_wire_launch_put(again, &l.h, c, a, p, l.kmsg);
+        for (uint64_t i = 0; i < l.h.nclose; i++)
+            x[i] = tgt_wire_close_get(&l, i);
+        tgt_wire_launch_put(again, &l.h, c, a, p, x, l.kmsg);
         size_t pad = tgt_wire_pad8(l.h.klen) - l.h.klen;
         const unsigned char *start = (const unsigned char *)l.commits - sizeof(l.h);
         if (memcmp(again, start, size - pad) != 0)
@@ -96,6 +99,7 @@ static void batch(const unsigned char *m, size_t len)
         free(c);
         free(a);
         free(p);
+        free(x);
         total += tgt_wire_batch_item_size(size);
         n++;
     }
