@@ -241,6 +241,15 @@ static ompc_status_t page_serve(dm_ctx_t *dm, int exec, uint64_t addr, uint64_t 
     dm_fetch_hdr_t h;
     memset(&h, 0, sizeof(h));
     h.from_rank = -1;
+    if (atomic_load(&dm->nspread) > 0) {
+        /* A buffer a split kernel left spread: its pieces go home first. */
+        dm_buf_t *sb = dm_buf_find(dm, addr, 1, NULL);
+        if (sb) {
+            ompc_status_t gst = dm_gather(dm, &sb, 1);
+            if (gst != OMPC_OK)
+                return gst;
+        }
+    }
     pthread_mutex_lock(&dm->mtx);
     ompc_tmap_node_t *n = ompc_tmap_floor(&dm->bufs, addr);
     dm_buf_t *b = n ? OMPC_TMAP_ENTRY(n, dm_buf_t, node) : NULL;

@@ -53,7 +53,24 @@ static _Thread_local struct {
     int ex[64];
     bool *changed;           /* per buffer of wr */
     size_t nwr;
+    /* Per buffer of wr: the pieces to leave spread (keep_pieces), or
+     * none (merged at home). */
+    dm_piece_t **pieces;
+    size_t *npieces;
 } last;
+
+static void last_clear(void)
+{
+    for (size_t b = 0; last.pieces && b < last.nwr; b++)
+        free(last.pieces[b]);
+    free(last.pieces);
+    free(last.npieces);
+    free(last.changed);
+    last.pieces = NULL;
+    last.npieces = NULL;
+    last.changed = NULL;
+    last.pending = false;
+}
 
 static void split_init(void)
 {
@@ -493,6 +510,149 @@ static void move_home(const tagged_t *t, size_t n, uint64_t key, int nsh,
     free(e);
 }
 
+
+/* ------------------------------------------------ shares kept in place
+ * After a split, the bytes each share wrote stay on its executor: the
+ * data manager records the buffer as spread (dm_spread), with a piece per
+ * run of a share's changed ranges and a piece of length 0 per executor of
+ * the split (its *members*: every member's copy holds the buffer's bytes
+ * outside the pieces, as all started from the same bytes).  The next split
+ * over the same executors from the same home fills in each member's copy
+ * with the other members' pieces, worker to worker, instead of moving the
+ * whole buffer from the home to every helper and the shares back; any
+ * other reader gathers the pieces to the home first (data-manager).  The
+ * docs (architecture.md, "Loops split across workers") say why it is
+ * sound. */
+
+/* The pieces of buffer buf from the sorted changed ranges t (n of them),
+ * runs of one share's ranges joined (no other share changed a byte
+ * between them, so those bytes are the same on every member), then the
+ * members.  NULL when out of memory (the buffer is merged instead). */
+static dm_piece_t *make_pieces(const tagged_t *t, size_t n, uint32_t buf, int nsh,
+                               const int *ex, size_t *np_p)
+{
+    size_t cnt = (size_t)nsh;
+    for (size_t i = 0; i < n; i++)
+        cnt += t[i].r.buf == buf;
+    dm_piece_t *p = malloc(cnt * sizeof(*p));
+    if (!p)
+        return NULL;
+    size_t m = 0;
+    int last_share = -1;
+    for (size_t i = 0; i < n; i++) {
+        if (t[i].r.buf != buf)
+            continue;
+        int e = ex[t[i].share];
+        if (m > 0 && last_share == (int)t[i].share) {
+            p[m - 1].len = t[i].r.off + t[i].r.len - p[m - 1].off;
+            continue;
+        }
+        p[m++] = (dm_piece_t){e, t[i].r.off, t[i].r.len};
+        last_share = (int)t[i].share;
+    }
+    for (int i = 0; i < nsh; i++)
+        p[m++] = (dm_piece_t){ex[i], 0, 0};
+    *np_p = m;
+    return p;
+}
+
+/* Whether pieces p (n) were left by a split over exactly the executors
+ * ex[0..nsh) from home ex[0]. */
+static bool same_members(const dm_piece_t *p, size_t n, int rec_home, int nsh,
+                         const int *ex)
+{
+    if (rec_home != ex[0])
+        return false;
+    int members = 0;
+    for (size_t k = 0; k < n; k++) {
+        if (p[k].len)
+            continue;
+        bool in = false;
+        for (int i = 0; i < nsh && !in; i++)
+            in = ex[i] == p[k].exec;
+        if (!in)
+            return false;
+        members++;
+    }
+    return members == nsh;
+}
+
+/* Before the shares run: every buffer of bufs that the last split over the
+ * same executors left spread is made whole on each of them by moving each
+ * piece to the members that lack it (all at once, worker to worker);
+ * others spread differently are gathered at their home.  Returns the
+ * bytes moved. */
+static size_t fill_in(dm_buf_t *const *bufs, size_t nbufs, int nsh, const int *ex,
+                      const int *ranks, const tgt_ident_t *loc, const tgt_kernel_t *k)
+{
+    dm_ctx_t *dm = tgt_rt->dm;
+    size_t cap = 0, nh = 0, bytes = 0, fcap = 0, nfilled = 0;
+    ev_handle_t **h = NULL;
+    dm_buf_t **filled = NULL;
+    uint64_t *tags = NULL;
+    for (size_t b = 0; b < nbufs; b++) {
+        int rec_home;
+        dm_piece_t *p;
+        size_t np;
+        if (!dm_spread_take(dm, bufs[b], &rec_home, &p, &np))
+            continue;
+        if (!same_members(p, np, rec_home, nsh, ex)) {
+            ompc_status_t st = dm_spread(dm, bufs[b], rec_home, p, np);
+            if (st == OMPC_OK)
+                st = dm_gather(dm, &bufs[b], 1);
+            free(p);
+            if (st != OMPC_OK)
+                TGT_USER_ERROR(loc, "gathering the data of split kernel %s failed: %s",
+                               k->name, ompc_status_str(st));
+            continue;
+        }
+        for (size_t q = 0; q < np; q++) {
+            if (!p[q].len)
+                continue;
+            for (int i = 0; i < nsh; i++) {
+                if (ex[i] == p[q].exec)
+                    continue;
+                if (nh == cap) {
+                    cap = cap ? 2 * cap : 16;
+                    h = realloc(h, cap * sizeof(*h));
+                    if (!h)
+                        ompc_fatal("out of memory splitting kernel %s", k->name);
+                }
+                ompc_status_t st = ev_exchange(
+                    tgt_rt->ev, dm_executor_rank(dm, p[q].exec),
+                    dm_buf_addr_on(bufs[b], p[q].exec) + p[q].off, ranks[i],
+                    dm_buf_addr_on(bufs[b], ex[i]) + p[q].off, (size_t)p[q].len, &h[nh]);
+                if (st != OMPC_OK)
+                    TGT_USER_ERROR(loc, "cannot move a share of split kernel %s: %s",
+                                   k->name, ompc_status_str(st));
+                nh++;
+                bytes += p[q].len;
+                dm_count_forward(dm, (size_t)p[q].len);
+            }
+        }
+        free(p);
+        if (nfilled == fcap) {
+            fcap = fcap ? 2 * fcap : 8;
+            filled = realloc(filled, fcap * sizeof(*filled));
+            tags = realloc(tags, fcap * sizeof(*tags));
+            if (!filled || !tags)
+                ompc_fatal("out of memory splitting kernel %s", k->name);
+        }
+        filled[nfilled] = bufs[b];
+        tags[nfilled++] = dm_buf_wtag(dm, bufs[b]);
+    }
+    /* Once the moves are done every member holds each buffer's current
+     * bytes (the ones its last writer, the split, left). */
+    wait_all(h, nh, loc, k);
+    for (size_t f = 0; f < nfilled; f++)
+        for (int i = 0; i < nsh; i++)
+            dm_valid_if(dm, ex[i], filled[f], tags[f]);
+    free(h);
+    free(filled);
+    free(tags);
+    return bytes;
+}
+
 bool tgt_split_exec(const tgt_ident_t *loc, const tgt_kernel_t *k, int home,
                     const char *msg, size_t msg_len, dm_buf_t *const *bufs, size_t nbufs,
                     dm_buf_t *const *wr, size_t nwr, uint64_t *ns_p)
@@ -529,8 +689,10 @@ bool tgt_split_exec(const tgt_ident_t *loc, const tgt_kernel_t *k, int home,
         ex[i] = (home + i) % ne;
         ranks[i] = dm_executor_rank(tgt_rt->dm, ex[i]);
     }
-    /* Inputs reach every helper as they reach the home. */
-    for (int i = 1; i < nsh; i++) {
+    /* Buffers the last split over these executors left spread stay in
+     * place; inputs reach every share as they reach the home. */
+    size_t filled = fill_in(bufs, nbufs, nsh, ex, ranks, loc, k);
+    for (int i = 0; i < nsh; i++) {
         ompc_status_t st = dm_acquire(tgt_rt->dm, ex[i], bufs, nbufs);
         if (st != OMPC_OK)
             TGT_USER_ERROR(loc,
@@ -649,14 +811,15 @@ bool tgt_split_exec(const tgt_ident_t *loc, const tgt_kernel_t *k, int home,
         if (!why[0])
             find_overlap(t, n, nsh, wr, why, sizeof(why));
     }
-    free(last.changed);
-    last.changed = NULL;
-    last.pending = false;
+    last_clear();
     if (!why[0] && red.nparts)
         combine_home(&red, key, ranks[0], loc, k, why, sizeof(why));
     free(res);
     free(red.parts);
-    if (!why[0] && nsh <= 64 && (last.changed = calloc(nwr ? nwr : 1, sizeof(bool)))) {
+    size_t nspread = 0;
+    if (!why[0] && nsh <= 64 && (last.changed = calloc(nwr ? nwr : 1, sizeof(bool))) &&
+        (last.pieces = calloc(nwr ? nwr : 1, sizeof(*last.pieces))) &&
+        (last.npieces = calloc(nwr ? nwr : 1, sizeof(*last.npieces)))) {
         for (size_t i = 0; i < n; i++)
             last.changed[t[i].r.buf] = true;
         if (red.nparts || red.home_changed)
@@ -665,6 +828,44 @@ bool tgt_split_exec(const tgt_ident_t *loc, const tgt_kernel_t *k, int home,
         last.nsh = nsh;
         last.nwr = nwr;
         memcpy(last.ex, ex, (size_t)nsh * sizeof(int));
+        /* What each share changed stays where it was written (t is sorted
+         * by buffer and offset), but for the reduction's buffer (the home
+         * holds the combined value) and declare target variables. */
+        if (ompc_config_get()->split_keep) {
+            for (size_t b = 0; b < nwr; b++) {
+                bool global = (red.nparts || red.home_changed) && red.buf == b;
+                for (int g = 0; g < tgt_rt->nglobals && !global; g++)
+                    global = tgt_rt->globals[g].buf == wr[b];
+                if (!last.changed[b] || global)
+                    continue;
+                last.pieces[b] = make_pieces(t, n, (uint32_t)b, nsh, ex,
+                                             &last.npieces[b]);
+                nspread += last.pieces[b] != NULL;
+            }
+        }
+    } else if (!why[0]) {
+        last_clear();
+    }
+    if (nspread) {
+        /* Ranges of spread buffers do not move home; a helper keeps small
+         * ranges (to pack) only of buffers that do, and forgets the rest. */
+        size_t m = 0;
+        for (size_t i = 0; i < n; i++)
+            if (!last.pieces[t[i].r.buf])
+                t[m++] = t[i];
+        n = m;
+        bool keeps_any[nsh];
+        memcpy(keeps_any, keeps, sizeof(keeps_any));
+        memset(keeps, 0, sizeof(keeps));
+        for (size_t i = 0; i < n; i++)
+            if (t[i].share > 0 && t[i].r.len <= TGT_SPLIT_SMALL)
+                keeps[t[i].share] = true;
+        for (int i = 1; i < nsh; i++)
+            if (keeps_any[i] && !keeps[i])
+                end_one(ranks[i], key, TGT_SPLIT_DROP, loc, k);
+        bytes = 0;
+        for (size_t i = 0; i < n; i++)
+            bytes += t[i].share > 0 ? t[i].r.len : 0;
     }
     if (!why[0]) {
         move_home(t, n, key, nsh, keeps, ranks, ex, wr, loc, k);
@@ -673,9 +874,10 @@ bool tgt_split_exec(const tgt_ident_t *loc, const tgt_kernel_t *k, int home,
             fprintf(stderr,
                     "[ompc info] r0 split %s over %d executors (%u teams): %zu changed "
                     "ranges, %zu bytes moved to executor %d, %zu share(s)' reduction "
-                    "combined; inputs %.3f ms, shares %.3f ms (longest kernel %.3f ms), "
+                    "combined, %zu buffer(s) kept in place (%zu bytes filled in); "
+                    "inputs %.3f ms, shares %.3f ms (longest kernel %.3f ms), "
                     "merge %.3f ms\n",
-                    k->name, nsh, teams, n, bytes, home, red.nparts,
+                    k->name, nsh, teams, n, bytes, home, red.nparts, nspread, filled,
                     (double)(t_in - t0) * 1e-6, (double)(t_run - t_in) * 1e-6,
                     (double)ns * 1e-6, (double)(ompc_now_ns() - t_run) * 1e-6);
     } else {
@@ -759,11 +961,14 @@ void tgt_split_after(dm_buf_t *const *wr, size_t nwr, uint64_t tag)
     if (!last.pending)
         return;
     last.pending = false;
-    for (size_t b = 0; b < nwr && b < last.nwr; b++)
+    for (size_t b = 0; b < nwr && b < last.nwr; b++) {
         for (int i = 1; !last.changed[b] && i < last.nsh; i++)
             dm_valid_if(tgt_rt->dm, last.ex[i], wr[b], tag);
-    free(last.changed);
-    last.changed = NULL;
+        if (last.pieces[b] && dm_spread(tgt_rt->dm, wr[b], last.ex[0], last.pieces[b],
+                                        last.npieces[b]) != OMPC_OK)
+            ompc_fatal("cannot record where a split kernel left its shares");
+    }
+    last_clear();
 }
 
 void tgt_split_stats_print(void)
