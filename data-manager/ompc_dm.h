@@ -131,6 +131,26 @@ bool dm_spread_take(dm_ctx_t *dm, dm_buf_t *buf, int *home_p, dm_piece_t **p_p,
  * all at once) and forget the records.  Blocks until done. */
 ompc_status_t dm_gather(dm_ctx_t *dm, dm_buf_t *const *bufs, size_t n);
 
+/* Executor side, around one split share (one at a time per process):
+ * bytes of a buffer this executor's copy lacks, each run current at
+ * (rank, src).  dm_guard_begin fetches at once the runs' bytes in pages
+ * they share with other bytes, protects the pages wholly inside a run, and
+ * fetches such a page (every thread of the kernel waits) when the kernel
+ * touches it: a share gets only what it reads.  Each byte fetched is also
+ * written to twin (the run's twin of its first byte, or NULL), so that a
+ * comparison with the twin sees only the kernel's own writes.  Call it on
+ * the thread that runs the kernel, after dm_pages_task_begin;
+ * dm_guard_end, once the kernel's threads are done, opens the pages never
+ * touched (their bytes stay stale) and says how many bytes came. */
+typedef struct dm_guard_run {
+    uint64_t addr, len;      /* here */
+    int64_t rank;            /* where the current bytes are */
+    uint64_t src;            /* their address there */
+    unsigned char *twin;
+} dm_guard_run_t;
+ompc_status_t dm_guard_begin(dm_ctx_t *dm, const dm_guard_run_t *runs, size_t n);
+ompc_status_t dm_guard_end(dm_ctx_t *dm, uint64_t *fetched_p);
+
 /* Bytes of the buffers already valid on exec (placement policies). */
 size_t dm_bytes_valid_on(dm_ctx_t *dm, int exec, dm_buf_t *const *bufs, size_t n);
 

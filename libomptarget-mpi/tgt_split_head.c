@@ -524,35 +524,90 @@ static void move_home(const tagged_t *t, size_t n, uint64_t key, int nsh,
  * docs (architecture.md, "Loops split across workers") say why it is
  * sound. */
 
-/* The pieces of buffer buf from the sorted changed ranges t (n of them),
- * runs of one share's ranges joined (no other share changed a byte
- * between them, so those bytes are the same on every member), then the
- * members.  NULL when out of memory (the buffer is merged instead). */
-static dm_piece_t *make_pieces(const tagged_t *t, size_t n, uint32_t buf, int nsh,
-                               const int *ex, size_t *np_p)
+static int piece_off_cmp(const void *a, const void *b)
 {
-    size_t cnt = (size_t)nsh;
+    const dm_piece_t *x = a, *y = b;
+    return x->off < y->off ? -1 : x->off > y->off;
+}
+
+/* The record of buffer buf after a split: the shares' changed ranges
+ * (t, n of them, sorted by buffer and offset), plus what the pieces of
+ * the record before it (old, nold; NULL: none) still hold outside them;
+ * runs of one executor's pieces joined (the bytes between are in no piece,
+ * so the same on every member), then the members.  NULL when out of memory
+ * (the buffer is merged at the home instead). */
+static dm_piece_t *merge_pieces(const dm_piece_t *old, size_t nold, const tagged_t *t,
+                                size_t n, uint32_t buf, int nsh, const int *ex,
+                                size_t *np_p)
+{
+    size_t nnew = 0;
     for (size_t i = 0; i < n; i++)
-        cnt += t[i].r.buf == buf;
-    dm_piece_t *p = malloc(cnt * sizeof(*p));
+        nnew += t[i].r.buf == buf;
+    /* An old piece is cut by each new range at most once in two. */
+    size_t cap = nnew + 2 * nold + nnew + (size_t)nsh + 1;
+    dm_piece_t *p = malloc(cap * sizeof(*p));
     if (!p)
         return NULL;
     size_t m = 0;
-    int last_share = -1;
-    for (size_t i = 0; i < n; i++) {
-        if (t[i].r.buf != buf)
+    for (size_t i = 0; i < n; i++)
+        if (t[i].r.buf == buf)
+            p[m++] = (dm_piece_t){ex[t[i].share], t[i].r.off, t[i].r.len};
+    size_t first_new = 0;
+    for (size_t q = 0; q < nold; q++) {
+        if (!old[q].len)
             continue;
-        int e = ex[t[i].share];
-        if (m > 0 && last_share == (int)t[i].share) {
-            p[m - 1].len = t[i].r.off + t[i].r.len - p[m - 1].off;
+        uint64_t cur = old[q].off, end = old[q].off + old[q].len;
+        for (size_t j = first_new; j < nnew && cur < end; j++) {
+            uint64_t ns = p[j].off, ne = p[j].off + p[j].len;
+            if (ne <= cur || ns >= end)
+                continue;
+            if (ns > cur) {
+                if (m == cap) {
+                    cap *= 2;
+                    dm_piece_t *np = realloc(p, cap * sizeof(*p));
+                    if (!np) {
+                        free(p);
+                        return NULL;
+                    }
+                    p = np;
+                }
+                p[m++] = (dm_piece_t){old[q].exec, cur, ns - cur};
+            }
+            cur = ne;
+        }
+        if (cur < end) {
+            if (m == cap) {
+                cap *= 2;
+                dm_piece_t *np = realloc(p, cap * sizeof(*p));
+                if (!np) {
+                    free(p);
+                    return NULL;
+                }
+                p = np;
+            }
+            p[m++] = (dm_piece_t){old[q].exec, cur, end - cur};
+        }
+    }
+    qsort(p, m, sizeof(*p), piece_off_cmp);
+    size_t k = 0;
+    for (size_t i = 0; i < m; i++) {
+        if (k > 0 && p[k - 1].exec == p[i].exec) {
+            p[k - 1].len = p[i].off + p[i].len - p[k - 1].off;
             continue;
         }
-        p[m++] = (dm_piece_t){e, t[i].r.off, t[i].r.len};
-        last_share = (int)t[i].share;
+        p[k++] = p[i];
+    }
+    if (k + (size_t)nsh > cap) {
+        dm_piece_t *np = realloc(p, (k + (size_t)nsh) * sizeof(*p));
+        if (!np) {
+            free(p);
+            return NULL;
+        }
+        p = np;
     }
     for (int i = 0; i < nsh; i++)
-        p[m++] = (dm_piece_t){ex[i], 0, 0};
-    *np_p = m;
+        p[k++] = (dm_piece_t){ex[i], 0, 0};
+    *np_p = k;
     return p;
 }
 
@@ -577,13 +632,41 @@ static bool same_members(const dm_piece_t *p, size_t n, int rec_home, int nsh,
     return members == nsh;
 }
 
-/* Before the shares run: every buffer of bufs that the last split over the
- * same executors left spread is made whole on each of them by moving each
- * piece to the members that lack it (all at once, worker to worker);
- * others spread differently are gathered at their home.  Returns the
- * bytes moved. */
-static size_t fill_in(dm_buf_t *const *bufs, size_t nbufs, int nsh, const int *ex,
-                      const int *ranks, const tgt_ident_t *loc, const tgt_kernel_t *k)
+/* What fill_in hands to the rest of a split: per buffer of wr, the record
+ * taken over whose pieces the helpers fetch when touched (NULL: none), and
+ * per share the guards saying so. */
+typedef struct keep {
+    dm_piece_t **old;
+    size_t *nold;
+    tgt_split_guard_t **g;
+    uint32_t *ng;
+    bool *lazy_buf;          /* per buffer of bufs */
+} keep_t;
+
+static void keep_free(keep_t *kp, size_t nwr, int nsh)
+{
+    for (size_t b = 0; kp->old && b < nwr; b++)
+        free(kp->old[b]);
+    for (int i = 0; kp->g && i < nsh; i++)
+        free(kp->g[i]);
+    free(kp->old);
+    free(kp->nold);
+    free(kp->g);
+    free(kp->ng);
+    free(kp->lazy_buf);
+}
+
+/* Before the shares run, for every buffer of bufs that the last split over
+ * the same executors from the same home left spread: the home gets the
+ * other members' pieces at once (it must hold the whole buffer should the
+ * split be undone); a helper gets them at once too if the kernel may not
+ * write the buffer, else each one only where its kernel touches it
+ * (guards: its halo).  Moves run all at once, worker to worker.  Buffers
+ * spread otherwise are gathered at their home.  Returns the bytes moved
+ * at once. */
+static size_t fill_in(dm_buf_t *const *bufs, size_t nbufs, dm_buf_t *const *wr,
+                      size_t nwr, int nsh, const int *ex, const int *ranks, keep_t *kp,
+                      const tgt_ident_t *loc, const tgt_kernel_t *k)
 {
     dm_ctx_t *dm = tgt_rt->dm;
     size_t cap = 0, nh = 0, bytes = 0, fcap = 0, nfilled = 0;
@@ -606,12 +689,40 @@ static size_t fill_in(dm_buf_t *const *bufs, size_t nbufs, int nsh, const int *e
                                k->name, ompc_status_str(st));
             continue;
         }
+        /* Lazy for the helpers if the shares twin it (it is in wr) and the
+         * guards fit in each share's message. */
+        size_t wi = nwr;
+        for (size_t w = 0; w < nwr && wi == nwr; w++)
+            if (wr[w] == bufs[b])
+                wi = w;
+        bool lazy = wi < nwr;
+        for (int i = 1; lazy && i < nsh; i++) {
+            size_t cnt = kp->ng[i];
+            for (size_t q = 0; q < np; q++)
+                cnt += p[q].len && p[q].exec != ex[i];
+            lazy = cnt <= TGT_SPLIT_MAX_GUARDS;
+        }
         for (size_t q = 0; q < np; q++) {
             if (!p[q].len)
                 continue;
             for (int i = 0; i < nsh; i++) {
                 if (ex[i] == p[q].exec)
                     continue;
+                if (lazy && i > 0) {
+                    tgt_split_guard_t *ng = realloc(kp->g[i],
+                                                    (kp->ng[i] + 1) * sizeof(*ng));
+                    if (!ng)
+                        ompc_fatal("out of memory splitting kernel %s", k->name);
+                    kp->g[i] = ng;
+                    ng[kp->ng[i]++] = (tgt_split_guard_t){
+                        (uint32_t)wi,
+                        0,
+                        p[q].off,
+                        p[q].len,
+                        dm_executor_rank(dm, p[q].exec),
+                        dm_buf_addr_on(bufs[b], p[q].exec) + p[q].off};
+                    continue;
+                }
                 if (nh == cap) {
                     cap = cap ? 2 * cap : 16;
                     h = realloc(h, cap * sizeof(*h));
@@ -630,6 +741,14 @@ static size_t fill_in(dm_buf_t *const *bufs, size_t nbufs, int nsh, const int *e
                 dm_count_forward(dm, (size_t)p[q].len);
             }
         }
+        if (lazy) {
+            /* The helpers' copies stay short of the pieces: no move to
+             * them below, and the record goes on after the split. */
+            kp->old[wi] = p;
+            kp->nold[wi] = np;
+            kp->lazy_buf[b] = true;
+            continue;
+        }
         free(p);
         if (nfilled == fcap) {
             fcap = fcap ? 2 * fcap : 8;
@@ -641,8 +760,8 @@ static size_t fill_in(dm_buf_t *const *bufs, size_t nbufs, int nsh, const int *e
         filled[nfilled] = bufs[b];
         tags[nfilled++] = dm_buf_wtag(dm, bufs[b]);
     }
-    /* Once the moves are done every member holds each buffer's current
-     * bytes (the ones its last writer, the split, left). */
+    /* Once the moves are done every member holds each such buffer's
+     * current bytes (the ones its last writer, the split, left). */
     wait_all(h, nh, loc, k);
     for (size_t f = 0; f < nfilled; f++)
         for (int i = 0; i < nsh; i++)
@@ -691,9 +810,25 @@ bool tgt_split_exec(const tgt_ident_t *loc, const tgt_kernel_t *k, int home,
     }
     /* Buffers the last split over these executors left spread stay in
      * place; inputs reach every share as they reach the home. */
-    size_t filled = fill_in(bufs, nbufs, nsh, ex, ranks, loc, k);
+    keep_t kp = {calloc(nwr ? nwr : 1, sizeof(*kp.old)),
+                 calloc(nwr ? nwr : 1, sizeof(*kp.nold)),
+                 calloc((size_t)nsh, sizeof(*kp.g)), calloc((size_t)nsh, sizeof(*kp.ng)),
+                 calloc(nbufs ? nbufs : 1, sizeof(bool))};
+    if (!kp.old || !kp.nold || !kp.g || !kp.ng || !kp.lazy_buf)
+        ompc_fatal("out of memory splitting kernel %s", k->name);
+    size_t filled = fill_in(bufs, nbufs, wr, nwr, nsh, ex, ranks, &kp, loc, k);
+    /* The helpers get the rest as the home does, but for the buffers whose
+     * missing pieces they fetch when touched. */
+    dm_buf_t **hb = malloc((nbufs ? nbufs : 1) * sizeof(*hb));
+    size_t nhb = 0;
+    if (!hb)
+        ompc_fatal("out of memory splitting kernel %s", k->name);
+    for (size_t b = 0; b < nbufs; b++)
+        if (!kp.lazy_buf[b])
+            hb[nhb++] = bufs[b];
     for (int i = 0; i < nsh; i++) {
-        ompc_status_t st = dm_acquire(tgt_rt->dm, ex[i], bufs, nbufs);
+        ompc_status_t st = i == 0 ? dm_acquire(tgt_rt->dm, ex[0], bufs, nbufs)
+                                  : dm_acquire(tgt_rt->dm, ex[i], hb, nhb);
         if (st != OMPC_OK)
             TGT_USER_ERROR(loc,
                            "moving the region's data to executor %d for a split "
@@ -701,7 +836,13 @@ bool tgt_split_exec(const tgt_ident_t *loc, const tgt_kernel_t *k, int home,
                            ex[i], ompc_status_str(st));
     }
     uint64_t t_in = ompc_now_ns();
-    size_t args_len = sizeof(tgt_split_hdr_t) + nwr * sizeof(tgt_split_buf_t) + msg_len;
+    free(hb);
+    uint32_t maxg = 0;
+    for (int i = 0; i < nsh; i++)
+        maxg = kp.ng[i] > maxg ? kp.ng[i] : maxg;
+    /* Each share's slot holds the most guards any share has. */
+    size_t args_len = sizeof(tgt_split_hdr_t) + nwr * sizeof(tgt_split_buf_t) +
+                      (size_t)maxg * sizeof(tgt_split_guard_t) + msg_len;
     size_t res_cap = sizeof(tgt_split_reply_t) +
                      TGT_SPLIT_MAX_RANGES * sizeof(tgt_split_range_t) +
                      TGT_SPLIT_NCANDS * sizeof(tgt_split_cand_t);
@@ -726,8 +867,8 @@ bool tgt_split_exec(const tgt_ident_t *loc, const tgt_kernel_t *k, int home,
     ev_handle_t *h[nsh];
     for (int i = 0; i < nsh; i++) {
         char *a = args + (size_t)i * args_len;
-        tgt_split_hdr_t hdr = {TGT_SPLIT_MAGIC, key,      (uint32_t)i,
-                               (uint32_t)nsh,   ranks[0], (uint32_t)nwr};
+        tgt_split_hdr_t hdr = {TGT_SPLIT_MAGIC, key,           (uint32_t)i, (uint32_t)nsh,
+                               ranks[0],        (uint32_t)nwr, kp.ng[i],    0};
         memcpy(a, &hdr, sizeof(hdr));
         for (size_t b = 0; b < nwr; b++) {
             tgt_split_buf_t sb = {dm_buf_addr_on(wr[b], ex[i]),
@@ -735,9 +876,13 @@ bool tgt_split_exec(const tgt_ident_t *loc, const tgt_kernel_t *k, int home,
                                   fresh[b]};
             memcpy(a + sizeof(hdr) + b * sizeof(sb), &sb, sizeof(sb));
         }
-        memcpy(a + sizeof(hdr) + nwr * sizeof(tgt_split_buf_t), msg, msg_len);
+        size_t at = sizeof(hdr) + nwr * sizeof(tgt_split_buf_t);
+        if (kp.ng[i])
+            memcpy(a + at, kp.g[i], kp.ng[i] * sizeof(tgt_split_guard_t));
+        at += kp.ng[i] * sizeof(tgt_split_guard_t);
+        memcpy(a + at, msg, msg_len);
         ompc_status_t st = ev_execute(tgt_rt->ev, ranks[i], tgt_rt->fn_split_run, a,
-                                      args_len, res + (size_t)i * res_cap, res_cap,
+                                      at + msg_len, res + (size_t)i * res_cap, res_cap,
                                       &h[i]);
         if (st != OMPC_OK)
             TGT_USER_ERROR(loc, "cannot launch share %d of kernel %s: %s", i, k->name,
@@ -745,7 +890,7 @@ bool tgt_split_exec(const tgt_ident_t *loc, const tgt_kernel_t *k, int home,
     }
     free(fresh);
     uint32_t flags = 0, teams = 0;
-    uint64_t t_run = 0;
+    uint64_t t_run = 0, fetched = 0;
     uint64_t ns = 0;
     size_t nranges = 0;
     for (int i = 0; i < nsh; i++) {
@@ -763,6 +908,7 @@ bool tgt_split_exec(const tgt_ident_t *loc, const tgt_kernel_t *k, int home,
             TGT_USER_ERROR(loc, "share %d of kernel %s sent a malformed reply", i,
                            k->name);
         flags |= rep.flags;
+        fetched += rep.fetched;
         teams = rep.teams;
         ns = rep.kernel_ns > ns ? rep.kernel_ns : ns;
         nranges += rep.nranges;
@@ -833,13 +979,18 @@ bool tgt_split_exec(const tgt_ident_t *loc, const tgt_kernel_t *k, int home,
          * holds the combined value) and declare target variables. */
         if (ompc_config_get()->split_keep) {
             for (size_t b = 0; b < nwr; b++) {
+                /* Helpers short of pieces are not valid, changed or not;
+                 * a record dropped leaves the home's copy, which is whole,
+                 * the only valid one. */
+                if (kp.old[b])
+                    last.changed[b] = true;
                 bool global = (red.nparts || red.home_changed) && red.buf == b;
                 for (int g = 0; g < tgt_rt->nglobals && !global; g++)
                     global = tgt_rt->globals[g].buf == wr[b];
                 if (!last.changed[b] || global)
                     continue;
-                last.pieces[b] = make_pieces(t, n, (uint32_t)b, nsh, ex,
-                                             &last.npieces[b]);
+                last.pieces[b] = merge_pieces(kp.old[b], kp.nold[b], t, n, (uint32_t)b,
+                                              nsh, ex, &last.npieces[b]);
                 nspread += last.pieces[b] != NULL;
             }
         }
@@ -874,12 +1025,14 @@ bool tgt_split_exec(const tgt_ident_t *loc, const tgt_kernel_t *k, int home,
             fprintf(stderr,
                     "[ompc info] r0 split %s over %d executors (%u teams): %zu changed "
                     "ranges, %zu bytes moved to executor %d, %zu share(s)' reduction "
-                    "combined, %zu buffer(s) kept in place (%zu bytes filled in); "
+                    "combined, %zu buffer(s) kept in place (%zu bytes filled in, "
+                    "%llu fetched when touched); "
                     "inputs %.3f ms, shares %.3f ms (longest kernel %.3f ms), "
                     "merge %.3f ms\n",
                     k->name, nsh, teams, n, bytes, home, red.nparts, nspread, filled,
-                    (double)(t_in - t0) * 1e-6, (double)(t_run - t_in) * 1e-6,
-                    (double)ns * 1e-6, (double)(ompc_now_ns() - t_run) * 1e-6);
+                    (unsigned long long)fetched, (double)(t_in - t0) * 1e-6,
+                    (double)(t_run - t_in) * 1e-6, (double)ns * 1e-6,
+                    (double)(ompc_now_ns() - t_run) * 1e-6);
     } else {
         /* Helpers that kept small ranges forget them. */
         for (int i = 1; i < nsh; i++)
@@ -888,6 +1041,7 @@ bool tgt_split_exec(const tgt_ident_t *loc, const tgt_kernel_t *k, int home,
         end_one(ranks[0], key, TGT_SPLIT_RESTORE, loc, k);
     }
     free(t);
+    keep_free(&kp, nwr, nsh);
     if (why[0]) {
         /* The home is as it was before the kernel: run it whole there. */
         atomic_fetch_or(&kstate[k - tgt_rt->kernels], KS_UNSPLIT);
