@@ -95,6 +95,7 @@ struct share {
     uint32_t nguard;
     tgt_split_guard_t *guards;
     bool guarded;            /* dm_guard_begin ran */
+    bool keep_twins;         /* helper: until the head ends the share */
     unsigned char **twins;
     _Atomic uint32_t flags;
     int32_t pushed_teams;    /* num_teams the kernel asked for (0: none) */
@@ -744,6 +745,7 @@ static ompc_status_t fn_split_run(ev_exec_info_t *info)
     memcpy(s->bufs, (const char *)info->args + sizeof(h), bl);
     memcpy(s->guards, (const char *)info->args + sizeof(h) + bl, gl);
     s->nguard = h.nguard;
+    s->keep_twins = (h.hflags & TGT_SPLIT_KEEP_TWINS) != 0;
     for (uint32_t i = 0; i < s->nguard; i++)
         if (s->guards[i].buf >= s->nbufs ||
             s->guards[i].off > s->bufs[s->guards[i].buf].size ||
@@ -836,7 +838,7 @@ static ompc_status_t fn_split_run(ev_exec_info_t *info)
      * when the head says so; the head moves the others (worker to worker,
      * from its copy, which nothing writes meanwhile). */
     if (!s->home) {
-        for (uint32_t i = 0; i < s->nbufs; i++) {
+        for (uint32_t i = 0; !s->keep_twins && i < s->nbufs; i++) {
             twin_put(s->twins[i], (size_t)s->bufs[i].size);
             s->twins[i] = NULL;
         }
@@ -844,7 +846,7 @@ static ompc_status_t fn_split_run(ev_exec_info_t *info)
             share_free(s);
             return OMPC_ERR_NOMEM;
         }
-        if (!s->npacks) {
+        if (!s->npacks && !s->keep_twins) {
             share_free(s);
             return OMPC_OK;
         }
@@ -882,7 +884,7 @@ static ompc_status_t fn_split_end(ev_exec_info_t *info)
         return OMPC_ERR_INVALID;
     }
     ompc_status_t st = OMPC_OK;
-    if (e.action == TGT_SPLIT_RESTORE && s->home) {
+    if (e.action == TGT_SPLIT_RESTORE && s->twins && (s->home || s->keep_twins)) {
         for (uint32_t i = 0; i < s->nbufs; i++)
             memcpy((void *)(uintptr_t)s->bufs[i].addr, s->twins[i],
                    (size_t)s->bufs[i].size);

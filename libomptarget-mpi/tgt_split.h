@@ -30,8 +30,11 @@ typedef struct tgt_split_hdr {
     int32_t home_rank;       /* the rank whose copy becomes valid */
     uint32_t nbufs;          /* buffers to twin (the ones the kernel may write) */
     uint32_t nguard;         /* tgt_split_guard_t after the buffers */
-    uint32_t pad;
+    uint32_t hflags;         /* TGT_SPLIT_KEEP_TWINS */
 } tgt_split_hdr_t;
+/* A helper keeps its twins until the head ends its share (DROP, PUSH or
+ * RESTORE): shares kept in place may have to be put back. */
+#define TGT_SPLIT_KEEP_TWINS 0x1u
 static_assert(sizeof(tgt_split_hdr_t) == 40, "tgt_split_hdr_t is a wire format");
 
 /* Bytes of a buffer this share's copy lacks (another share's piece, kept

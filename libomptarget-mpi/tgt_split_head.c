@@ -657,11 +657,11 @@ static void keep_free(keep_t *kp, size_t nwr, int nsh)
 }
 
 /* Before the shares run, for every buffer of bufs that the last split over
- * the same executors from the same home left spread: the home gets the
- * other members' pieces at once (it must hold the whole buffer should the
- * split be undone); a helper gets them at once too if the kernel may not
- * write the buffer, else each one only where its kernel touches it
- * (guards: its halo).  Moves run all at once, worker to worker.  Buffers
+ * the same executors from the same home left spread: a member gets the
+ * other members' pieces at once if the kernel may not write the buffer,
+ * else each one only where its kernel touches it (guards: its halo; the
+ * members keep their twins, so that an undone split can put every copy
+ * back and gather the pieces home).  Moves run all at once, worker to worker.  Buffers
  * spread otherwise are gathered at their home.  Returns the bytes moved
  * at once. */
 static size_t fill_in(dm_buf_t *const *bufs, size_t nbufs, dm_buf_t *const *wr,
@@ -696,7 +696,7 @@ static size_t fill_in(dm_buf_t *const *bufs, size_t nbufs, dm_buf_t *const *wr,
             if (wr[w] == bufs[b])
                 wi = w;
         bool lazy = wi < nwr;
-        for (int i = 1; lazy && i < nsh; i++) {
+        for (int i = 0; lazy && i < nsh; i++) {
             size_t cnt = kp->ng[i];
             for (size_t q = 0; q < np; q++)
                 cnt += p[q].len && p[q].exec != ex[i];
@@ -708,7 +708,7 @@ static size_t fill_in(dm_buf_t *const *bufs, size_t nbufs, dm_buf_t *const *wr,
             for (int i = 0; i < nsh; i++) {
                 if (ex[i] == p[q].exec)
                     continue;
-                if (lazy && i > 0) {
+                if (lazy) {
                     tgt_split_guard_t *ng = realloc(kp->g[i],
                                                     (kp->ng[i] + 1) * sizeof(*ng));
                     if (!ng)
@@ -837,6 +837,9 @@ bool tgt_split_exec(const tgt_ident_t *loc, const tgt_kernel_t *k, int home,
     }
     uint64_t t_in = ompc_now_ns();
     free(hb);
+    bool any_lazy = false;
+    for (size_t b = 0; b < nwr; b++)
+        any_lazy |= kp.old[b] != NULL;
     uint32_t maxg = 0;
     for (int i = 0; i < nsh; i++)
         maxg = kp.ng[i] > maxg ? kp.ng[i] : maxg;
@@ -867,8 +870,10 @@ bool tgt_split_exec(const tgt_ident_t *loc, const tgt_kernel_t *k, int home,
     ev_handle_t *h[nsh];
     for (int i = 0; i < nsh; i++) {
         char *a = args + (size_t)i * args_len;
-        tgt_split_hdr_t hdr = {TGT_SPLIT_MAGIC, key,           (uint32_t)i, (uint32_t)nsh,
-                               ranks[0],        (uint32_t)nwr, kp.ng[i],    0};
+        tgt_split_hdr_t hdr = {TGT_SPLIT_MAGIC, key,
+                               (uint32_t)i,     (uint32_t)nsh,
+                               ranks[0],        (uint32_t)nwr,
+                               kp.ng[i],        any_lazy ? TGT_SPLIT_KEEP_TWINS : 0};
         memcpy(a, &hdr, sizeof(hdr));
         for (size_t b = 0; b < nwr; b++) {
             tgt_split_buf_t sb = {dm_buf_addr_on(wr[b], ex[i]),
@@ -997,6 +1002,8 @@ bool tgt_split_exec(const tgt_ident_t *loc, const tgt_kernel_t *k, int home,
     } else if (!why[0]) {
         last_clear();
     }
+    bool kept_any[nsh];
+    memcpy(kept_any, keeps, sizeof(kept_any));
     if (nspread) {
         /* Ranges of spread buffers do not move home; a helper keeps small
          * ranges (to pack) only of buffers that do, and forgets the rest. */
@@ -1005,20 +1012,25 @@ bool tgt_split_exec(const tgt_ident_t *loc, const tgt_kernel_t *k, int home,
             if (!last.pieces[t[i].r.buf])
                 t[m++] = t[i];
         n = m;
-        bool keeps_any[nsh];
-        memcpy(keeps_any, keeps, sizeof(keeps_any));
         memset(keeps, 0, sizeof(keeps));
         for (size_t i = 0; i < n; i++)
             if (t[i].share > 0 && t[i].r.len <= TGT_SPLIT_SMALL)
                 keeps[t[i].share] = true;
-        for (int i = 1; i < nsh; i++)
-            if (keeps_any[i] && !keeps[i])
-                end_one(ranks[i], key, TGT_SPLIT_DROP, loc, k);
         bytes = 0;
         for (size_t i = 0; i < n; i++)
             bytes += t[i].share > 0 ? t[i].r.len : 0;
     }
     if (!why[0]) {
+        /* Helpers that keep something but push nothing forget it. */
+        ev_handle_t *dh[nsh];
+        tgt_split_end_t de[nsh];
+        size_t nd = 0;
+        for (int i = 1; i < nsh; i++)
+            if (!keeps[i] && (kept_any[i] || any_lazy)) {
+                end_start(ranks[i], key, TGT_SPLIT_DROP, 0, &de[nd], &dh[nd], loc, k);
+                nd++;
+            }
+        wait_all(dh, nd, loc, k);
         move_home(t, n, key, nsh, keeps, ranks, ex, wr, loc, k);
         end_one(ranks[0], key, TGT_SPLIT_DROP, loc, k);
         if (tgt_rt->info)
@@ -1034,11 +1046,25 @@ bool tgt_split_exec(const tgt_ident_t *loc, const tgt_kernel_t *k, int home,
                     (double)(t_run - t_in) * 1e-6, (double)ns * 1e-6,
                     (double)(ompc_now_ns() - t_run) * 1e-6);
     } else {
-        /* Helpers that kept small ranges forget them. */
+        /* Helpers that kept small ranges forget them; helpers short of
+         * pieces put their copies back as they were (their own pieces
+         * current again), and the pieces then go home, whose copy the
+         * kernel runs on whole. */
         for (int i = 1; i < nsh; i++)
-            if (keeps[i])
-                end_one(ranks[i], key, TGT_SPLIT_DROP, loc, k);
+            if (keeps[i] || any_lazy)
+                end_one(ranks[i], key, any_lazy ? TGT_SPLIT_RESTORE : TGT_SPLIT_DROP, loc,
+                        k);
         end_one(ranks[0], key, TGT_SPLIT_RESTORE, loc, k);
+        for (size_t b = 0; b < nwr; b++) {
+            if (!kp.old[b])
+                continue;
+            ompc_status_t st = dm_spread(tgt_rt->dm, wr[b], ex[0], kp.old[b], kp.nold[b]);
+            if (st == OMPC_OK)
+                st = dm_gather(tgt_rt->dm, &wr[b], 1);
+            if (st != OMPC_OK)
+                TGT_USER_ERROR(loc, "gathering the data of split kernel %s failed: %s",
+                               k->name, ompc_status_str(st));
+        }
     }
     free(t);
     keep_free(&kp, nwr, nsh);

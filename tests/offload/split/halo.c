@@ -4,7 +4,8 @@
  * readers of every other kind in between (a `target update from` of part
  * of the grid, a `target` region without teams, a partial `target update
  * to`), and a kernel whose shares read rows half the grid away, beyond
- * their neighbours.  Built with ompcc and with stock clang-19, the RESULT
+ * their neighbours, then one that writes outside its share (undone, run
+ * whole).  Built with ompcc and with stock clang-19, the RESULT
  * line must be the same (compare_stock.sh); a lost, stale or misplaced
  * piece changes the checksums. */
 #include <stdint.h>
@@ -84,6 +85,15 @@ int main(void)
             for (int i = 0; i < NY; i++)
                 for (int j = 0; j < NX; j++)
                     u[i * NX + j] = v[((i + NY / 3) % NY) * NX + j] + 0.125 * v[i * NX + j];
+        }
+        /* Every team also writes v[0]: two shares change one byte, so the
+         * split is undone, every copy put back and the pieces gathered
+         * home, where the kernel runs whole. */
+#pragma omp target teams distribute parallel for num_teams(8)
+        for (int i = 0; i < NY; i++) {
+            for (int j = 1; j < NX; j++)
+                v[i * NX + j] = 0.5 * u[((i + 1) % NY) * NX + j] + v[i * NX + j];
+            v[0] = 3.25;
         }
     }
     single = digest(u, NY * NX);
