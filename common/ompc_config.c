@@ -143,9 +143,10 @@ static const cfg_row_t rows[] = {
         CFG_INT, split, 0, 4096),
     ROW("OMPC_SPLIT_KEEP", "1",
         "1 leaves what each share of a split loop wrote on its worker (the "
-        "next split over the same workers moves only the other shares' "
-        "written ranges to each worker, and any other reader gathers them); "
-        "0 moves every share's writes to one worker after each split",
+        "next split over the same workers fetches only the pages of other "
+        "shares its kernel touches, and any other reader gathers the "
+        "shares); 0 moves every share's writes to one worker after each "
+        "split",
         CFG_BOOL, split_keep, 0, 1),
     ROW("OMPC_GATE_RUN_US", "50",
         "a worker's gate thread runs a task itself, when its last input "
