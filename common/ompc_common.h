@@ -127,6 +127,7 @@ typedef struct ompc_config {
     int64_t head_threads;
     int64_t ahead;           /* 0/1 */
     int64_t split;           /* 0: off; -1: auto; N: over N executors */
+    int64_t split_keep;      /* 0/1 */
     int64_t gate_run_us;
     const char *perf_model;  /* "" when unset */
     const char *trace;       /* "" when unset */

@@ -141,6 +141,13 @@ static const cfg_row_t rows[] = {
         "as many workers as the cost model predicts fastest, once its time is "
         "known, and runs it whole for a while after a split that did not gain",
         CFG_INT, split, 0, 4096),
+    ROW("OMPC_SPLIT_KEEP", "1",
+        "1 leaves what each share of a split loop wrote on its worker (the "
+        "next split over the same workers fetches only the pages of other "
+        "shares its kernel touches, and any other reader gathers the "
+        "shares); 0 moves every share's writes to one worker after each "
+        "split",
+        CFG_BOOL, split_keep, 0, 1),
     ROW("OMPC_GATE_RUN_US", "50",
         "a worker's gate thread runs a task itself, when its last input "
         "arrives and nothing else runs there, if its kernel took less than "

@@ -187,6 +187,7 @@ ompc_status_t dm_ctx_create(ev_ctx_t *ev, dm_ctx_t **dm_p)
 
 static void dm_buf_destroy(dm_buf_t *b)
 {
+    free(b->pieces);
     free(b->exec_addr);
     if (!b->snap_borrowed)
         free(b->snap);
@@ -346,6 +347,126 @@ dm_buf_t *dm_buf_find(dm_ctx_t *dm, dm_addr_t addr, size_t len, size_t *off_p)
     return b;
 }
 
+/* ---------------------------------------------- buffers spread by range */
+/* dm->mtx held: waits while another thread gathers b's pieces. */
+static void spread_wait(dm_ctx_t *dm, dm_buf_t *b)
+{
+    while (b->gathering)
+        pthread_cond_wait(&dm->pin_cond, &dm->mtx);
+}
+
+/* dm->mtx held: forget b's pieces without moving them (their bytes were
+ * overwritten, or the buffer goes). */
+static void spread_forget(dm_ctx_t *dm, dm_buf_t *b)
+{
+    spread_wait(dm, b);
+    if (!b->pieces)
+        return;
+    free(b->pieces);
+    b->pieces = NULL;
+    b->npieces = 0;
+    atomic_fetch_sub(&dm->nspread, 1);
+}
+
+ompc_status_t dm_spread(dm_ctx_t *dm, dm_buf_t *b, int home, const dm_piece_t *p,
+                        size_t n)
+{
+    if (home < 0 || home >= dm->nexec || b->fixed)
+        return OMPC_ERR_INVALID;
+    dm_piece_t *c = malloc((n ? n : 1) * sizeof(*c));
+    if (!c)
+        return OMPC_ERR_NOMEM;
+    for (size_t i = 0; i < n; i++) {
+        if (p[i].exec < 0 || p[i].exec >= dm->nexec || p[i].off > b->size ||
+            p[i].len > b->size - p[i].off) {
+            free(c);
+            return OMPC_ERR_INVALID;
+        }
+        c[i] = p[i];
+    }
+    pthread_mutex_lock(&dm->mtx);
+    spread_forget(dm, b);
+    b->pieces = c;
+    b->npieces = n;
+    b->spread_home = home;
+    atomic_fetch_add(&dm->nspread, 1);
+    pthread_mutex_unlock(&dm->mtx);
+    return OMPC_OK;
+}
+
+bool dm_spread_take(dm_ctx_t *dm, dm_buf_t *b, int *home_p, dm_piece_t **p_p, size_t *n_p)
+{
+    if (atomic_load(&dm->nspread) == 0)
+        return false;
+    pthread_mutex_lock(&dm->mtx);
+    spread_wait(dm, b);
+    bool got = b->pieces != NULL;
+    if (got) {
+        *home_p = b->spread_home;
+        *p_p = b->pieces;
+        *n_p = b->npieces;
+        b->pieces = NULL;
+        b->npieces = 0;
+        atomic_fetch_sub(&dm->nspread, 1);
+    }
+    pthread_mutex_unlock(&dm->mtx);
+    return got;
+}
+
+ompc_status_t dm_gather(dm_ctx_t *dm, dm_buf_t *const *bufs, size_t n)
+{
+    if (atomic_load(&dm->nspread) == 0)
+        return OMPC_OK;
+    ompc_status_t first = OMPC_OK;
+    for (size_t i = 0; i < n; i++) {
+        dm_buf_t *b = bufs[i];
+        pthread_mutex_lock(&dm->mtx);
+        spread_wait(dm, b);
+        if (!b->pieces) {
+            pthread_mutex_unlock(&dm->mtx);
+            continue;
+        }
+        /* Readers of b wait on `gathering` until its home copy is whole. */
+        dm_piece_t *p = b->pieces;
+        size_t np = b->npieces;
+        int home = b->spread_home;
+        b->pieces = NULL;
+        b->npieces = 0;
+        b->gathering = true;
+        atomic_fetch_sub(&dm->nspread, 1);
+        ev_handle_t **hs = malloc((np ? np : 1) * sizeof(*hs));
+        size_t nh = 0;
+        ompc_status_t st = hs ? OMPC_OK : OMPC_ERR_NOMEM;
+        for (size_t k = 0; k < np && st == OMPC_OK; k++) {
+            if (p[k].exec == home || !p[k].len)
+                continue;
+            st = ev_exchange(dm->ev, dm->exec_rank[p[k].exec],
+                             addr_on(b, p[k].exec) + p[k].off, dm->exec_rank[home],
+                             addr_on(b, home) + p[k].off, (size_t)p[k].len, &hs[nh]);
+            if (st == OMPC_OK) {
+                nh++;
+                dm->stats.bytes_dev_to_dev += p[k].len;
+                dm->stats.transfers_dev_to_dev++;
+            }
+        }
+        pthread_mutex_unlock(&dm->mtx);
+        ompc_status_t wst = ev_wait_all(hs, nh);
+        for (size_t k = 0; k < nh; k++)
+            ev_handle_release(hs[k]);
+        free(hs);
+        free(p);
+        if (st == OMPC_OK)
+            st = wst;
+        pthread_mutex_lock(&dm->mtx);
+        b->gathering = false;
+        pthread_cond_broadcast(&dm->pin_cond);
+        pthread_mutex_unlock(&dm->mtx);
+        if (st != OMPC_OK && first == OMPC_OK)
+            first = st;
+    }
+    return first;
+}
+
 ompc_status_t dm_free(dm_ctx_t *dm, dm_buf_t *b)
 {
     if (b->fixed)
@@ -362,6 +483,7 @@ ompc_status_t dm_free(dm_ctx_t *dm, dm_buf_t *b)
         return OMPC_ERR_NOMEM;
     bool keep = false;
     pthread_mutex_lock(&dm->mtx);
+    spread_forget(dm, b);
     ompc_tmap_erase(&dm->bufs, b->node.key);
     for (int i = 0; i < dm->nexec; i++)
         if (b->cand[i])
@@ -543,9 +665,17 @@ ompc_status_t dm_write(dm_ctx_t *dm, dm_buf_t *b, size_t off, const void *src, s
         return OMPC_ERR_INVALID;
     if (len == 0)
         return OMPC_OK;
-    pthread_mutex_lock(&dm->mtx);
-    int src_exec = dm_pick_source(dm, b, 0);
     bool whole = off == 0 && len == b->size;
+    if (!whole) {
+        /* Part of it: the bytes around it must be whole somewhere. */
+        ompc_status_t gst = dm_gather(dm, &b, 1);
+        if (gst != OMPC_OK)
+            return gst;
+    }
+    pthread_mutex_lock(&dm->mtx);
+    if (whole)
+        spread_forget(dm, b);
+    int src_exec = dm_pick_source(dm, b, 0);
     if (src_exec < 0 || (whole && !b->fixed)) {
         /* Keep a snapshot: sent to whichever executor needs it first.  A
          * borrowed one is the caller's memory: it becomes our own copy. */
@@ -604,6 +734,7 @@ static bool snap_install(dm_ctx_t *dm, dm_buf_t *b, const void *snap, bool lent)
         pthread_mutex_unlock(&dm->mtx);
         return false;
     }
+    spread_forget(dm, b);
     dm_snap_release(b);
     b->snap = (void *)(uintptr_t)snap;
     b->snap_borrowed = lent;
@@ -678,6 +809,9 @@ ompc_status_t dm_read(dm_ctx_t *dm, dm_buf_t *b, size_t off, void *dst, size_t l
         return OMPC_ERR_INVALID;
     if (len == 0)
         return OMPC_OK;
+    ompc_status_t gst = dm_gather(dm, &b, 1);
+    if (gst != OMPC_OK)
+        return gst;
     pthread_mutex_lock(&dm->mtx);
     if (b->snap_valid) {
         /* A borrowed snapshot may be dst itself. */
@@ -936,7 +1070,9 @@ ompc_status_t dm_acquire(dm_ctx_t *dm, int exec, dm_buf_t *const *bufs, size_t n
 {
     if (exec < 0 || exec >= dm->nexec)
         return OMPC_ERR_INVALID;
-    ompc_status_t st;
+    ompc_status_t st = dm_gather(dm, bufs, n);
+    if (st != OMPC_OK)
+        return st;
     bool again;
     do {
         again = false;
@@ -955,6 +1091,8 @@ void dm_written_by(dm_ctx_t *dm, int exec, dm_buf_t *const *bufs, size_t n, uint
     pthread_mutex_lock(&dm->mtx);
     for (size_t i = 0; i < n; i++) {
         dm_buf_t *b = bufs[i];
+        /* Its writer gathered it first (dm_acquire, dm_gather). */
+        spread_forget(dm, b);
         dm_changed(dm, b, tag);
         b->valid[exec] = 1;
         b->has_data = true;

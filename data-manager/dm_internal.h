@@ -6,6 +6,7 @@
 #include "ompc_tmap.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 
 #define DM_PAGE 4096u
@@ -41,6 +42,13 @@ struct dm_buf {
     int pin_count;           /* kernels in flight that may write it */
     bool faulted;            /* a kernel reached it through a page fault
                                 (OMPC_INFO names the first) */
+    /* Spread by a split kernel (dm_spread): the current bytes of each piece
+     * are on its executor, the rest on spread_home's copy. */
+    dm_piece_t *pieces;
+    size_t npieces;
+    int spread_home;
+    bool gathering;          /* pieces on their way home; the drop to
+                                false is broadcast on pin_cond */
 };
 
 /* committed[] states.  A commit in flight may have been sent by another
@@ -75,6 +83,7 @@ struct dm_ctx {
     dm_addr_t bump;
     dm_free_span_t *free_spans[DM_FREE_BUCKETS]; /* exact-size reuse */
     dm_stats_t stats;
+    _Atomic int nspread;     /* buffers with pieces (a fast test) */
     uint64_t tag_ctr;        /* wtag values of changes nobody named */
     size_t keep_max;         /* OMPC_DEVICE_KEEP */
     size_t *kept;            /* per executor: bytes of free spans above

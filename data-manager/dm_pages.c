@@ -266,6 +266,15 @@ static ompc_status_t page_serve(dm_ctx_t *dm, int exec, uint64_t addr, uint64_t 
     dm_fetch_hdr_t h;
     memset(&h, 0, sizeof(h));
     h.from_rank = -1;
+    if (atomic_load(&dm->nspread) > 0) {
+        /* A buffer a split kernel left spread: its pieces go home first. */
+        dm_buf_t *sb = dm_buf_find(dm, addr, 1, NULL);
+        if (sb) {
+            ompc_status_t gst = dm_gather(dm, &sb, 1);
+            if (gst != OMPC_OK)
+                return gst;
+        }
+    }
     pthread_mutex_lock(&dm->mtx);
     ompc_tmap_node_t *n = ompc_tmap_floor(&dm->bufs, addr);
     dm_buf_t *b = n ? OMPC_TMAP_ENTRY(n, dm_buf_t, node) : NULL;
@@ -898,12 +907,190 @@ static ompc_status_t wait_landed(dm_pages_t *pg, uintptr_t page, uint64_t t0)
     return dark ? OMPC_ERR_TIMEOUT : OMPC_OK;
 }
 
+/* ------------------------------------------------- split shares' guards
+ * Pages a split share's copy holds stale (docs/architecture.md, "Loops
+ * split across workers"): protected while the share runs, fetched from
+ * the worker holding them when touched.  One share at a time per process;
+ * guard_mtx guards the table (the service thread reads it). */
+static pthread_mutex_t guard_mtx = PTHREAD_MUTEX_INITIALIZER;
+static dm_guard_run_t *guard_runs;
+static uint8_t **guard_done; /* per run, per page: fetched already */
+static size_t guard_n;
+static uint64_t guard_fetched;
+static bool guard_on;
+
+/* Fetches [addr, addr+len) of run r into dst (and its twin); waits. */
+static ompc_status_t guard_fetch(ev_ctx_t *ev, const dm_guard_run_t *r, uint64_t addr,
+                                 size_t len, void *dst)
+{
+    ev_handle_t *h = NULL;
+    ompc_status_t st = ev_finish(
+        ev_retrieve(ev, (int)r->rank, r->src + (addr - r->addr), dst, len, &h), h);
+    if (st == OMPC_OK && r->twin)
+        memcpy(r->twin + (addr - r->addr), dst, len);
+    return st;
+}
+
+ompc_status_t dm_guard_begin(dm_ctx_t *dm, const dm_guard_run_t *runs, size_t n)
+{
+    dm_pages_t *pg = dm->pg;
+    if (!pg || n == 0)
+        return OMPC_OK;
+    dm_guard_run_t *v = malloc(n * sizeof(*v));
+    if (!v)
+        return OMPC_ERR_NOMEM;
+    memcpy(v, runs, n * sizeof(*v));
+    uint64_t eager = 0;
+    ompc_status_t st = OMPC_OK;
+    for (size_t i = 0; i < n && st == OMPC_OK; i++) {
+        /* The whole pages inside the run are guarded; its bytes in pages
+         * it shares come now, straight into place (nothing runs yet). */
+        uint64_t a = v[i].addr, e = v[i].addr + v[i].len;
+        uint64_t pa = (a + DM_PAGE - 1) & ~(uint64_t)(DM_PAGE - 1);
+        uint64_t pe = e & ~(uint64_t)(DM_PAGE - 1);
+        if (pa >= pe) {
+            st = guard_fetch(dm->ev, &v[i], a, (size_t)(e - a), (void *)(uintptr_t)a);
+            eager += e - a;
+            v[i].len = 0;
+            continue;
+        }
+        if (a < pa) {
+            st = guard_fetch(dm->ev, &v[i], a, (size_t)(pa - a), (void *)(uintptr_t)a);
+            eager += pa - a;
+        }
+        if (st == OMPC_OK && pe < e) {
+            st = guard_fetch(dm->ev, &v[i], pe, (size_t)(e - pe), (void *)(uintptr_t)pe);
+            eager += e - pe;
+        }
+        v[i].twin = v[i].twin ? v[i].twin + (pa - a) : NULL;
+        v[i].src += pa - a;
+        v[i].addr = pa;
+        v[i].len = pe - pa;
+    }
+    uint8_t **done = st == OMPC_OK ? calloc(n, sizeof(*done)) : NULL;
+    for (size_t i = 0; done && i < n && st == OMPC_OK; i++)
+        if (v[i].len && !(done[i] = calloc(v[i].len / DM_PAGE, 1)))
+            st = OMPC_ERR_NOMEM;
+    if (st != OMPC_OK || !done) {
+        for (size_t i = 0; done && i < n; i++)
+            free(done[i]);
+        free(done);
+        free(v);
+        return st != OMPC_OK ? st : OMPC_ERR_NOMEM;
+    }
+    pthread_mutex_lock(&guard_mtx);
+    if (guard_on) {
+        pthread_mutex_unlock(&guard_mtx);
+        for (size_t i = 0; i < n; i++)
+            free(done[i]);
+        free(done);
+        free(v);
+        return OMPC_ERR_INVALID; /* one share at a time */
+    }
+    dm_pages_map_lock();
+    for (size_t i = 0; i < n && st == OMPC_OK; i++)
+        if (v[i].len && mprotect((void *)(uintptr_t)v[i].addr, v[i].len, PROT_NONE) != 0)
+            st = OMPC_ERR_NOMEM;
+    dm_pages_map_unlock();
+    guard_runs = v;
+    guard_done = done;
+    guard_n = n;
+    guard_fetched = eager;
+    guard_on = true;
+    pthread_mutex_unlock(&guard_mtx);
+    return st;
+}
+
+ompc_status_t dm_guard_end(dm_ctx_t *dm, uint64_t *fetched_p)
+{
+    (void)dm;
+    ompc_status_t st = OMPC_OK;
+    pthread_mutex_lock(&guard_mtx);
+    if (guard_on) {
+        dm_pages_map_lock();
+        for (size_t i = 0; i < guard_n; i++)
+            if (guard_runs[i].len &&
+                mprotect((void *)(uintptr_t)guard_runs[i].addr, guard_runs[i].len,
+                         PROT_READ | PROT_WRITE) != 0)
+                st = OMPC_ERR_NOMEM;
+        dm_pages_map_unlock();
+        for (size_t i = 0; i < guard_n; i++)
+            free(guard_done[i]);
+        free(guard_done);
+        guard_done = NULL;
+        free(guard_runs);
+        guard_runs = NULL;
+        guard_n = 0;
+        guard_on = false;
+    }
+    if (fetched_p)
+        *fetched_p = guard_fetched;
+    guard_fetched = 0;
+    pthread_mutex_unlock(&guard_mtx);
+    return st;
+}
+
+/* Pages fetched per fault (a kernel reading its halo row by row). */
+#define GUARD_BLOCK 16
+
+/* Service thread: a fault on a guarded page is served here (true): the
+ * bytes of the page and of up to GUARD_BLOCK - 1 untouched pages after it
+ * in its run come from the run's worker, go to its twin, and are moved
+ * into place writable in one step; *st_p says how it went. */
+static bool guard_serve(dm_pages_t *pg, uintptr_t page, ompc_status_t *st_p)
+{
+    pthread_mutex_lock(&guard_mtx);
+    size_t ri = guard_n;
+    for (size_t i = 0; guard_on && i < guard_n && ri == guard_n; i++)
+        if (page >= guard_runs[i].addr && page < guard_runs[i].addr + guard_runs[i].len)
+            ri = i;
+    if (ri == guard_n) {
+        pthread_mutex_unlock(&guard_mtx);
+        return false;
+    }
+    const dm_guard_run_t *r = &guard_runs[ri];
+    uint8_t *done = guard_done[ri];
+    size_t first = (size_t)((page - r->addr) / DM_PAGE), npg = 0;
+    ompc_status_t st = OMPC_OK;
+    /* Another thread's fault brought it already: the access is retried. */
+    while (npg < GUARD_BLOCK && first + npg < r->len / DM_PAGE && !done[first + npg])
+        npg++;
+    if (npg > 0) {
+        size_t len = npg * DM_PAGE;
+        void *s = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
+                       0);
+        st = s == MAP_FAILED ? OMPC_ERR_NOMEM : OMPC_OK;
+        if (st == OMPC_OK)
+            st = guard_fetch(pg->dm->ev, r, page, len, s);
+        if (st == OMPC_OK) {
+            /* The system call itself (UCX's hook drops the new address),
+             * as pages_install does. */
+            dm_pages_map_lock();
+            if ((void *)syscall(SYS_mremap, s, len, len, MREMAP_MAYMOVE | MREMAP_FIXED,
+                                (void *)page) != (void *)page)
+                st = OMPC_ERR_NOMEM;
+            dm_pages_map_unlock();
+        }
+        if (st == OMPC_OK) {
+            memset(done + first, 1, npg);
+            guard_fetched += len;
+        } else if (s != MAP_FAILED) {
+            munmap(s, len);
+        }
+    }
+    pthread_mutex_unlock(&guard_mtx);
+    *st_p = st;
+    return true;
+}
+
 /* Service thread: one fault. */
 static ompc_status_t serve_fault(dm_pages_t *pg, uintptr_t addr, bool write)
 {
     uintptr_t page = addr & ~(uintptr_t)(DM_PAGE - 1);
     uint64_t t0 = ompc_now_ns();
     ompc_status_t st = OMPC_OK;
+    if (guard_serve(pg, page, &st))
+        return st;
     pthread_mutex_lock(&pg->mtx);
     dm_pages_map_lock();
     dm_fpage_t *e = fpage_get(pg, page);

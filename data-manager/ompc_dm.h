@@ -104,6 +104,53 @@ void dm_unpin(dm_ctx_t *dm, dm_buf_t *const *bufs, size_t n);
 /* dm_pin without waiting: false (nothing pinned) if it would wait. */
 bool dm_try_pin(dm_ctx_t *dm, int exec, dm_buf_t *const *bufs, size_t n);
 
+/* ------------------------------------------- buffers spread by range
+ * A kernel split over executors (libomptarget-mpi/tgt_split_head.c) leaves
+ * each share's written bytes where they were written.  Its home's copy is
+ * the buffer's valid copy except for the pieces, whose current bytes are
+ * on their executor's copy only.  Every reader here (dm_acquire, dm_read,
+ * dm_write of part of it, page faults) first gathers the pieces to the
+ * home, so the rest of this layer and its callers see one valid copy;
+ * dm_gather does it for callers that move data themselves (launch ahead),
+ * and a whole write or dm_free forgets the pieces. */
+typedef struct dm_piece {
+    int exec;
+    uint64_t off, len;
+} dm_piece_t;
+/* Record that buf's valid copy on home (marked by dm_written_by) lacks
+ * pieces, held by their executors (a piece of home's own is kept too, for
+ * dm_spread_take; it does not move home).  Replaces any earlier record. */
+ompc_status_t dm_spread(dm_ctx_t *dm, dm_buf_t *buf, int home, const dm_piece_t *p,
+                        size_t n);
+/* Take buf's record over instead of gathering it (the caller moves the
+ * pieces itself): true with *home_p and the pieces (the caller frees
+ * *p_p), false if the buffer is not spread. */
+bool dm_spread_take(dm_ctx_t *dm, dm_buf_t *buf, int *home_p, dm_piece_t **p_p,
+                    size_t *n_p);
+/* Move every piece of the buffers to its home copy (worker to worker,
+ * all at once) and forget the records.  Blocks until done. */
+ompc_status_t dm_gather(dm_ctx_t *dm, dm_buf_t *const *bufs, size_t n);
+
+/* Executor side, around one split share (one at a time per process):
+ * bytes of a buffer this executor's copy lacks, each run current at
+ * (rank, src).  dm_guard_begin fetches at once the runs' bytes in pages
+ * they share with other bytes, protects the pages wholly inside a run, and
+ * fetches such a page (every thread of the kernel waits) when the kernel
+ * touches it: a share gets only what it reads.  Each byte fetched is also
+ * written to twin (the run's twin of its first byte, or NULL), so that a
+ * comparison with the twin sees only the kernel's own writes.  Call it on
+ * the thread that runs the kernel, after dm_pages_task_begin;
+ * dm_guard_end, once the kernel's threads are done, opens the pages never
+ * touched (their bytes stay stale) and says how many bytes came. */
+typedef struct dm_guard_run {
+    uint64_t addr, len;      /* here */
+    int64_t rank;            /* where the current bytes are */
+    uint64_t src;            /* their address there */
+    unsigned char *twin;
+} dm_guard_run_t;
+ompc_status_t dm_guard_begin(dm_ctx_t *dm, const dm_guard_run_t *runs, size_t n);
+ompc_status_t dm_guard_end(dm_ctx_t *dm, uint64_t *fetched_p);
+
 /* Bytes of the buffers already valid on exec (placement policies). */
 size_t dm_bytes_valid_on(dm_ctx_t *dm, int exec, dm_buf_t *const *bufs, size_t n);
 

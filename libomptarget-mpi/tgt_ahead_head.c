@@ -335,6 +335,12 @@ void graph_ahead_launch(tgt_node_t *n, int e, uint64_t t0)
 {
     dm_ctx_t *dm = tgt_rt->dm;
     int rank = dm_executor_rank(dm, e);
+    /* Pieces a split kernel left on its workers go home first: the pulls
+     * below read one copy of each buffer. */
+    ompc_status_t gst = dm_gather(dm, n->bufs, n->nbufs);
+    if (gst != OMPC_OK)
+        TGT_USER_ERROR(n->loc, "gathering the region's data failed: %s",
+                       ompc_status_str(gst));
     /* Data only the head holds (from target enter data or update) goes
      * first, the usual way; no task in flight changes it. */
     /* Buffer lists on the stack for the usual handful of buffers. */

@@ -534,7 +534,9 @@ static void node_start(tgt_node_t *n)
     pthread_mutex_unlock(&tgt_g.mtx);
     graph_lb_flush();
     run_ops(n, 0, n->npre);
-    ompc_status_t st = dm_acquire(tgt_rt->dm, e, n->bufs, n->nbufs);
+    /* A split moves the data to its shares itself (it may keep them in
+     * place: tgt_split.h). */
+    ompc_status_t st = split ? OMPC_OK : dm_acquire(tgt_rt->dm, e, n->bufs, n->nbufs);
     if (st != OMPC_OK)
         TGT_USER_ERROR(n->loc, "moving the region's data to executor %d failed: %s", e,
                        ompc_status_str(st));
@@ -556,6 +558,12 @@ static void node_start(tgt_node_t *n)
         n->kst = OMPC_OK;
         node_finish(n);
         return;
+    }
+    if (split) {
+        st = dm_acquire(tgt_rt->dm, e, n->bufs, n->nbufs);
+        if (st != OMPC_OK)
+            TGT_USER_ERROR(n->loc, "moving the region's data to executor %d failed: %s",
+                           e, ompc_status_str(st));
     }
     if (dm_executor_rank(tgt_rt->dm, e) == tgt_rt->rank) {
         /* This rank executes (a one-rank job): the kernel runs here, on this

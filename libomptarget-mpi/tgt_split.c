@@ -92,6 +92,10 @@ struct share {
     bool home;
     uint32_t nbufs;
     tgt_split_buf_t *bufs;
+    uint32_t nguard;
+    tgt_split_guard_t *guards;
+    bool guarded;            /* dm_guard_begin ran */
+    bool keep_twins;         /* helper: until the head ends the share */
     unsigned char **twins;
     _Atomic uint32_t flags;
     int32_t pushed_teams;    /* num_teams the kernel asked for (0: none) */
@@ -175,6 +179,7 @@ static void share_free(share_t *s)
         free(s->packs[i]);
     free(s->packs);
     free(s->pack_len);
+    free(s->guards);
     free(s->bufs);
     free(s);
 }
@@ -576,6 +581,24 @@ void tgt_split_share_begin(void)
                        tgt_rt->rank, n);
         memcpy(s->twins[i], (const void *)(uintptr_t)s->bufs[i].addr, n);
     }
+    if (s->nguard) {
+        /* Other shares' pieces come when the kernel touches them. */
+        dm_guard_run_t *g = malloc(s->nguard * sizeof(*g));
+        if (!g)
+            ompc_fatal("rank %d: out of memory guarding a split kernel's buffers",
+                       tgt_rt->rank);
+        for (uint32_t i = 0; i < s->nguard; i++) {
+            const tgt_split_guard_t *q = &s->guards[i];
+            g[i] = (dm_guard_run_t){s->bufs[q->buf].addr + q->off, q->len, q->rank,
+                                    q->addr, s->twins[q->buf] + q->off};
+        }
+        ompc_status_t st = dm_guard_begin(tgt_rt->dm, g, s->nguard);
+        free(g);
+        if (st != OMPC_OK)
+            ompc_fatal("rank %d: cannot guard a split kernel's buffers: %s", tgt_rt->rank,
+                       ompc_status_str(st));
+        s->guarded = true;
+    }
 }
 
 /* Changed bytes closer than this are sent as one range. */
@@ -705,11 +728,33 @@ static ompc_status_t fn_split_run(ev_exec_info_t *info)
     s->home = h.home_rank == tgt_rt->rank;
     s->nbufs = h.nbufs;
     s->bufs = malloc(bl ? bl : 1);
-    if (!s->bufs) {
+    size_t gl = (size_t)h.nguard * sizeof(tgt_split_guard_t);
+    if (h.nguard > TGT_SPLIT_MAX_GUARDS || gl > info->args_size - sizeof(h) - bl) {
+        ompc_error("rank %d: refused a split share: malformed guards", tgt_rt->rank);
+        free(s->bufs);
+        free(s);
+        return OMPC_ERR_INVALID;
+    }
+    s->guards = malloc(gl ? gl : 1);
+    if (!s->bufs || !s->guards) {
+        free(s->bufs);
+        free(s->guards);
         free(s);
         return OMPC_ERR_NOMEM;
     }
     memcpy(s->bufs, (const char *)info->args + sizeof(h), bl);
+    memcpy(s->guards, (const char *)info->args + sizeof(h) + bl, gl);
+    s->nguard = h.nguard;
+    s->keep_twins = (h.hflags & TGT_SPLIT_KEEP_TWINS) != 0;
+    for (uint32_t i = 0; i < s->nguard; i++)
+        if (s->guards[i].buf >= s->nbufs ||
+            s->guards[i].off > s->bufs[s->guards[i].buf].size ||
+            s->guards[i].len > s->bufs[s->guards[i].buf].size - s->guards[i].off) {
+            ompc_error("rank %d: refused a split share: a guard outside its buffer",
+                       tgt_rt->rank);
+            share_free(s);
+            return OMPC_ERR_INVALID;
+        }
     for (uint32_t i = 0; i < s->nbufs; i++)
         if (!ev_mem_contains(info->ctx, (void *)(uintptr_t)s->bufs[i].addr,
                              (size_t)s->bufs[i].size)) {
@@ -721,8 +766,8 @@ static ompc_status_t fn_split_run(ev_exec_info_t *info)
     for (uint32_t i = 0; i < s->nbufs; i++)
         if (s->bufs[i].zero)
             memset((void *)(uintptr_t)s->bufs[i].addr, 0, (size_t)s->bufs[i].size);
-    const char *msg = (const char *)info->args + sizeof(h) + bl;
-    size_t msg_len = info->args_size - sizeof(h) - bl;
+    const char *msg = (const char *)info->args + sizeof(h) + bl + gl;
+    size_t msg_len = info->args_size - sizeof(h) - bl - gl;
     tgt_split_reply_t rep = {0};
     split_tls_t saved = cur;
     cur = (split_tls_t){.share = s, .team = -1, .nteams = 0, .depth = 0};
@@ -731,6 +776,14 @@ static ompc_status_t fn_split_run(ev_exec_info_t *info)
     cur = saved;
     if (st == OMPC_OK && !s->twins)
         tgt_split_share_begin(); /* a kernel that never ran: nothing changed */
+    if (s->guarded) {
+        /* The kernel's threads are done: pages never touched open again
+         * (stale, and equal to their twins). */
+        ompc_status_t gst = dm_guard_end(tgt_rt->dm, &rep.fetched);
+        s->guarded = false;
+        if (st == OMPC_OK)
+            st = gst;
+    }
     if (st != OMPC_OK) {
         share_free(s);
         return st;
@@ -785,7 +838,7 @@ static ompc_status_t fn_split_run(ev_exec_info_t *info)
      * when the head says so; the head moves the others (worker to worker,
      * from its copy, which nothing writes meanwhile). */
     if (!s->home) {
-        for (uint32_t i = 0; i < s->nbufs; i++) {
+        for (uint32_t i = 0; !s->keep_twins && i < s->nbufs; i++) {
             twin_put(s->twins[i], (size_t)s->bufs[i].size);
             s->twins[i] = NULL;
         }
@@ -793,7 +846,7 @@ static ompc_status_t fn_split_run(ev_exec_info_t *info)
             share_free(s);
             return OMPC_ERR_NOMEM;
         }
-        if (!s->npacks) {
+        if (!s->npacks && !s->keep_twins) {
             share_free(s);
             return OMPC_OK;
         }
@@ -831,7 +884,7 @@ static ompc_status_t fn_split_end(ev_exec_info_t *info)
         return OMPC_ERR_INVALID;
     }
     ompc_status_t st = OMPC_OK;
-    if (e.action == TGT_SPLIT_RESTORE && s->home) {
+    if (e.action == TGT_SPLIT_RESTORE && s->twins && (s->home || s->keep_twins)) {
         for (uint32_t i = 0; i < s->nbufs; i++)
             memcpy((void *)(uintptr_t)s->bufs[i].addr, s->twins[i],
                    (size_t)s->bufs[i].size);

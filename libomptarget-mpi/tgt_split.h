@@ -29,8 +29,29 @@ typedef struct tgt_split_hdr {
     uint32_t nshares;
     int32_t home_rank;       /* the rank whose copy becomes valid */
     uint32_t nbufs;          /* buffers to twin (the ones the kernel may write) */
+    uint32_t nguard;         /* tgt_split_guard_t after the buffers */
+    uint32_t hflags;         /* TGT_SPLIT_KEEP_TWINS */
 } tgt_split_hdr_t;
-static_assert(sizeof(tgt_split_hdr_t) == 32, "tgt_split_hdr_t is a wire format");
+/* A helper keeps its twins until the head ends its share (DROP, PUSH or
+ * RESTORE), so that an undone split can put its copy back.  The head does
+ * not set it at present: it is for a home that fetches only what its
+ * share touches (docs/architecture.md, "Loops split across workers"). */
+#define TGT_SPLIT_KEEP_TWINS 0x1u
+static_assert(sizeof(tgt_split_hdr_t) == 40, "tgt_split_hdr_t is a wire format");
+
+/* Bytes of a buffer this share's copy lacks (another share's piece, kept
+ * where it was written): fetched when the kernel touches them
+ * (dm_guard_begin). */
+typedef struct tgt_split_guard {
+    uint32_t buf;            /* index into the header's buffers */
+    uint32_t pad;
+    uint64_t off, len;
+    int64_t rank;            /* whose copy holds them */
+    uint64_t addr;           /* of byte off there */
+} tgt_split_guard_t;
+static_assert(sizeof(tgt_split_guard_t) == 40, "tgt_split_guard_t is a wire format");
+/* At most this many per share (the rest of a buffer's pieces come at once). */
+#define TGT_SPLIT_MAX_GUARDS 512
 
 typedef struct tgt_split_buf {
     uint64_t addr;           /* on this executor */
@@ -62,8 +83,9 @@ typedef struct tgt_split_reply {
     uint32_t my_teams;       /* of which this share ran */
     uint32_t reduced;        /* 1: its teams combined one reduction variable */
     uint32_t ncands;         /* tgt_split_cand_t after the ranges */
+    uint64_t fetched;        /* bytes the guards brought */
 } tgt_split_reply_t;
-static_assert(sizeof(tgt_split_reply_t) == 32, "tgt_split_reply_t is a wire format");
+static_assert(sizeof(tgt_split_reply_t) == 40, "tgt_split_reply_t is a wire format");
 
 typedef struct tgt_split_range {
     uint32_t buf;            /* index into the header's buffers */

@@ -53,7 +53,24 @@ static _Thread_local struct {
     int ex[64];
     bool *changed;           /* per buffer of wr */
     size_t nwr;
+    /* Per buffer of wr: the pieces to leave spread (keep_pieces), or
+     * none (merged at home). */
+    dm_piece_t **pieces;
+    size_t *npieces;
 } last;
+
+static void last_clear(void)
+{
+    for (size_t b = 0; last.pieces && b < last.nwr; b++)
+        free(last.pieces[b]);
+    free(last.pieces);
+    free(last.npieces);
+    free(last.changed);
+    last.pieces = NULL;
+    last.npieces = NULL;
+    last.changed = NULL;
+    last.pending = false;
+}
 
 static void split_init(void)
 {
@@ -493,6 +510,268 @@ static void move_home(const tagged_t *t, size_t n, uint64_t key, int nsh,
     free(e);
 }
 
+
+/* ------------------------------------------------ shares kept in place
+ * After a split, the bytes each share wrote stay on its executor: the
+ * data manager records the buffer as spread (dm_spread), with a piece per
+ * run of a share's changed ranges and a piece of length 0 per executor of
+ * the split (its *members*: every member's copy holds the buffer's bytes
+ * outside the pieces, as all started from the same bytes).  The next split
+ * over the same executors from the same home fills in each member's copy
+ * with the other members' pieces, worker to worker, instead of moving the
+ * whole buffer from the home to every helper and the shares back; any
+ * other reader gathers the pieces to the home first (data-manager).  The
+ * docs (architecture.md, "Loops split across workers") say why it is
+ * sound. */
+
+static int piece_off_cmp(const void *a, const void *b)
+{
+    const dm_piece_t *x = a, *y = b;
+    return x->off < y->off ? -1 : x->off > y->off;
+}
+
+/* The record of buffer buf after a split: the shares' changed ranges
+ * (t, n of them, sorted by buffer and offset), plus what the pieces of
+ * the record before it (old, nold; NULL: none) still hold outside them;
+ * runs of one executor's pieces joined (the bytes between are in no piece,
+ * so the same on every member), then the members.  NULL when out of memory
+ * (the buffer is merged at the home instead). */
+static dm_piece_t *merge_pieces(const dm_piece_t *old, size_t nold, const tagged_t *t,
+                                size_t n, uint32_t buf, int nsh, const int *ex,
+                                size_t *np_p)
+{
+    size_t nnew = 0;
+    for (size_t i = 0; i < n; i++)
+        nnew += t[i].r.buf == buf;
+    /* An old piece is cut by each new range at most once in two. */
+    size_t cap = nnew + 2 * nold + nnew + (size_t)nsh + 1;
+    dm_piece_t *p = malloc(cap * sizeof(*p));
+    if (!p)
+        return NULL;
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++)
+        if (t[i].r.buf == buf)
+            p[m++] = (dm_piece_t){ex[t[i].share], t[i].r.off, t[i].r.len};
+    size_t first_new = 0;
+    for (size_t q = 0; q < nold; q++) {
+        if (!old[q].len)
+            continue;
+        uint64_t cur = old[q].off, end = old[q].off + old[q].len;
+        for (size_t j = first_new; j < nnew && cur < end; j++) {
+            uint64_t ns = p[j].off, ne = p[j].off + p[j].len;
+            if (ne <= cur || ns >= end)
+                continue;
+            if (ns > cur) {
+                if (m == cap) {
+                    cap *= 2;
+                    dm_piece_t *np = realloc(p, cap * sizeof(*p));
+                    if (!np) {
+                        free(p);
+                        return NULL;
+                    }
+                    p = np;
+                }
+                p[m++] = (dm_piece_t){old[q].exec, cur, ns - cur};
+            }
+            cur = ne;
+        }
+        if (cur < end) {
+            if (m == cap) {
+                cap *= 2;
+                dm_piece_t *np = realloc(p, cap * sizeof(*p));
+                if (!np) {
+                    free(p);
+                    return NULL;
+                }
+                p = np;
+            }
+            p[m++] = (dm_piece_t){old[q].exec, cur, end - cur};
+        }
+    }
+    qsort(p, m, sizeof(*p), piece_off_cmp);
+    size_t k = 0;
+    for (size_t i = 0; i < m; i++) {
+        if (k > 0 && p[k - 1].exec == p[i].exec) {
+            p[k - 1].len = p[i].off + p[i].len - p[k - 1].off;
+            continue;
+        }
+        p[k++] = p[i];
+    }
+    if (k + (size_t)nsh > cap) {
+        dm_piece_t *np = realloc(p, (k + (size_t)nsh) * sizeof(*p));
+        if (!np) {
+            free(p);
+            return NULL;
+        }
+        p = np;
+    }
+    for (int i = 0; i < nsh; i++)
+        p[k++] = (dm_piece_t){ex[i], 0, 0};
+    *np_p = k;
+    return p;
+}
+
+/* Whether pieces p (n) were left by a split over exactly the executors
+ * ex[0..nsh) from home ex[0]. */
+static bool same_members(const dm_piece_t *p, size_t n, int rec_home, int nsh,
+                         const int *ex)
+{
+    if (rec_home != ex[0])
+        return false;
+    int members = 0;
+    for (size_t k = 0; k < n; k++) {
+        if (p[k].len)
+            continue;
+        bool in = false;
+        for (int i = 0; i < nsh && !in; i++)
+            in = ex[i] == p[k].exec;
+        if (!in)
+            return false;
+        members++;
+    }
+    return members == nsh;
+}
+
+/* What fill_in hands to the rest of a split: per buffer of wr, the record
+ * taken over whose pieces the helpers fetch when touched (NULL: none), and
+ * per share the guards saying so. */
+typedef struct keep {
+    dm_piece_t **old;
+    size_t *nold;
+    tgt_split_guard_t **g;
+    uint32_t *ng;
+    bool *lazy_buf;          /* per buffer of bufs */
+} keep_t;
+
+static void keep_free(keep_t *kp, size_t nwr, int nsh)
+{
+    for (size_t b = 0; kp->old && b < nwr; b++)
+        free(kp->old[b]);
+    for (int i = 0; kp->g && i < nsh; i++)
+        free(kp->g[i]);
+    free(kp->old);
+    free(kp->nold);
+    free(kp->g);
+    free(kp->ng);
+    free(kp->lazy_buf);
+}
+
+/* Before the shares run, for every buffer of bufs that the last split over
+ * the same executors from the same home left spread: the home gets the
+ * other members' pieces at once (it must hold the whole buffer should the
+ * split be undone); a helper gets them at once too if the kernel may not
+ * write the buffer, else each one only where its kernel touches it
+ * (guards: its halo).  Moves run all at once, worker to worker.  Buffers
+ * spread otherwise are gathered at their home.  Returns the bytes moved
+ * at once. */
+static size_t fill_in(dm_buf_t *const *bufs, size_t nbufs, dm_buf_t *const *wr,
+                      size_t nwr, int nsh, const int *ex, const int *ranks, keep_t *kp,
+                      const tgt_ident_t *loc, const tgt_kernel_t *k)
+{
+    dm_ctx_t *dm = tgt_rt->dm;
+    size_t cap = 0, nh = 0, bytes = 0, fcap = 0, nfilled = 0;
+    ev_handle_t **h = NULL;
+    dm_buf_t **filled = NULL;
+    uint64_t *tags = NULL;
+    for (size_t b = 0; b < nbufs; b++) {
+        int rec_home;
+        dm_piece_t *p;
+        size_t np;
+        if (!dm_spread_take(dm, bufs[b], &rec_home, &p, &np))
+            continue;
+        if (!same_members(p, np, rec_home, nsh, ex)) {
+            ompc_status_t st = dm_spread(dm, bufs[b], rec_home, p, np);
+            if (st == OMPC_OK)
+                st = dm_gather(dm, &bufs[b], 1);
+            free(p);
+            if (st != OMPC_OK)
+                TGT_USER_ERROR(loc, "gathering the data of split kernel %s failed: %s",
+                               k->name, ompc_status_str(st));
+            continue;
+        }
+        /* Lazy for the helpers if the shares twin it (it is in wr) and the
+         * guards fit in each share's message. */
+        size_t wi = nwr;
+        for (size_t w = 0; w < nwr && wi == nwr; w++)
+            if (wr[w] == bufs[b])
+                wi = w;
+        bool lazy = wi < nwr;
+        for (int i = 1; lazy && i < nsh; i++) {
+            size_t cnt = kp->ng[i];
+            for (size_t q = 0; q < np; q++)
+                cnt += p[q].len && p[q].exec != ex[i];
+            lazy = cnt <= TGT_SPLIT_MAX_GUARDS;
+        }
+        for (size_t q = 0; q < np; q++) {
+            if (!p[q].len)
+                continue;
+            for (int i = 0; i < nsh; i++) {
+                if (ex[i] == p[q].exec)
+                    continue;
+                if (lazy && i > 0) {
+                    tgt_split_guard_t *ng = realloc(kp->g[i],
+                                                    (kp->ng[i] + 1) * sizeof(*ng));
+                    if (!ng)
+                        ompc_fatal("out of memory splitting kernel %s", k->name);
+                    kp->g[i] = ng;
+                    ng[kp->ng[i]++] = (tgt_split_guard_t){
+                        (uint32_t)wi,
+                        0,
+                        p[q].off,
+                        p[q].len,
+                        dm_executor_rank(dm, p[q].exec),
+                        dm_buf_addr_on(bufs[b], p[q].exec) + p[q].off};
+                    continue;
+                }
+                if (nh == cap) {
+                    cap = cap ? 2 * cap : 16;
+                    h = realloc(h, cap * sizeof(*h));
+                    if (!h)
+                        ompc_fatal("out of memory splitting kernel %s", k->name);
+                }
+                ompc_status_t st = ev_exchange(
+                    tgt_rt->ev, dm_executor_rank(dm, p[q].exec),
+                    dm_buf_addr_on(bufs[b], p[q].exec) + p[q].off, ranks[i],
+                    dm_buf_addr_on(bufs[b], ex[i]) + p[q].off, (size_t)p[q].len, &h[nh]);
+                if (st != OMPC_OK)
+                    TGT_USER_ERROR(loc, "cannot move a share of split kernel %s: %s",
+                                   k->name, ompc_status_str(st));
+                nh++;
+                bytes += p[q].len;
+                dm_count_forward(dm, (size_t)p[q].len);
+            }
+        }
+        if (lazy) {
+            /* The helpers' copies stay short of the pieces: no move to
+             * them below, and the record goes on after the split. */
+            kp->old[wi] = p;
+            kp->nold[wi] = np;
+            kp->lazy_buf[b] = true;
+            continue;
+        }
+        free(p);
+        if (nfilled == fcap) {
+            fcap = fcap ? 2 * fcap : 8;
+            filled = realloc(filled, fcap * sizeof(*filled));
+            tags = realloc(tags, fcap * sizeof(*tags));
+            if (!filled || !tags)
+                ompc_fatal("out of memory splitting kernel %s", k->name);
+        }
+        filled[nfilled] = bufs[b];
+        tags[nfilled++] = dm_buf_wtag(dm, bufs[b]);
+    }
+    /* Once the moves are done every member holds each such buffer's
+     * current bytes (the ones its last writer, the split, left). */
+    wait_all(h, nh, loc, k);
+    for (size_t f = 0; f < nfilled; f++)
+        for (int i = 0; i < nsh; i++)
+            dm_valid_if(dm, ex[i], filled[f], tags[f]);
+    free(h);
+    free(filled);
+    free(tags);
+    return bytes;
+}
+
 bool tgt_split_exec(const tgt_ident_t *loc, const tgt_kernel_t *k, int home,
                     const char *msg, size_t msg_len, dm_buf_t *const *bufs, size_t nbufs,
                     dm_buf_t *const *wr, size_t nwr, uint64_t *ns_p)
@@ -529,9 +808,27 @@ bool tgt_split_exec(const tgt_ident_t *loc, const tgt_kernel_t *k, int home,
         ex[i] = (home + i) % ne;
         ranks[i] = dm_executor_rank(tgt_rt->dm, ex[i]);
     }
-    /* Inputs reach every helper as they reach the home. */
-    for (int i = 1; i < nsh; i++) {
-        ompc_status_t st = dm_acquire(tgt_rt->dm, ex[i], bufs, nbufs);
+    /* Buffers the last split over these executors left spread stay in
+     * place; inputs reach every share as they reach the home. */
+    keep_t kp = {calloc(nwr ? nwr : 1, sizeof(*kp.old)),
+                 calloc(nwr ? nwr : 1, sizeof(*kp.nold)),
+                 calloc((size_t)nsh, sizeof(*kp.g)), calloc((size_t)nsh, sizeof(*kp.ng)),
+                 calloc(nbufs ? nbufs : 1, sizeof(bool))};
+    if (!kp.old || !kp.nold || !kp.g || !kp.ng || !kp.lazy_buf)
+        ompc_fatal("out of memory splitting kernel %s", k->name);
+    size_t filled = fill_in(bufs, nbufs, wr, nwr, nsh, ex, ranks, &kp, loc, k);
+    /* The helpers get the rest as the home does, but for the buffers whose
+     * missing pieces they fetch when touched. */
+    dm_buf_t **hb = malloc((nbufs ? nbufs : 1) * sizeof(*hb));
+    size_t nhb = 0;
+    if (!hb)
+        ompc_fatal("out of memory splitting kernel %s", k->name);
+    for (size_t b = 0; b < nbufs; b++)
+        if (!kp.lazy_buf[b])
+            hb[nhb++] = bufs[b];
+    for (int i = 0; i < nsh; i++) {
+        ompc_status_t st = i == 0 ? dm_acquire(tgt_rt->dm, ex[0], bufs, nbufs)
+                                  : dm_acquire(tgt_rt->dm, ex[i], hb, nhb);
         if (st != OMPC_OK)
             TGT_USER_ERROR(loc,
                            "moving the region's data to executor %d for a split "
@@ -539,7 +836,13 @@ bool tgt_split_exec(const tgt_ident_t *loc, const tgt_kernel_t *k, int home,
                            ex[i], ompc_status_str(st));
     }
     uint64_t t_in = ompc_now_ns();
-    size_t args_len = sizeof(tgt_split_hdr_t) + nwr * sizeof(tgt_split_buf_t) + msg_len;
+    free(hb);
+    uint32_t maxg = 0;
+    for (int i = 0; i < nsh; i++)
+        maxg = kp.ng[i] > maxg ? kp.ng[i] : maxg;
+    /* Each share's slot holds the most guards any share has. */
+    size_t args_len = sizeof(tgt_split_hdr_t) + nwr * sizeof(tgt_split_buf_t) +
+                      (size_t)maxg * sizeof(tgt_split_guard_t) + msg_len;
     size_t res_cap = sizeof(tgt_split_reply_t) +
                      TGT_SPLIT_MAX_RANGES * sizeof(tgt_split_range_t) +
                      TGT_SPLIT_NCANDS * sizeof(tgt_split_cand_t);
@@ -564,8 +867,8 @@ bool tgt_split_exec(const tgt_ident_t *loc, const tgt_kernel_t *k, int home,
     ev_handle_t *h[nsh];
     for (int i = 0; i < nsh; i++) {
         char *a = args + (size_t)i * args_len;
-        tgt_split_hdr_t hdr = {TGT_SPLIT_MAGIC, key,      (uint32_t)i,
-                               (uint32_t)nsh,   ranks[0], (uint32_t)nwr};
+        tgt_split_hdr_t hdr = {TGT_SPLIT_MAGIC, key,           (uint32_t)i, (uint32_t)nsh,
+                               ranks[0],        (uint32_t)nwr, kp.ng[i],    0};
         memcpy(a, &hdr, sizeof(hdr));
         for (size_t b = 0; b < nwr; b++) {
             tgt_split_buf_t sb = {dm_buf_addr_on(wr[b], ex[i]),
@@ -573,9 +876,13 @@ bool tgt_split_exec(const tgt_ident_t *loc, const tgt_kernel_t *k, int home,
                                   fresh[b]};
             memcpy(a + sizeof(hdr) + b * sizeof(sb), &sb, sizeof(sb));
         }
-        memcpy(a + sizeof(hdr) + nwr * sizeof(tgt_split_buf_t), msg, msg_len);
+        size_t at = sizeof(hdr) + nwr * sizeof(tgt_split_buf_t);
+        if (kp.ng[i])
+            memcpy(a + at, kp.g[i], kp.ng[i] * sizeof(tgt_split_guard_t));
+        at += kp.ng[i] * sizeof(tgt_split_guard_t);
+        memcpy(a + at, msg, msg_len);
         ompc_status_t st = ev_execute(tgt_rt->ev, ranks[i], tgt_rt->fn_split_run, a,
-                                      args_len, res + (size_t)i * res_cap, res_cap,
+                                      at + msg_len, res + (size_t)i * res_cap, res_cap,
                                       &h[i]);
         if (st != OMPC_OK)
             TGT_USER_ERROR(loc, "cannot launch share %d of kernel %s: %s", i, k->name,
@@ -583,7 +890,7 @@ bool tgt_split_exec(const tgt_ident_t *loc, const tgt_kernel_t *k, int home,
     }
     free(fresh);
     uint32_t flags = 0, teams = 0;
-    uint64_t t_run = 0;
+    uint64_t t_run = 0, fetched = 0;
     uint64_t ns = 0;
     size_t nranges = 0;
     for (int i = 0; i < nsh; i++) {
@@ -601,6 +908,7 @@ bool tgt_split_exec(const tgt_ident_t *loc, const tgt_kernel_t *k, int home,
             TGT_USER_ERROR(loc, "share %d of kernel %s sent a malformed reply", i,
                            k->name);
         flags |= rep.flags;
+        fetched += rep.fetched;
         teams = rep.teams;
         ns = rep.kernel_ns > ns ? rep.kernel_ns : ns;
         nranges += rep.nranges;
@@ -649,14 +957,15 @@ bool tgt_split_exec(const tgt_ident_t *loc, const tgt_kernel_t *k, int home,
         if (!why[0])
             find_overlap(t, n, nsh, wr, why, sizeof(why));
     }
-    free(last.changed);
-    last.changed = NULL;
-    last.pending = false;
+    last_clear();
     if (!why[0] && red.nparts)
         combine_home(&red, key, ranks[0], loc, k, why, sizeof(why));
     free(res);
     free(red.parts);
-    if (!why[0] && nsh <= 64 && (last.changed = calloc(nwr ? nwr : 1, sizeof(bool)))) {
+    size_t nspread = 0;
+    if (!why[0] && nsh <= 64 && (last.changed = calloc(nwr ? nwr : 1, sizeof(bool))) &&
+        (last.pieces = calloc(nwr ? nwr : 1, sizeof(*last.pieces))) &&
+        (last.npieces = calloc(nwr ? nwr : 1, sizeof(*last.npieces)))) {
         for (size_t i = 0; i < n; i++)
             last.changed[t[i].r.buf] = true;
         if (red.nparts || red.home_changed)
@@ -665,27 +974,83 @@ bool tgt_split_exec(const tgt_ident_t *loc, const tgt_kernel_t *k, int home,
         last.nsh = nsh;
         last.nwr = nwr;
         memcpy(last.ex, ex, (size_t)nsh * sizeof(int));
+        /* What each share changed stays where it was written (t is sorted
+         * by buffer and offset), but for the reduction's buffer (the home
+         * holds the combined value) and declare target variables. */
+        if (ompc_config_get()->split_keep) {
+            for (size_t b = 0; b < nwr; b++) {
+                /* Helpers short of pieces are not valid, changed or not;
+                 * a record dropped leaves the home's copy, which is whole,
+                 * the only valid one. */
+                if (kp.old[b])
+                    last.changed[b] = true;
+                bool global = (red.nparts || red.home_changed) && red.buf == b;
+                for (int g = 0; g < tgt_rt->nglobals && !global; g++)
+                    global = tgt_rt->globals[g].buf == wr[b];
+                if (!last.changed[b] || global)
+                    continue;
+                last.pieces[b] = merge_pieces(kp.old[b], kp.nold[b], t, n, (uint32_t)b,
+                                              nsh, ex, &last.npieces[b]);
+                nspread += last.pieces[b] != NULL;
+            }
+        }
+    } else if (!why[0]) {
+        last_clear();
+    }
+    bool kept_any[nsh];
+    memcpy(kept_any, keeps, sizeof(kept_any));
+    if (nspread) {
+        /* Ranges of spread buffers do not move home; a helper keeps small
+         * ranges (to pack) only of buffers that do, and forgets the rest. */
+        size_t m = 0;
+        for (size_t i = 0; i < n; i++)
+            if (!last.pieces[t[i].r.buf])
+                t[m++] = t[i];
+        n = m;
+        memset(keeps, 0, sizeof(keeps));
+        for (size_t i = 0; i < n; i++)
+            if (t[i].share > 0 && t[i].r.len <= TGT_SPLIT_SMALL)
+                keeps[t[i].share] = true;
+        bytes = 0;
+        for (size_t i = 0; i < n; i++)
+            bytes += t[i].share > 0 ? t[i].r.len : 0;
     }
     if (!why[0]) {
+        /* Helpers that keep something but push nothing forget it. */
+        ev_handle_t *dh[nsh];
+        tgt_split_end_t de[nsh];
+        size_t nd = 0;
+        for (int i = 1; i < nsh; i++)
+            if (!keeps[i] && kept_any[i]) {
+                end_start(ranks[i], key, TGT_SPLIT_DROP, 0, &de[nd], &dh[nd], loc, k);
+                nd++;
+            }
+        wait_all(dh, nd, loc, k);
         move_home(t, n, key, nsh, keeps, ranks, ex, wr, loc, k);
         end_one(ranks[0], key, TGT_SPLIT_DROP, loc, k);
         if (tgt_rt->info)
             fprintf(stderr,
                     "[ompc info] r0 split %s over %d executors (%u teams): %zu changed "
                     "ranges, %zu bytes moved to executor %d, %zu share(s)' reduction "
-                    "combined; inputs %.3f ms, shares %.3f ms (longest kernel %.3f ms), "
+                    "combined, %zu buffer(s) kept in place (%zu bytes filled in, "
+                    "%llu fetched when touched); "
+                    "inputs %.3f ms, shares %.3f ms (longest kernel %.3f ms), "
                     "merge %.3f ms\n",
-                    k->name, nsh, teams, n, bytes, home, red.nparts,
-                    (double)(t_in - t0) * 1e-6, (double)(t_run - t_in) * 1e-6,
-                    (double)ns * 1e-6, (double)(ompc_now_ns() - t_run) * 1e-6);
+                    k->name, nsh, teams, n, bytes, home, red.nparts, nspread, filled,
+                    (unsigned long long)fetched, (double)(t_in - t0) * 1e-6,
+                    (double)(t_run - t_in) * 1e-6, (double)ns * 1e-6,
+                    (double)(ompc_now_ns() - t_run) * 1e-6);
     } else {
-        /* Helpers that kept small ranges forget them. */
+        /* Helpers that kept small ranges forget them; the home's copy was
+         * whole before the kernel (it got every piece at once), so the
+         * records taken over are dropped with the kernel run whole there. */
         for (int i = 1; i < nsh; i++)
             if (keeps[i])
                 end_one(ranks[i], key, TGT_SPLIT_DROP, loc, k);
         end_one(ranks[0], key, TGT_SPLIT_RESTORE, loc, k);
     }
     free(t);
+    keep_free(&kp, nwr, nsh);
     if (why[0]) {
         /* The home is as it was before the kernel: run it whole there. */
         atomic_fetch_or(&kstate[k - tgt_rt->kernels], KS_UNSPLIT);
@@ -759,11 +1124,14 @@ void tgt_split_after(dm_buf_t *const *wr, size_t nwr, uint64_t tag)
     if (!last.pending)
         return;
     last.pending = false;
-    for (size_t b = 0; b < nwr && b < last.nwr; b++)
+    for (size_t b = 0; b < nwr && b < last.nwr; b++) {
         for (int i = 1; !last.changed[b] && i < last.nsh; i++)
             dm_valid_if(tgt_rt->dm, last.ex[i], wr[b], tag);
-    free(last.changed);
-    last.changed = NULL;
+        if (last.pieces[b] && dm_spread(tgt_rt->dm, wr[b], last.ex[0], last.pieces[b],
+                                        last.npieces[b]) != OMPC_OK)
+            ompc_fatal("cannot record where a split kernel left its shares");
+    }
+    last_clear();
 }
 
 void tgt_split_stats_print(void)
