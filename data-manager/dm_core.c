@@ -368,6 +368,19 @@ static void spread_forget(dm_ctx_t *dm, dm_buf_t *b)
     atomic_fetch_sub(&dm->nspread, 1);
 }
 
+/* dm->mtx held: exec keeps bytes of b that no other copy has. */
+static bool spread_holds(const dm_buf_t *b, int exec)
+{
+    if (!b->pieces)
+        return false;
+    if (b->spread_home == exec)
+        return true;
+    for (size_t k = 0; k < b->npieces; k++)
+        if (b->pieces[k].exec == exec && b->pieces[k].len)
+            return true;
+    return false;
+}
+
 ompc_status_t dm_spread(dm_ctx_t *dm, dm_buf_t *b, int home, const dm_piece_t *p,
                         size_t n)
 {
@@ -595,6 +608,13 @@ size_t dm_stale_take(dm_ctx_t *dm, int exec, dm_stale_fn_t judge, void *arg,
             *c = DM_COMMIT_DONE;
             ev_handle_release(b->commit_h[exec]);
             b->commit_h[exec] = NULL;
+        }
+        /* A copy holding a piece of a spread buffer, or one a gather is
+         * reading, carries the only valid bytes of that range: it stays
+         * open until the gather has taken them. */
+        if (b->gathering || spread_holds(b, exec)) {
+            i++;
+            continue;
         }
         dm_stale_t v = *c == DM_COMMIT_NONE ? DM_STALE_CURRENT : judge(b, arg);
         if (v == DM_STALE_UNKNOWN)
