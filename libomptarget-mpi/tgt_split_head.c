@@ -530,6 +530,25 @@ static int piece_off_cmp(const void *a, const void *b)
     return x->off < y->off ? -1 : x->off > y->off;
 }
 
+/* Appends a piece to *p_p (m used of cap), growing it; false (and *p_p
+ * freed) when out of memory. */
+static bool piece_push(dm_piece_t **p_p, size_t *m_p, size_t *cap_p, int exec,
+                       uint64_t off, uint64_t len)
+{
+    if (*m_p == *cap_p) {
+        dm_piece_t *np = realloc(*p_p, 2 * *cap_p * sizeof(**p_p));
+        if (!np) {
+            free(*p_p);
+            *p_p = NULL;
+            return false;
+        }
+        *p_p = np;
+        *cap_p *= 2;
+    }
+    (*p_p)[(*m_p)++] = (dm_piece_t){exec, off, len};
+    return true;
+}
+
 /* The record of buffer buf after a split: the shares' changed ranges
  * (t, n of them, sorted by buffer and offset), plus what the pieces of
  * the record before it (old, nold; NULL: none) still hold outside them;
@@ -561,32 +580,12 @@ static dm_piece_t *merge_pieces(const dm_piece_t *old, size_t nold, const tagged
             uint64_t ns = p[j].off, ne = p[j].off + p[j].len;
             if (ne <= cur || ns >= end)
                 continue;
-            if (ns > cur) {
-                if (m == cap) {
-                    cap *= 2;
-                    dm_piece_t *np = realloc(p, cap * sizeof(*p));
-                    if (!np) {
-                        free(p);
-                        return NULL;
-                    }
-                    p = np;
-                }
-                p[m++] = (dm_piece_t){old[q].exec, cur, ns - cur};
-            }
+            if (ns > cur && !piece_push(&p, &m, &cap, old[q].exec, cur, ns - cur))
+                return NULL;
             cur = ne;
         }
-        if (cur < end) {
-            if (m == cap) {
-                cap *= 2;
-                dm_piece_t *np = realloc(p, cap * sizeof(*p));
-                if (!np) {
-                    free(p);
-                    return NULL;
-                }
-                p = np;
-            }
-            p[m++] = (dm_piece_t){old[q].exec, cur, end - cur};
-        }
+        if (cur < end && !piece_push(&p, &m, &cap, old[q].exec, cur, end - cur))
+            return NULL;
     }
     qsort(p, m, sizeof(*p), piece_off_cmp);
     size_t k = 0;
