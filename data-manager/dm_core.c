@@ -357,15 +357,27 @@ static void spread_wait(dm_ctx_t *dm, dm_buf_t *b)
 
 /* dm->mtx held: forget b's pieces without moving them (their bytes were
  * overwritten, or the buffer goes). */
-static void spread_forget(dm_ctx_t *dm, dm_buf_t *b)
+/* dm->mtx held: b's spread record (NULL: none), taken off the buffer; the
+ * caller owns the pieces. */
+static dm_piece_t *spread_detach(dm_ctx_t *dm, dm_buf_t *b, int *home_p, size_t *n_p)
 {
     spread_wait(dm, b);
-    if (!b->pieces)
-        return;
-    free(b->pieces);
+    dm_piece_t *p = b->pieces;
+    if (!p)
+        return NULL;
+    *home_p = b->spread_home;
+    *n_p = b->npieces;
     b->pieces = NULL;
     b->npieces = 0;
     atomic_fetch_sub(&dm->nspread, 1);
+    return p;
+}
+
+static void spread_forget(dm_ctx_t *dm, dm_buf_t *b)
+{
+    int home;
+    size_t n;
+    free(spread_detach(dm, b, &home, &n));
 }
 
 /* dm->mtx held: exec keeps bytes of b that no other copy has. */
@@ -412,18 +424,9 @@ bool dm_spread_take(dm_ctx_t *dm, dm_buf_t *b, int *home_p, dm_piece_t **p_p, si
     if (atomic_load(&dm->nspread) == 0)
         return false;
     pthread_mutex_lock(&dm->mtx);
-    spread_wait(dm, b);
-    bool got = b->pieces != NULL;
-    if (got) {
-        *home_p = b->spread_home;
-        *p_p = b->pieces;
-        *n_p = b->npieces;
-        b->pieces = NULL;
-        b->npieces = 0;
-        atomic_fetch_sub(&dm->nspread, 1);
-    }
+    *p_p = spread_detach(dm, b, home_p, n_p);
     pthread_mutex_unlock(&dm->mtx);
-    return got;
+    return *p_p != NULL;
 }
 
 ompc_status_t dm_gather(dm_ctx_t *dm, dm_buf_t *const *bufs, size_t n)
@@ -433,20 +436,16 @@ ompc_status_t dm_gather(dm_ctx_t *dm, dm_buf_t *const *bufs, size_t n)
     ompc_status_t first = OMPC_OK;
     for (size_t i = 0; i < n; i++) {
         dm_buf_t *b = bufs[i];
+        int home;
+        size_t np;
         pthread_mutex_lock(&dm->mtx);
-        spread_wait(dm, b);
-        if (!b->pieces) {
+        dm_piece_t *p = spread_detach(dm, b, &home, &np);
+        if (!p) {
             pthread_mutex_unlock(&dm->mtx);
             continue;
         }
         /* Readers of b wait on `gathering` until its home copy is whole. */
-        dm_piece_t *p = b->pieces;
-        size_t np = b->npieces;
-        int home = b->spread_home;
-        b->pieces = NULL;
-        b->npieces = 0;
         b->gathering = true;
-        atomic_fetch_sub(&dm->nspread, 1);
         ev_handle_t **hs = malloc((np ? np : 1) * sizeof(*hs));
         size_t nh = 0;
         ompc_status_t st = hs ? OMPC_OK : OMPC_ERR_NOMEM;
@@ -546,7 +545,6 @@ static int dm_pick_source(const dm_ctx_t *dm, const dm_buf_t *b, int from)
     return -1;
 }
 
-/* The data changed; tag names who changed it (0: nobody in particular). */
 /* ------------------------------------------- stale copies (mtx held) */
 /* A copy of b that an executor keeps mapped after the data changed
  * elsewhere would be read, old, by a kernel there that reaches it through
@@ -655,6 +653,7 @@ size_t dm_stale_take(dm_ctx_t *dm, int exec, dm_stale_fn_t judge, void *arg,
     return n;
 }
 
+/* The data changed; tag names who changed it (0: nobody in particular). */
 static void dm_changed(dm_ctx_t *dm, dm_buf_t *b, uint64_t tag)
 {
     b->wgen++;
