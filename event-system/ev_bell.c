@@ -262,8 +262,8 @@ bool ev_bell_ping(ev_ctx_t *ctx, int peer, bool pong)
 /* Empties a socket: rings are dropped, liveness datagrams of this job
  * counted and pings answered.  One recvmmsg takes every datagram waiting
  * (up to BELL_DRAIN_BATCH): a read per datagram and one more to see the
- * socket empty cost a woken gate two system calls per ring, each near a
- * microsecond on a VM (docs/performance.md, "system calls per task"). */
+ * socket empty cost a woken gate two system calls per ring
+ * (docs/performance.md, "system calls per task"). */
 static void bell_drain(ev_ctx_t *ctx, int fd)
 {
     ev_bell_t *b = &ctx->bell;
