@@ -25,8 +25,7 @@ static bool is_cluster(int dev, const char *fn)
     if (dev == 0 && omp_get_num_devices() == 1) {
         /* Not counted (their many returns): parks a call made after the
          * shutdown began on another thread. */
-        tgt_call_enter();
-        tgt_call_leave();
+        tgt_call_leave(tgt_call_enter());
         return true;
     }
     if (is_host(dev))

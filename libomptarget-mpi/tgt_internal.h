@@ -229,8 +229,10 @@ typedef struct tgt_rt {
     _Atomic uint64_t kernels_here; /* executors: kernels run here */
     uint64_t t_start_ns;     /* head: registration began */
     uint64_t t_ready_ns;     /* head: start-up done */
-    _Atomic bool closing;    /* __tgt_unregister_lib began (tgt_call_enter) */
-    _Atomic int64_t calls_inside; /* threads inside an offloading entry point */
+    /* Read by every offloading call, written at shutdown: a line of their
+     * own, away from the counters above that threads write per task. */
+    _Alignas(64) _Atomic bool closing; /* __tgt_unregister_lib began (tgt_call_enter) */
+    _Atomic(struct tgt_call_slot *) call_slots; /* tgt_rt.c: each thread's calls */
 } tgt_rt_t;
 
 extern tgt_rt_t *tgt_rt;
@@ -245,13 +247,16 @@ bool tgt_ready(void);
 
 /* Any thread, around each offloading entry point that maps, records or
  * allocates: exit() on one thread runs __tgt_unregister_lib while others
- * may still be in target tasks.  tgt_call_enter counts the call, or, once
- * the shutdown began on another thread, parks this one until the process
- * ends (it must not touch the runtime being torn down); tgt_call_leave
- * ends a counted call.  tgt_calls_close (the shutting-down thread) marks
- * the shutdown and waits for the calls inside to leave. */
-void tgt_call_enter(void);
-void tgt_call_leave(void);
+ * may still be in target tasks.  tgt_call_enter counts the call in the
+ * calling thread's slot and returns the slot, or, once the shutdown began
+ * on another thread, parks this one until the process ends (it must not
+ * touch the runtime being torn down); tgt_call_leave(slot), on the same
+ * thread, ends a counted call.  tgt_calls_close (the shutting-down thread)
+ * marks the shutdown and waits for the calls inside other threads to
+ * leave. */
+typedef struct tgt_call_slot tgt_call_slot_t;
+tgt_call_slot_t *tgt_call_enter(void);
+void tgt_call_leave(tgt_call_slot_t *slot);
 void tgt_calls_close(void);
 /* "file:line" (or "unknown location") of an ident, into buf. */
 const char *tgt_loc(const void *ident, char *buf, size_t cap);

@@ -154,9 +154,9 @@ int __tgt_target_kernel(tgt_ident_t *loc, int64_t device_id, int32_t num_teams,
                        "emits 3)",
                        ka->version);
     tgt_split_note(k, num_teams);
-    tgt_call_enter();
+    tgt_call_slot_t *slot = tgt_call_enter();
     launch_record(loc, k, ka, !(ka->flags & TGT_KFLAG_NOWAIT));
-    tgt_call_leave();
+    tgt_call_leave(slot);
     return 0;
 }
 
@@ -204,9 +204,9 @@ static void data_record(tgt_args_t *a, int what, bool wait)
         if (!use_device(device_id, loc))                                                 \
             return;                                                                      \
         tgt_args_t a = {n, base, begin, sizes, types, mappers, loc};                     \
-        tgt_call_enter();                                                                \
+        tgt_call_slot_t *slot = tgt_call_enter();                                        \
         data_record(&a, op, !tgt_ompt_in_deferred_target_task());                        \
-        tgt_call_leave();                                                                \
+        tgt_call_leave(slot);                                                            \
     }                                                                                    \
     void name##_nowait(tgt_ident_t *loc, int64_t device_id, int32_t n, void **base,      \
                        void **begin, int64_t *sizes, int64_t *types, void **names,       \
@@ -221,9 +221,9 @@ static void data_record(tgt_args_t *a, int what, bool wait)
         if (!use_device(device_id, loc))                                                 \
             return;                                                                      \
         tgt_args_t a = {n, base, begin, sizes, types, mappers, loc};                     \
-        tgt_call_enter();                                                                \
+        tgt_call_slot_t *slot = tgt_call_enter();                                        \
         data_record(&a, op, false);                                                      \
-        tgt_call_leave();                                                                \
+        tgt_call_leave(slot);                                                            \
     }
 
 DATA_FN(__tgt_target_data_begin_mapper, 0)
