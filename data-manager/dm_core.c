@@ -321,6 +321,13 @@ ompc_status_t dm_register_fixed(dm_ctx_t *dm, const dm_addr_t *exec_addrs, size_
     b->node.key = exec_addrs[0];
     pthread_mutex_lock(&dm->mtx);
     ompc_tmap_insert(&dm->bufs, &b->node);
+    dm_addr_t lo = atomic_load_explicit(&dm->fixed_lo, memory_order_relaxed);
+    dm_addr_t hi = atomic_load_explicit(&dm->fixed_hi, memory_order_relaxed);
+    if (!hi || b->node.key < lo)
+        atomic_store_explicit(&dm->fixed_lo, b->node.key, memory_order_release);
+    if (b->node.key + (size ? size : 1) > hi)
+        atomic_store_explicit(&dm->fixed_hi, b->node.key + (size ? size : 1),
+                              memory_order_release);
     pthread_mutex_unlock(&dm->mtx);
     *buf_p = b;
     return OMPC_OK;
@@ -345,6 +352,40 @@ dm_buf_t *dm_buf_find(dm_ctx_t *dm, dm_addr_t addr, size_t len, size_t *off_p)
     if (b && off_p)
         *off_p = addr - b->node.key;
     return b;
+}
+
+/* Whether addr may lie in (or one past) a buffer.  A buffer registered by
+ * another thread is known here through whatever told this thread its
+ * address, which comes after the registration. */
+static bool may_hold(dm_ctx_t *dm, dm_addr_t addr)
+{
+    if (addr >= dm->va_base && addr <= dm->va_base + dm->va_size)
+        return true;
+    dm_addr_t hi = atomic_load_explicit(&dm->fixed_hi, memory_order_acquire);
+    return hi && addr >= atomic_load_explicit(&dm->fixed_lo, memory_order_relaxed) &&
+           addr <= hi;
+}
+
+void dm_bufs_find(dm_ctx_t *dm, const dm_addr_t *addrs, size_t n, dm_buf_t **bufs_p)
+{
+    bool any = false;
+    for (size_t i = 0; i < n; i++) {
+        bufs_p[i] = NULL;
+        any = any || may_hold(dm, addrs[i]);
+    }
+    if (!any)
+        return;
+    pthread_mutex_lock(&dm->mtx);
+    for (size_t i = 0; i < n; i++) {
+        dm_addr_t addr = addrs[i];
+        if (!may_hold(dm, addr))
+            continue;
+        ompc_tmap_node_t *t = ompc_tmap_floor(&dm->bufs, addr);
+        dm_buf_t *b = t ? OMPC_TMAP_ENTRY(t, dm_buf_t, node) : NULL;
+        if (b && addr <= b->node.key + (b->size ? b->size : 1))
+            bufs_p[i] = b;
+    }
+    pthread_mutex_unlock(&dm->mtx);
 }
 
 /* ---------------------------------------------- buffers spread by range */

@@ -84,6 +84,9 @@ struct dm_ctx {
     dm_free_span_t *free_spans[DM_FREE_BUCKETS]; /* exact-size reuse */
     dm_stats_t stats;
     _Atomic int nspread;     /* buffers with pieces (a fast test) */
+    /* Written under mtx, read without it (dm_bufs_find): the lowest and
+     * highest address of the fixed buffers ever registered. */
+    _Atomic dm_addr_t fixed_lo, fixed_hi;
     uint64_t tag_ctr;        /* wtag values of changes nobody named */
     size_t keep_max;         /* OMPC_DEVICE_KEEP */
     size_t *kept;            /* per executor: bytes of free spans above

@@ -55,6 +55,10 @@ dm_addr_t dm_buf_addr(const dm_buf_t *buf);
 size_t dm_buf_size(const dm_buf_t *buf);
 /* The buffer containing [addr, addr+len), or NULL; *off_p the offset. */
 dm_buf_t *dm_buf_find(dm_ctx_t *dm, dm_addr_t addr, size_t len, size_t *off_p);
+/* dm_buf_find(dm, addrs[i], 0, NULL) into bufs_p[i] for n values at once,
+ * under one lock; values no buffer could hold (outside the device range
+ * and every fixed buffer) are answered without it. */
+void dm_bufs_find(dm_ctx_t *dm, const dm_addr_t *addrs, size_t n, dm_buf_t **bufs_p);
 
 /* Host -> device: the bytes are copied before the call returns (src may
  * change afterwards). */

@@ -384,6 +384,7 @@ typedef struct tgt_args {
 } tgt_args_t;
 
 /* Per-argument results of mapping, for the kernel launch. */
+#define TGT_DEVVALS 16
 typedef struct tgt_mapped {
     dm_buf_t **bufs;         /* buffers the region touches */
     size_t nbufs, capbufs;
@@ -391,6 +392,10 @@ typedef struct tgt_mapped {
     size_t ntemps, captemps;
     uint64_t *kargs;         /* kernel arguments, TARGET_PARAM order */
     size_t nkargs, capkargs;
+    /* Values passed by value that may be device addresses, looked up
+     * together (one lock of the data manager per batch, not per value). */
+    uint64_t devvals[TGT_DEVVALS];
+    size_t ndevvals;
 } tgt_mapped_t;
 
 /* The data operations one construct's mapping asks for, in order: the
@@ -483,6 +488,9 @@ typedef struct tgt_dep {
     bool in_only;            /* depend(in:); anything else may write */
     uint8_t type;            /* tgt_dep_type_t */
 } tgt_dep_t;
+/* The buffers of the mappings holding each dependence address (NULL: none,
+ * or an all-dependence), under one lock of the mapping table. */
+void tgt_map_dep_bufs(const tgt_dep_t *deps, int ndeps, dm_buf_t **bufs_p);
 typedef struct tgt_task_deps tgt_task_deps_t;
 const tgt_task_deps_t *tgt_ompt_current_deps(int *n_p, const tgt_dep_t **deps_p);
 /* This thread runs a kernel (or a parallel region inside one): barriers

@@ -112,10 +112,9 @@ static void launch_record(tgt_ident_t *loc, const tgt_kernel_t *k,
     if (!dep_bufs)
         ompc_fatal("out of memory launching a kernel");
     if (ndeps > 0)
-        memset(dep_bufs, 0, (size_t)ndeps * sizeof(*dep_bufs));
+        tgt_map_dep_bufs(deps, ndeps, dep_bufs);
     for (int d = 0; d < ndeps; d++)
-        if (deps[d].type != TGT_DEP_ALL &&
-            tgt_map_dev_addr((const void *)deps[d].addr, 1, &dep_bufs[d]))
+        if (dep_bufs[d])
             tgt_mapped_add(&m, dep_bufs[d]);
     dm_buf_t *wr_stack[LAUNCH_STACK];
     dm_buf_t **wr = m.nbufs <= LAUNCH_STACK ? wr_stack : malloc(m.nbufs * sizeof(*wr));

@@ -268,6 +268,21 @@ static uint64_t dev_of(const tgt_map_t *m, uintptr_t host)
     return dm_buf_addr(m->buf) + m->buf_off + (host - m->node.key);
 }
 
+void tgt_map_dep_bufs(const tgt_dep_t *deps, int ndeps, dm_buf_t **bufs_p)
+{
+    pthread_mutex_lock(&tgt_rt->map_mtx);
+    for (int d = 0; d < ndeps; d++) {
+        bufs_p[d] = NULL;
+        if (deps[d].type == TGT_DEP_ALL)
+            continue;
+        bool overlap;
+        tgt_map_t *m = map_lookup_locked((uintptr_t)deps[d].addr, 1, &overlap);
+        if (m && !overlap)
+            bufs_p[d] = m->buf;
+    }
+    pthread_mutex_unlock(&tgt_rt->map_mtx);
+}
+
 uint64_t tgt_map_dev_addr(const void *host, size_t size, dm_buf_t **buf_p)
 {
     bool overlap;
@@ -367,12 +382,26 @@ static void kargs_push(tgt_mapped_t *m, uint64_t v)
 
 /* A value passed to a kernel that is a device address (is_device_ptr, or a
  * pointer into memory from omp_target_alloc) keeps its buffer with the
- * kernel, so the executor gets the data. */
+ * kernel, so the executor gets the data.  Values are looked up in batches
+ * (devvals_flush, at the latest when tgt_data_begin ends): a lock of the
+ * data manager per value was most of the mutex calls of a recorded task
+ * with a few scalars and device pointers (docs/performance.md, "the
+ * head's CPU per task, continued"). */
+static void devvals_flush(tgt_mapped_t *out)
+{
+    dm_buf_t *bufs[TGT_DEVVALS];
+    dm_bufs_find(tgt_rt->dm, out->devvals, out->ndevvals, bufs);
+    for (size_t i = 0; i < out->ndevvals; i++)
+        if (bufs[i])
+            tgt_mapped_add(out, bufs[i]);
+    out->ndevvals = 0;
+}
+
 static void note_device_value(tgt_mapped_t *out, uint64_t v)
 {
-    dm_buf_t *b = dm_buf_find(tgt_rt->dm, v, 0, NULL);
-    if (b)
-        tgt_mapped_add(out, b);
+    if (out->ndevvals == TGT_DEVVALS)
+        devvals_flush(out);
+    out->devvals[out->ndevvals++] = v;
 }
 
 static _Noreturn void overlap_error(const void *loc, uintptr_t begin, size_t size,
@@ -748,6 +777,8 @@ ompc_status_t tgt_data_begin(const tgt_args_t *a, tgt_mapped_t *out, tgt_plan_t 
 {
     pthread_mutex_lock(&tgt_rt->map_mtx);
     data_begin_locked(p, a, out, true);
+    if (out && out->ndevvals)
+        devvals_flush(out);
     if (out)
         add_attached_locked(out);
     pthread_mutex_unlock(&tgt_rt->map_mtx);
