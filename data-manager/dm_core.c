@@ -1345,6 +1345,17 @@ size_t dm_bytes_valid_on(dm_ctx_t *dm, int exec, dm_buf_t *const *bufs, size_t n
     return bytes;
 }
 
+void dm_bytes_valid_each(dm_ctx_t *dm, dm_buf_t *const *bufs, size_t n, size_t *bytes_p)
+{
+    memset(bytes_p, 0, (size_t)dm->nexec * sizeof(*bytes_p));
+    pthread_mutex_lock(&dm->mtx);
+    for (size_t i = 0; i < n; i++)
+        for (int e = 0; e < dm->nexec; e++)
+            if (bufs[i]->valid[e])
+                bytes_p[e] += bufs[i]->size;
+    pthread_mutex_unlock(&dm->mtx);
+}
+
 void dm_get_stats(dm_ctx_t *dm, dm_stats_t *stats_p)
 {
     pthread_mutex_lock(&dm->mtx);

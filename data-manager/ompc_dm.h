@@ -157,6 +157,8 @@ ompc_status_t dm_guard_end(dm_ctx_t *dm, uint64_t *fetched_p);
 
 /* Bytes of the buffers already valid on exec (placement policies). */
 size_t dm_bytes_valid_on(dm_ctx_t *dm, int exec, dm_buf_t *const *bufs, size_t n);
+/* The same for every executor at once (bytes_p: one per executor). */
+void dm_bytes_valid_each(dm_ctx_t *dm, dm_buf_t *const *bufs, size_t n, size_t *bytes_p);
 
 /* ------------------------------------------------------ launch ahead
  * Kernels may be sent to their executor before their inputs exist; the

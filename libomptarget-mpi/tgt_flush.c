@@ -89,12 +89,13 @@ static double shared_bytes(const tgt_node_t *pred, const tgt_node_t *succ)
     return bytes;
 }
 
-static double comm_time(int from, int to, double bytes)
+/* From the batch's link matrices (P x P, zero on the diagonal). */
+static double comm_time(const double *lat, const double *ibw, int P, int from, int to,
+                        double bytes)
 {
     if (from == to || from < 0)
         return 0;
-    return 0.5 * (tgt_model_lat(from) + tgt_model_lat(to)) +
-           bytes * 0.5 * (tgt_model_inv_bw(from) + tgt_model_inv_bw(to));
+    return lat[from * P + to] + bytes * ibw[from * P + to];
 }
 
 static void edge_push(sched_edge_t **v, size_t *n, size_t *cap, sched_edge_t e)
@@ -119,6 +120,16 @@ static void schedule_batch(tgt_node_t **v, size_t n, uint64_t batch,
     double *avail = calloc((size_t)P, sizeof(double));
     double *lat = calloc((size_t)P * (size_t)P, sizeof(double));
     double *ibw = calloc((size_t)P * (size_t)P, sizeof(double));
+    /* Per worker: its latency and inverse bandwidth, the bytes of a node's
+     * buffers valid there, and the cost row of the last kernel priced.
+     * The model and the data manager are read once per batch, or per
+     * kernel or node, not per node and worker under their locks each time
+     * (docs/performance.md, "the head's CPU per task, continued"). */
+    double *latw = calloc((size_t)P, sizeof(double));
+    double *ibww = calloc((size_t)P, sizeof(double));
+    double *kcost = calloc((size_t)P, sizeof(double));
+    size_t *validw = calloc((size_t)P, sizeof(size_t));
+    const tgt_kernel_t *kcost_of = NULL;
     int32_t *worker = calloc(n, sizeof(int32_t));
     double *start = calloc(n, sizeof(double));
     double *finish = calloc(n, sizeof(double));
@@ -126,13 +137,17 @@ static void schedule_batch(tgt_node_t **v, size_t n, uint64_t batch,
     size_t nedges = 0, capedges = 0;
     sched_edge_t *edges = NULL;
     if (!cost || !ready || !avail || !lat || !ibw || !worker || !start || !finish ||
-        !dataonly)
+        !dataonly || !latw || !ibww || !kcost || !validw)
         ompc_fatal("out of memory scheduling %zu tasks", n);
+    for (int w = 0; w < P; w++) {
+        latw[w] = tgt_model_lat(w);
+        ibww[w] = tgt_model_inv_bw(w);
+    }
     for (int p = 0; p < P; p++)
         for (int q = 0; q < P; q++)
             if (p != q) {
-                lat[p * P + q] = 0.5 * (tgt_model_lat(p) + tgt_model_lat(q));
-                ibw[p * P + q] = 0.5 * (tgt_model_inv_bw(p) + tgt_model_inv_bw(q));
+                lat[p * P + q] = 0.5 * (latw[p] + latw[q]);
+                ibw[p * P + q] = 0.5 * (ibww[p] + ibww[q]);
             }
     double now = graph_now();
     pthread_mutex_lock(&tgt_g.mtx);
@@ -154,7 +169,7 @@ static void schedule_batch(tgt_node_t **v, size_t n, uint64_t batch,
             }
             double f = p->sched.est_finish > now ? p->sched.est_finish - now : 0;
             for (int w = 0; w < P; w++) {
-                double r = f + comm_time(p->exec, w, bytes);
+                double r = f + comm_time(lat, ibw, P, p->exec, w, bytes);
                 if (r > ready[i * (size_t)P + (size_t)w])
                     ready[i * (size_t)P + (size_t)w] = r;
             }
@@ -171,8 +186,8 @@ static void schedule_batch(tgt_node_t **v, size_t n, uint64_t batch,
     double lat_all = 0, ibw_all = 0;
     bool alike = (pol->needs & SCHED_NEEDS_ALIKE_LINKS) != 0;
     for (int w = 0; alike && w < P; w++) {
-        lat_all += tgt_model_lat(w) / P;
-        ibw_all += tgt_model_inv_bw(w) / P;
+        lat_all += latw[w] / P;
+        ibw_all += ibww[w] / P;
     }
     for (size_t i = 0; i < n; i++) {
         tgt_node_t *t = v[i];
@@ -180,15 +195,21 @@ static void schedule_batch(tgt_node_t **v, size_t n, uint64_t batch,
         dataonly[i] = !t->k;
         for (size_t j = 0; j < t->nbufs; j++)
             total += (double)dm_buf_size(t->bufs[j]);
+        if (t->k && t->k != kcost_of) {
+            for (int w = 0; w < P; w++)
+                kcost[w] = tgt_model_cost(t->k, w);
+            kcost_of = t->k;
+        }
+        if (t->nbufs && P > 1)
+            dm_bytes_valid_each(tgt_rt->dm, t->bufs, t->nbufs, validw);
         for (int w = 0; w < P; w++) {
-            cost[i * (size_t)P + (size_t)w] = t->k ? tgt_model_cost(t->k, w) : 0;
+            cost[i * (size_t)P + (size_t)w] = t->k ? kcost[w] : 0;
             if (t->nbufs && P > 1) {
                 /* Inputs from outside the batch that w does not hold yet. */
-                double have = (double)dm_bytes_valid_on(tgt_rt->dm, w, t->bufs, t->nbufs);
-                double miss = total - have;
+                double miss = total - (double)validw[w];
                 if (miss > 0) {
                     double r = alike ? lat_all + miss * ibw_all
-                                     : tgt_model_lat(w) + miss * tgt_model_inv_bw(w);
+                                     : latw[w] + miss * ibww[w];
                     if (r > ready[i * (size_t)P + (size_t)w])
                         ready[i * (size_t)P + (size_t)w] = r;
                 }
@@ -257,6 +278,10 @@ static void schedule_batch(tgt_node_t **v, size_t n, uint64_t batch,
         }
     }
     pthread_mutex_unlock(&tgt_g.mtx);
+    free(latw);
+    free(ibww);
+    free(kcost);
+    free(validw);
     free(cost);
     free(ready);
     free(avail);
