@@ -103,6 +103,16 @@ int main(void)
             "find inside a buffer");
     T_CHECK(dm_buf_find(dm, dm_buf_addr(b) + n - 1, 2, NULL) == NULL,
             "find past the end");
+    /* Several values at once, as a kernel's by-value arguments are: small
+     * integers and NULL hold no buffer, a buffer's end still names it. */
+    dm_addr_t vals[5] = {0, 7, dm_buf_addr(b) + 5, dm_buf_addr(empty) + 4096,
+                         dm_buf_addr(b) + n + 1};
+    dm_buf_t *found[5];
+    dm_bufs_find(dm, vals, 5, found);
+    T_CHECK(!found[0] && !found[1] && found[2] == b && found[3] == empty &&
+                found[3] == dm_buf_find(dm, vals[3], 0, NULL) &&
+                found[4] == dm_buf_find(dm, vals[4], 0, NULL),
+            "find several values at once");
 
     /* Freed addresses are reused for the same size. */
     dm_addr_t old = dm_buf_addr(b);
