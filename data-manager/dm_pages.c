@@ -912,6 +912,7 @@ static ompc_status_t wait_landed(dm_pages_t *pg, uintptr_t page, uint64_t t0)
  * split across workers"): protected while the share runs, fetched from
  * the worker holding them when touched.  One share at a time per process;
  * guard_mtx guards the table (the service thread reads it). */
+_Static_assert(DM_GUARD_PAGE == DM_PAGE, "guards protect the data manager's pages");
 static pthread_mutex_t guard_mtx = PTHREAD_MUTEX_INITIALIZER;
 static dm_guard_run_t *guard_runs;
 static uint8_t **guard_done; /* per run, per page: fetched already */
@@ -934,8 +935,10 @@ static ompc_status_t guard_fetch(ev_ctx_t *ev, const dm_guard_run_t *r, uint64_t
 ompc_status_t dm_guard_begin(dm_ctx_t *dm, const dm_guard_run_t *runs, size_t n)
 {
     dm_pages_t *pg = dm->pg;
-    if (!pg || n == 0)
+    if (n == 0)
         return OMPC_OK;
+    if (!pg)
+        return OMPC_ERR_INVALID; /* no fault service: the pages could not come */
     dm_guard_run_t *v = malloc(n * sizeof(*v));
     if (!v)
         return OMPC_ERR_NOMEM;
@@ -1001,12 +1004,28 @@ ompc_status_t dm_guard_begin(dm_ctx_t *dm, const dm_guard_run_t *runs, size_t n)
     return st;
 }
 
-ompc_status_t dm_guard_end(dm_ctx_t *dm, uint64_t *fetched_p)
+ompc_status_t dm_guard_end(dm_ctx_t *dm, uint64_t *fetched_p,
+                           dm_guard_untouched_t untouched, void *arg)
 {
     (void)dm;
     ompc_status_t st = OMPC_OK;
     pthread_mutex_lock(&guard_mtx);
     if (guard_on) {
+        for (size_t i = 0; untouched && i < guard_n; i++) {
+            size_t np = (size_t)(guard_runs[i].len / DM_PAGE), q = 0;
+            while (q < np) {
+                if (guard_done[i][q]) {
+                    q++;
+                    continue;
+                }
+                size_t e = q;
+                while (e < np && !guard_done[i][e])
+                    e++;
+                untouched(arg, i, guard_runs[i].addr + (uint64_t)q * DM_PAGE,
+                          (uint64_t)(e - q) * DM_PAGE);
+                q = e;
+            }
+        }
         dm_pages_map_lock();
         for (size_t i = 0; i < guard_n; i++)
             if (guard_runs[i].len &&

@@ -153,7 +153,17 @@ typedef struct dm_guard_run {
     unsigned char *twin;
 } dm_guard_run_t;
 ompc_status_t dm_guard_begin(dm_ctx_t *dm, const dm_guard_run_t *runs, size_t n);
-ompc_status_t dm_guard_end(dm_ctx_t *dm, uint64_t *fetched_p);
+/* The pages guards protect: the whole pages of size DM_GUARD_PAGE inside a
+ * run (the bytes of a run in pages it shares with other bytes come at
+ * once). */
+#define DM_GUARD_PAGE 4096u
+/* untouched (or NULL), called by dm_guard_end before the pages open, for
+ * each stretch of a run's protected pages that stayed protected
+ * throughout: the kernel neither read nor wrote them, and their twin bytes
+ * were never written.  run: its index in dm_guard_begin's list. */
+typedef void (*dm_guard_untouched_t)(void *arg, size_t run, uint64_t addr, uint64_t len);
+ompc_status_t dm_guard_end(dm_ctx_t *dm, uint64_t *fetched_p,
+                           dm_guard_untouched_t untouched, void *arg);
 
 /* Bytes of the buffers already valid on exec (placement policies). */
 size_t dm_bytes_valid_on(dm_ctx_t *dm, int exec, dm_buf_t *const *bufs, size_t n);

@@ -97,6 +97,12 @@ struct share {
     bool guarded;            /* dm_guard_begin ran */
     bool keep_twins;         /* helper: until the head ends the share */
     unsigned char **twins;
+    /* Guarded pages the kernel never touched (they stayed protected: not
+     * read, not written), sorted by buffer and offset: their twin bytes were
+     * never copied, and they are neither compared nor put back.  Until the
+     * kernel ends: every guarded page (holes in the twins). */
+    tgt_split_range_t *skip;
+    size_t nskip, skip_cap;
     _Atomic uint32_t flags;
     int32_t pushed_teams;    /* num_teams the kernel asked for (0: none) */
     uint32_t teams, my_teams;
@@ -180,8 +186,70 @@ static void share_free(share_t *s)
     free(s->packs);
     free(s->pack_len);
     free(s->guards);
+    free(s->skip);
     free(s->bufs);
     free(s);
+}
+
+static void skip_add(share_t *s, uint32_t buf, uint64_t off, uint64_t len)
+{
+    if (s->nskip == s->skip_cap) {
+        size_t cap = s->skip_cap ? 2 * s->skip_cap : 16;
+        tgt_split_range_t *n = realloc(s->skip, cap * sizeof(*n));
+        if (!n)
+            ompc_fatal("rank %d: out of memory guarding a split kernel's buffers",
+                       tgt_rt->rank);
+        s->skip = n;
+        s->skip_cap = cap;
+    }
+    s->skip[s->nskip++] = (tgt_split_range_t){.buf = buf, .off = off, .len = len};
+}
+
+static int skip_cmp(const void *a, const void *b)
+{
+    const tgt_split_range_t *x = a, *y = b;
+    if (x->buf != y->buf)
+        return x->buf < y->buf ? -1 : 1;
+    return x->off < y->off ? -1 : x->off > y->off;
+}
+
+/* Calls fn on each stretch of buffer buf outside the skipped pages. */
+typedef void (*span_fn_t)(void *arg, uint32_t buf, uint64_t from, uint64_t to);
+static void each_span(const share_t *s, uint32_t buf, span_fn_t fn, void *arg)
+{
+    uint64_t at = 0, size = s->bufs[buf].size;
+    for (size_t k = 0; k < s->nskip; k++) {
+        const tgt_split_range_t *q = &s->skip[k];
+        if (q->buf != buf)
+            continue;
+        if (q->off > at)
+            fn(arg, buf, at, q->off);
+        at = q->off + q->len;
+    }
+    if (at < size)
+        fn(arg, buf, at, size);
+}
+
+static void span_twin(void *arg, uint32_t buf, uint64_t from, uint64_t to)
+{
+    share_t *s = arg;
+    memcpy(s->twins[buf] + from, (const char *)(uintptr_t)s->bufs[buf].addr + from,
+           (size_t)(to - from));
+}
+
+static void span_restore(void *arg, uint32_t buf, uint64_t from, uint64_t to)
+{
+    share_t *s = arg;
+    memcpy((char *)(uintptr_t)s->bufs[buf].addr + from, s->twins[buf] + from,
+           (size_t)(to - from));
+}
+
+/* dm_guard_end: a run's pages that stayed protected. */
+static void guard_untouched(void *arg, size_t run, uint64_t addr, uint64_t len)
+{
+    share_t *s = arg;
+    uint32_t b = s->guards[run].buf;
+    skip_add(s, b, addr - s->bufs[b].addr, len);
 }
 
 /* ------------------------------------------------- libomp stand-ins */
@@ -572,6 +640,19 @@ void tgt_split_share_begin(void)
     if (!s->twins)
         ompc_fatal("rank %d: out of memory twinning a split kernel's buffers",
                    tgt_rt->rank);
+    /* The pages the guards protect are not twinned: the bytes a kernel
+     * fetches go to the twin as they come (dm_guard_begin), and pages it
+     * never touches it cannot have changed. */
+    for (uint32_t i = 0; i < s->nguard; i++) {
+        const tgt_split_guard_t *q = &s->guards[i];
+        uint64_t a = s->bufs[q->buf].addr + q->off, e = a + q->len;
+        uint64_t pa = (a + DM_GUARD_PAGE - 1) & ~(uint64_t)(DM_GUARD_PAGE - 1);
+        uint64_t pe = e & ~(uint64_t)(DM_GUARD_PAGE - 1);
+        if (pa < pe)
+            skip_add(s, q->buf, pa - s->bufs[q->buf].addr, pe - pa);
+    }
+    if (s->nskip)
+        qsort(s->skip, s->nskip, sizeof(*s->skip), skip_cmp);
     for (uint32_t i = 0; i < s->nbufs; i++) {
         size_t n = (size_t)s->bufs[i].size;
         s->twins[i] = twin_get(n);
@@ -579,7 +660,7 @@ void tgt_split_share_begin(void)
             ompc_fatal("rank %d: out of memory twinning %zu bytes of a split kernel's "
                        "buffer",
                        tgt_rt->rank, n);
-        memcpy(s->twins[i], (const void *)(uintptr_t)s->bufs[i].addr, n);
+        each_span(s, i, span_twin, s);
     }
     if (s->nguard) {
         /* Other shares' pieces come when the kernel touches them. */
@@ -624,11 +705,12 @@ static void range_add(ranges_t *r, uint32_t buf, uint64_t b, uint64_t e)
     r->v[r->n++] = (tgt_split_range_t){.buf = buf, .off = b, .len = e - b};
 }
 
-/* The bytes of now that differ from twin, to the byte, as ranges. */
+/* The bytes of now that differ from twin in [from, size), to the byte, as
+ * ranges (offsets from now). */
 static void diff_buf(ranges_t *r, uint32_t buf, const unsigned char *now,
-                     const unsigned char *twin, size_t size)
+                     const unsigned char *twin, size_t from, size_t size)
 {
-    size_t i = 0;
+    size_t i = from;
     while (i < size && !r->full) {
         size_t blk = size - i < 4096 ? size - i : 4096;
         if (memcmp(now + i, twin + i, blk) == 0) {
@@ -653,6 +735,18 @@ static void diff_buf(ranges_t *r, uint32_t buf, const unsigned char *now,
                 range_add(r, buf, j, j + 1);
         i = end;
     }
+}
+
+typedef struct diff_arg {
+    share_t *s;
+    ranges_t *r;
+} diff_arg_t;
+
+static void span_diff(void *arg, uint32_t buf, uint64_t from, uint64_t to)
+{
+    diff_arg_t *d = arg;
+    diff_buf(d->r, buf, (const unsigned char *)(uintptr_t)d->s->bufs[buf].addr,
+             d->s->twins[buf], (size_t)from, (size_t)to);
 }
 
 /* A helper keeps the bytes of its small changed ranges, packed into
@@ -779,7 +873,10 @@ static ompc_status_t fn_split_run(ev_exec_info_t *info)
     if (s->guarded) {
         /* The kernel's threads are done: pages never touched open again
          * (stale, and equal to their twins). */
-        ompc_status_t gst = dm_guard_end(tgt_rt->dm, &rep.fetched);
+        s->nskip = 0;
+        ompc_status_t gst = dm_guard_end(tgt_rt->dm, &rep.fetched, guard_untouched, s);
+        if (s->nskip)
+            qsort(s->skip, s->nskip, sizeof(*s->skip), skip_cmp);
         s->guarded = false;
         if (st == OMPC_OK)
             st = gst;
@@ -808,9 +905,9 @@ static ompc_status_t fn_split_run(ev_exec_info_t *info)
         cap = TGT_SPLIT_MAX_RANGES;
     ranges_t r = {(tgt_split_range_t *)((char *)info->result + sizeof(rep)), 0, cap,
                   false};
+    diff_arg_t da = {s, &r};
     for (uint32_t i = 0; i < s->nbufs && !r.full; i++)
-        diff_buf(&r, i, (const unsigned char *)(uintptr_t)s->bufs[i].addr, s->twins[i],
-                 (size_t)s->bufs[i].size);
+        each_span(s, i, span_diff, &da);
     if (r.full) {
         flags |= TGT_SPLIT_TOO_MANY;
         r.n = 0;
@@ -886,8 +983,7 @@ static ompc_status_t fn_split_end(ev_exec_info_t *info)
     ompc_status_t st = OMPC_OK;
     if (e.action == TGT_SPLIT_RESTORE && s->twins && (s->home || s->keep_twins)) {
         for (uint32_t i = 0; i < s->nbufs; i++)
-            memcpy((void *)(uintptr_t)s->bufs[i].addr, s->twins[i],
-                   (size_t)s->bufs[i].size);
+            each_span(s, i, span_restore, s);
     } else if (e.action == TGT_SPLIT_PUSH && !s->home) {
         ev_handle_t **h = calloc(s->npacks ? s->npacks : 1, sizeof(*h));
         if (!h)

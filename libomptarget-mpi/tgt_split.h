@@ -33,9 +33,9 @@ typedef struct tgt_split_hdr {
     uint32_t hflags;         /* TGT_SPLIT_KEEP_TWINS */
 } tgt_split_hdr_t;
 /* A helper keeps its twins until the head ends its share (DROP, PUSH or
- * RESTORE), so that an undone split can put its copy back.  The head does
- * not set it at present: it is for a home that fetches only what its
- * share touches (docs/architecture.md, "Loops split across workers"). */
+ * RESTORE), so that an undone split can put its copy back: set when some
+ * buffer's pieces are fetched where touched, on every member
+ * (docs/architecture.md, "Loops split across workers"). */
 #define TGT_SPLIT_KEEP_TWINS 0x1u
 static_assert(sizeof(tgt_split_hdr_t) == 40, "tgt_split_hdr_t is a wire format");
 

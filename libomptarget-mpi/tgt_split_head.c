@@ -656,13 +656,13 @@ static void keep_free(keep_t *kp, size_t nwr, int nsh)
 }
 
 /* Before the shares run, for every buffer of bufs that the last split over
- * the same executors from the same home left spread: the home gets the
- * other members' pieces at once (it must hold the whole buffer should the
- * split be undone); a helper gets them at once too if the kernel may not
- * write the buffer, else each one only where its kernel touches it
- * (guards: its halo).  Moves run all at once, worker to worker.  Buffers
- * spread otherwise are gathered at their home.  Returns the bytes moved
- * at once. */
+ * the same executors from the same home left spread: a member gets the
+ * other members' pieces at once if the kernel may not write the buffer,
+ * else each one only where its kernel touches it (guards: its halo; the
+ * members keep their twins, so that an undone split can put every copy
+ * back and gather the pieces home).  Moves run all at once, worker to
+ * worker.  Buffers spread otherwise are gathered at their home.  Returns
+ * the bytes moved at once. */
 static size_t fill_in(dm_buf_t *const *bufs, size_t nbufs, dm_buf_t *const *wr,
                       size_t nwr, int nsh, const int *ex, const int *ranks, keep_t *kp,
                       const tgt_ident_t *loc, const tgt_kernel_t *k)
@@ -688,14 +688,14 @@ static size_t fill_in(dm_buf_t *const *bufs, size_t nbufs, dm_buf_t *const *wr,
                                k->name, ompc_status_str(st));
             continue;
         }
-        /* Lazy for the helpers if the shares twin it (it is in wr) and the
-         * guards fit in each share's message. */
+        /* Lazy for every member if the shares twin it (it is in wr) and
+         * the guards fit in each share's message. */
         size_t wi = nwr;
         for (size_t w = 0; w < nwr && wi == nwr; w++)
             if (wr[w] == bufs[b])
                 wi = w;
         bool lazy = wi < nwr;
-        for (int i = 1; lazy && i < nsh; i++) {
+        for (int i = 0; lazy && i < nsh; i++) {
             size_t cnt = kp->ng[i];
             for (size_t q = 0; q < np; q++)
                 cnt += p[q].len && p[q].exec != ex[i];
@@ -707,7 +707,7 @@ static size_t fill_in(dm_buf_t *const *bufs, size_t nbufs, dm_buf_t *const *wr,
             for (int i = 0; i < nsh; i++) {
                 if (ex[i] == p[q].exec)
                     continue;
-                if (lazy && i > 0) {
+                if (lazy) {
                     tgt_split_guard_t *ng = realloc(kp->g[i],
                                                     (kp->ng[i] + 1) * sizeof(*ng));
                     if (!ng)
@@ -836,6 +836,9 @@ bool tgt_split_exec(const tgt_ident_t *loc, const tgt_kernel_t *k, int home,
     }
     uint64_t t_in = ompc_now_ns();
     free(hb);
+    bool any_lazy = false;
+    for (size_t b = 0; b < nwr; b++)
+        any_lazy |= kp.old[b] != NULL;
     uint32_t maxg = 0;
     for (int i = 0; i < nsh; i++)
         maxg = kp.ng[i] > maxg ? kp.ng[i] : maxg;
@@ -866,8 +869,10 @@ bool tgt_split_exec(const tgt_ident_t *loc, const tgt_kernel_t *k, int home,
     ev_handle_t *h[nsh];
     for (int i = 0; i < nsh; i++) {
         char *a = args + (size_t)i * args_len;
-        tgt_split_hdr_t hdr = {TGT_SPLIT_MAGIC, key,           (uint32_t)i, (uint32_t)nsh,
-                               ranks[0],        (uint32_t)nwr, kp.ng[i],    0};
+        tgt_split_hdr_t hdr = {TGT_SPLIT_MAGIC, key,
+                               (uint32_t)i,     (uint32_t)nsh,
+                               ranks[0],        (uint32_t)nwr,
+                               kp.ng[i],        any_lazy ? TGT_SPLIT_KEEP_TWINS : 0};
         memcpy(a, &hdr, sizeof(hdr));
         for (size_t b = 0; b < nwr; b++) {
             tgt_split_buf_t sb = {dm_buf_addr_on(wr[b], ex[i]),
@@ -1020,7 +1025,7 @@ bool tgt_split_exec(const tgt_ident_t *loc, const tgt_kernel_t *k, int home,
         tgt_split_end_t de[nsh];
         size_t nd = 0;
         for (int i = 1; i < nsh; i++)
-            if (!keeps[i] && kept_any[i]) {
+            if (!keeps[i] && (kept_any[i] || any_lazy)) {
                 end_start(ranks[i], key, TGT_SPLIT_DROP, 0, &de[nd], &dh[nd], loc, k);
                 nd++;
             }
@@ -1040,13 +1045,25 @@ bool tgt_split_exec(const tgt_ident_t *loc, const tgt_kernel_t *k, int home,
                     (double)(t_run - t_in) * 1e-6, (double)ns * 1e-6,
                     (double)(ompc_now_ns() - t_run) * 1e-6);
     } else {
-        /* Helpers that kept small ranges forget them; the home's copy was
-         * whole before the kernel (it got every piece at once), so the
-         * records taken over are dropped with the kernel run whole there. */
+        /* Helpers that kept small ranges forget them; helpers short of
+         * pieces put their copies back as they were (their own pieces
+         * current again), and the pieces then go home, whose copy the
+         * kernel runs on whole. */
         for (int i = 1; i < nsh; i++)
-            if (keeps[i])
-                end_one(ranks[i], key, TGT_SPLIT_DROP, loc, k);
+            if (keeps[i] || any_lazy)
+                end_one(ranks[i], key, any_lazy ? TGT_SPLIT_RESTORE : TGT_SPLIT_DROP, loc,
+                        k);
         end_one(ranks[0], key, TGT_SPLIT_RESTORE, loc, k);
+        for (size_t b = 0; b < nwr; b++) {
+            if (!kp.old[b])
+                continue;
+            ompc_status_t st = dm_spread(tgt_rt->dm, wr[b], ex[0], kp.old[b], kp.nold[b]);
+            if (st == OMPC_OK)
+                st = dm_gather(tgt_rt->dm, &wr[b], 1);
+            if (st != OMPC_OK)
+                TGT_USER_ERROR(loc, "gathering the data of split kernel %s failed: %s",
+                               k->name, ompc_status_str(st));
+        }
     }
     free(t);
     keep_free(&kp, nwr, nsh);
