@@ -1682,6 +1682,37 @@ ompc_status_t ev_ctx_shutdown(ev_ctx_t *ctx)
     return st;
 }
 
+/* The last barrier of the event system, after the gate thread (and with
+ * it every liveness check) has ended: a rank that stops now (a hung node
+ * between its exit reply and this barrier) would hold every other rank in
+ * MPI_Barrier for ever.  So wait in a non-blocking barrier, asleep between
+ * tests, for at most OMPC_PEER_TIMEOUT: every rank left its last wait on
+ * the others before coming here, so a live one comes within moments. */
+static void final_barrier(ev_ctx_t *ctx)
+{
+    MPI_Request req;
+    EV_CHECK_MPI(MPI_Ibarrier(ctx->ctrl, &req), "MPI_Ibarrier");
+    const uint64_t t0 = ompc_now_ns();
+    const uint64_t limit_ns = (uint64_t)ctx->cfg->peer_timeout_ms * 1000000u;
+    long nap_us = 20;
+    for (;;) {
+        int done = 0;
+        EV_CHECK_MPI(MPI_Test(&req, &done, MPI_STATUS_IGNORE), "MPI_Test");
+        if (done)
+            return;
+        uint64_t waited = ompc_now_ns() - t0;
+        if (waited >= limit_ns)
+            ompc_fatal("rank %d: not every rank reached the event system's last "
+                       "barrier within %.1f s (OMPC_PEER_TIMEOUT) of this one, "
+                       "while the job ends: a rank stopped or hangs after its last "
+                       "exchange with the others",
+                       ctx->rank, (double)waited * 1e-9);
+        struct timespec ts = {0, nap_us * 1000};
+        nanosleep(&ts, NULL);
+        nap_us = nap_us < 20000 ? nap_us * 2 : 20000;
+    }
+}
+
 void ev_ctx_destroy(ev_ctx_t *ctx)
 {
     if (!ctx)
@@ -1695,7 +1726,7 @@ void ev_ctx_destroy(ev_ctx_t *ctx)
     pthread_mutex_unlock(&ctx->hq_mtx);
     for (int i = 0; i < ctx->nhandlers; i++)
         pthread_join(ctx->handlers[i], NULL);
-    EV_CHECK_MPI(MPI_Barrier(ctx->ctrl), "MPI_Barrier");
+    final_barrier(ctx);
     for (int i = 0; i < ctx->ncomms; i++)
         MPI_Comm_free(&ctx->comms[i]);
     MPI_Comm_free(&ctx->ctrl);

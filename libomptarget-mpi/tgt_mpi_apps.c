@@ -63,6 +63,7 @@ typedef struct apps {
     int app_rank, app_size; /* on a worker: the rank it serves, and 0 */
     bool app_init;      /* the program called MPI_Init or MPI_Init_thread */
     bool app_fin;       /* ... and MPI_Finalize */
+    bool app_left;      /* ... or ended with status 0 without MPI_Finalize */
 } apps_t;
 
 static apps_t apps = {
@@ -197,8 +198,11 @@ static void check_may_use_mpi(const char *call)
  * own shutdown).  Under plain MPI the launcher ends the job when a rank
  * leaves so; under ompc the rank would wait at its shutdown for the others,
  * which may be waiting for it in a collective: a hang.  A non-zero status
- * ends the job at once with that code, naming the rank; status 0 waits (the
- * others may be ending too) after a warning saying what a hang would mean. */
+ * ends the job at once with that code, naming the rank.  Status 0 waits,
+ * since the others may be ending the same way, but only for
+ * OMPC_PEER_TIMEOUT (tgt_mpi_apps_finish): a rank still running then
+ * either waits for this one in an MPI call or talks to no one, and
+ * nothing on this side can tell which. */
 static void app_exit_hook(int status, void *arg)
 {
     (void)arg;
@@ -208,11 +212,13 @@ static void app_exit_hook(int status, void *arg)
     gethostname(host, sizeof(host) - 1);
     fflush(stdout);
     if (status == 0) {
+        apps.app_left = true;
         ompc_warn("application rank %d of %d ends without calling MPI_Finalize: "
-                  "it waits for the other application ranks to end (under plain "
-                  "MPI the job would end here), so one waiting for it in an MPI "
-                  "call hangs the job; call MPI_Finalize before returning",
-                  apps.app_rank, apps.app_size);
+                  "it waits up to %.1f s (OMPC_PEER_TIMEOUT) for the other "
+                  "application ranks to end, then ends the job; call MPI_Finalize "
+                  "before returning",
+                  apps.app_rank, apps.app_size,
+                  (double)ompc_config_get()->peer_timeout_ms * 1e-3);
         return;
     }
     ompc_set_aborting();
@@ -223,6 +229,27 @@ static void app_exit_hook(int status, void *arg)
             apps.world_rank, apps.app_rank, apps.app_size, apps.world_rank,
             (long long)getpid(), host, status, status & 0xff);
     guard_abort(status & 0xff);
+}
+
+/* The end of app_exit_hook's status 0 case: the other application ranks
+ * did not end within OMPC_PEER_TIMEOUT of this one. */
+static _Noreturn void app_left_abort(double waited_s)
+{
+    ompc_set_aborting();
+    char host[64] = "?";
+    gethostname(host, sizeof(host) - 1);
+    fflush(stdout);
+    fprintf(stderr,
+            "[ompc r%d] fatal: application rank %d of %d (rank %d of the job, pid "
+            "%lld on %s) ended with status 0 without calling MPI_Finalize, and the "
+            "other application ranks have not ended %.1f s later (OMPC_PEER_TIMEOUT): "
+            "one may be waiting for it in an MPI call, which would never return "
+            "(plain MPI's launcher ends the job at once here); the job ends with "
+            "exit code 1. Call MPI_Finalize on every rank before returning\n",
+            apps.world_rank, apps.app_rank, apps.app_size, apps.world_rank,
+            (long long)getpid(), host, waited_s);
+    guard_abort(1);
+    abort();
 }
 
 static int app_init(const char *call, int required, int *provided)
@@ -442,7 +469,12 @@ void tgt_mpi_apps_finish(void)
         if (MPI_Ibarrier(apps.finish, &req) == MPI_SUCCESS) {
             int done = 0;
             long nap_us = 50;
+            const uint64_t t0 = ompc_now_ns();
+            const uint64_t limit_ns = (uint64_t)ompc_config_get()->peer_timeout_ms *
+                                      1000000u;
             while (MPI_Test(&req, &done, MPI_STATUS_IGNORE) == MPI_SUCCESS && !done) {
+                if (apps.app_left && ompc_now_ns() - t0 >= limit_ns)
+                    app_left_abort((double)(ompc_now_ns() - t0) * 1e-9);
                 struct timespec ts = {0, nap_us * 1000};
                 nanosleep(&ts, NULL);
                 nap_us = nap_us < 20000 ? nap_us * 2 : 20000;

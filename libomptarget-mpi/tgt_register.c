@@ -9,6 +9,7 @@
 #include "tgt_split.h"
 #include "ompc_trace.h"
 
+#include <dlfcn.h>
 #include <hwloc.h>
 #include <signal.h>
 #include <stdio.h>
@@ -231,6 +232,42 @@ static void watch_sigterm(const rank_id_t *me)
     sigaction(SIGTERM, &sa, NULL);
 }
 
+/* UCX, MPICH's transport, catches SIGSEGV, SIGBUS, SIGFPE and SIGILL from
+ * the moment its library loads (UCX_HANDLE_ERRORS, "bt" by default): a
+ * crash in a kernel then prints UCX's backtrace of its own handler first,
+ * and the supervisor's line naming the kernel comes last, under it.
+ * Unless the user asked for UCX's handling, those signals go back to their
+ * default action here, before the supervisor splits the process: the rank
+ * dies at the faulting instruction (a core file shows that frame) and the
+ * line naming the kernel is the first.  Setting the variable here would be
+ * too late: UCX reads it when it loads, and would warn that it is unused. */
+static void ucx_handlers_off(void)
+{
+    const char *set = getenv("UCX_HANDLE_ERRORS");
+    if (set && *set)
+        return;
+    static const int sigs[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL};
+    for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++) {
+        struct sigaction old;
+        if (sigaction(sigs[i], NULL, &old) != 0)
+            continue;
+        void *fn = (old.sa_flags & SA_SIGINFO) ? (void *)old.sa_sigaction
+                                               : (void *)old.sa_handler;
+        Dl_info where;
+        if (fn == (void *)SIG_DFL || fn == (void *)SIG_IGN || !dladdr(fn, &where) ||
+            !where.dli_fname)
+            continue;
+        const char *base = strrchr(where.dli_fname, '/');
+        if (strncmp(base ? base + 1 : where.dli_fname, "libucs", 6) != 0)
+            continue;
+        struct sigaction dfl;
+        memset(&dfl, 0, sizeof(dfl));
+        dfl.sa_handler = SIG_DFL;
+        sigemptyset(&dfl.sa_mask);
+        sigaction(sigs[i], &dfl, NULL);
+    }
+}
+
 /* OMPC_INFO: where each rank runs, so that a launcher's report of a dead
  * PID (Hydra names the PID and host, not the rank) maps to a rank.  Under
  * a supervisor the launcher's PID is the supervisor's; the rank's own PID
@@ -432,6 +469,7 @@ void __tgt_register_lib(tgt_bin_desc_t *desc)
                        "one image per program");
         return;
     }
+    ucx_handlers_off();
     /* Before anything else: the split needs one thread and no MPI state. */
     int64_t supervisor_pid = 0;
     ompc_status_t sup_st = tgt_supervise(&supervisor_pid);

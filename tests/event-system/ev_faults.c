@@ -76,6 +76,8 @@ int main(int argc, char **argv)
     T_OK(ev_ctx_start(ctx));
     if (ev_ctx_rank(ctx) != 0) {
         T_OK(ev_ctx_serve(ctx));
+        if (strcmp(mode, "exit-hang") == 0 && ev_ctx_rank(ctx) == 1)
+            raise(SIGSTOP); /* a node hung after the exit exchange */
         ev_ctx_destroy(ctx);
         return 0;
     }
@@ -121,6 +123,10 @@ int main(int argc, char **argv)
         h.flags = EV_F_ONEWAY;
         h.arg = (uint64_t)fn_refuse;
         T_OK(ev_debug_send_raw(ctx, 1, &h, sizeof(h)));
+    } else if (strcmp(mode, "exit-hang") == 0) {
+        /* Rank 1 stops between its exit reply and the last barrier. */
+        T_OK(ev_ctx_shutdown(ctx));
+        ev_ctx_destroy(ctx); /* must not return: the barrier ends the job */
     } else if (strcmp(mode, "peer-dies") == 0) {
         ev_handle_t *h;
         T_OK(ev_execute(ctx, 1, fn_die, NULL, 0, NULL, 0, &h));

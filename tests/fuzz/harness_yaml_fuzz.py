@@ -13,8 +13,9 @@ format-spec placeholders, tags, aliases), deep nesting, non-UTF-8 bytes and
 control characters.
 
 Each input runs through ompc-bench's own main(FILE --dry-run), imported
-once and run in a forked child, so a run costs milliseconds, not a Python
-start.  An input fails the fuzzer if the child
+once; forked children run the inputs, BATCH (50) each in turn, so a run
+costs milliseconds, neither a Python start nor a fork.  An input fails the
+fuzzer if its run
   - takes longer than PER_INPUT seconds (it is killed: a hang),
   - prints a traceback or exits other than 0 (accepted) or 2 (refused),
   - exits 2 with anything but one line "ompc-bench: ..." on stderr.
@@ -23,11 +24,13 @@ that is kept only when something failed) to reproduce them by hand.
 """
 
 import argparse
+import gc
 import glob
 import importlib.machinery
 import importlib.util
 import os
 import random
+import select
 import shutil
 import signal
 import sys
@@ -54,6 +57,7 @@ ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
 BENCH = os.path.join(ROOT, "taskbench-port", "bench", "ompc-bench")
 SEED_GLOBS = ["taskbench-port/bench/*.yaml", "tests/taskbench-bench/*.yaml"]
 PER_INPUT = 10.0        # seconds; the slowest accepted input takes about 3
+BATCH = 50              # inputs run one after another by one forked child
 BAD_INPUT = 2           # ompc-bench's exit status for a bad experiment file
 
 HUGE_NUMBERS = [
@@ -241,55 +245,120 @@ def load_bench():
     spec = importlib.util.spec_from_loader("ompc_bench", loader)
     mod = importlib.util.module_from_spec(spec)
     loader.exec_module(mod)
+    # The harness imports PyYAML when it first reads a file; a child forked
+    # before that import would repeat it for every input, and the import
+    # costs more than reading the input.  Importing it here, and freezing
+    # what is loaded so no child's garbage collector touches (and copies)
+    # the parent's objects, leaves each child the reading alone.
+    try:
+        import yaml  # noqa: F401
+    except ImportError:
+        pass        # the seeds then fail, each with the harness's own message
+    gc.collect()
+    gc.freeze()
     return mod
 
 
-def run_one(bench, path, workdir):
-    """Runs bench.main([path, --dry-run]) in a forked child; returns (status,
-    stdout text, stderr text, seconds), status None for a hang."""
-    out_path = os.path.join(workdir, "stdout")
-    err_path = os.path.join(workdir, "stderr")
+def _run_main(bench, path, workdir, out_path, err_path):
+    """In a child: bench.main([path, --dry-run]) with stdout and stderr sent
+    to the two files; returns its exit status."""
     sys.stdout.flush()
     sys.stderr.flush()
-    t0 = time.monotonic()
-    pid = os.fork()
-    if pid == 0:
+    fo = os.open(out_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    fe = os.open(err_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    os.dup2(fo, 1)
+    os.dup2(fe, 2)
+    os.close(fo)
+    os.close(fe)
+    try:
+        code = bench.main([path, "--dry-run", "--out", os.path.join(workdir, "res")])
+    except SystemExit as e:
+        code = e.code if isinstance(e.code, int) else 1
+    except BaseException:
+        traceback.print_exc()
         code = 70
-        try:
-            fo = os.open(out_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-            fe = os.open(err_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-            os.dup2(fo, 1)
-            os.dup2(fe, 2)
-            try:
-                code = bench.main([path, "--dry-run", "--out", os.path.join(workdir, "res")])
-            except SystemExit as e:
-                code = e.code if isinstance(e.code, int) else 1
-            except BaseException:
-                traceback.print_exc()
-                code = 70
-            sys.stdout.flush()
-            sys.stderr.flush()
-        finally:
-            os._exit(code if isinstance(code, int) else 70)
-    deadline = t0 + PER_INPUT
-    while True:
-        done, status = os.waitpid(pid, os.WNOHANG)
-        if done:
-            break
-        if time.monotonic() > deadline:
-            os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
-            status = None
-            break
-        time.sleep(0.002)
-    took = time.monotonic() - t0
-    if status is not None:
-        status = os.waitstatus_to_exitcode(status)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    return code if isinstance(code, int) and 0 <= code < 256 else 70
 
+
+def _serve(bench, paths, workdir, report):
+    """The child: runs paths in order, writing "INDEX STATUS" to the report
+    pipe after each."""
+    code = 70
+    try:
+        for k, path in enumerate(paths):
+            status = _run_main(bench, path, workdir, os.path.join(workdir, "stdout%d" % k),
+                               os.path.join(workdir, "stderr%d" % k))
+            os.write(report, b"%d %d\n" % (k, status))
+        code = 0
+    finally:
+        os._exit(code)
+
+
+def run_many(bench, paths, workdir):
+    """Runs bench.main([path, --dry-run]) for each path in forked children,
+    BATCH paths per child; returns one (status, stdout text, stderr text,
+    seconds) per path, status None for a hang.
+
+    A fork per input costs several times what reading the input does (a
+    Python process's fork and exit), which made the run CPU-bound on fork;
+    dry runs keep no state between calls.  A child that hangs is killed
+    after PER_INPUT seconds, one that dies takes its exit status as the
+    input's; either way the next input starts in a new child."""
     def read(p):
-        with open(p, "rb") as f:
-            return f.read(1 << 20).decode("utf-8", "replace")
-    return status, read(out_path), read(err_path), took
+        try:
+            with open(p, "rb") as f:
+                return f.read(1 << 20).decode("utf-8", "replace")
+        except OSError:
+            return ""
+
+    results = []
+    while len(results) < len(paths):
+        first = len(results)
+        batch = paths[first:first + BATCH]
+        r, w = os.pipe()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:
+            os.close(r)
+            _serve(bench, batch, workdir, w)
+        os.close(w)
+        pending = b""
+        t0 = time.monotonic()
+        ended = None            # the child's exit status once reaped
+        while len(results) < first + len(batch):
+            k = len(results) - first
+            ready, _, _ = select.select([r], [], [], max(0.0, t0 + PER_INPUT - time.monotonic()))
+            if not ready:       # a hang: the input k never finished
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+                ended = -signal.SIGKILL
+                results.append((None, read(os.path.join(workdir, "stdout%d" % k)),
+                                read(os.path.join(workdir, "stderr%d" % k)),
+                                time.monotonic() - t0))
+                break
+            chunk = os.read(r, 4096)
+            if not chunk:       # the child died inside input k
+                _, st = os.waitpid(pid, 0)
+                ended = os.waitstatus_to_exitcode(st)
+                results.append((ended, read(os.path.join(workdir, "stdout%d" % k)),
+                                read(os.path.join(workdir, "stderr%d" % k)),
+                                time.monotonic() - t0))
+                break
+            pending += chunk
+            while b"\n" in pending:
+                line, pending = pending.split(b"\n", 1)
+                j, status = (int(x) for x in line.split())
+                now = time.monotonic()
+                results.append((status, read(os.path.join(workdir, "stdout%d" % j)),
+                                read(os.path.join(workdir, "stderr%d" % j)), now - t0))
+                t0 = now
+        os.close(r)
+        if ended is None:
+            os.waitpid(pid, 0)
+    return results
 
 
 def verdict(status, out, err):
@@ -330,37 +399,42 @@ def main(argv):
     slowest = (0.0, "")
     try:
         corpus = []
+        seed_copies = []
         for path in corpus_files:
             with open(path, "rb") as f:
-                data = f.read()
+                corpus.append(f.read())
             # Seeds keep their directory so relative bindir: still resolves.
-            seed_copy = os.path.join(work, os.path.basename(path))
-            shutil.copyfile(path, seed_copy)
-            status, out, err, took = run_one(bench, seed_copy, work)
+            seed_copies.append(os.path.join(work, os.path.basename(path)))
+            shutil.copyfile(path, seed_copies[-1])
+        for path, data, (status, out, err, took) in zip(
+                corpus_files, corpus, run_many(bench, seed_copies, work)):
             if status != 0:
                 failures.append(("seed %s" % os.path.relpath(path, ROOT),
                                  "a seed must be accepted: exit %s: %s"
                                  % (status, err.strip()[:300]), data))
-            corpus.append(data)
         rng = random.Random(args.seed)
-        for i in range(args.inputs):
-            data = rng.choice(corpus)
-            applied = []
-            for _ in range(rng.choice([1, 1, 2, 3])):
-                m = rng.choice(MUTATORS)
-                data = m(rng, data, corpus)
-                applied.append(m.__name__)
-            path = os.path.join(work, "input.yaml")
-            with open(path, "wb") as f:
-                f.write(data)
-            status, out, err, took = run_one(bench, path, work)
-            if took > slowest[0]:
-                slowest = (took, "input %d (%s)" % (i, "+".join(applied)))
-            why = verdict(status, out, err)
-            if why:
-                failures.append(("input %d (%s)" % (i, "+".join(applied)), why, data))
-            else:
-                counts[status] += 1
+        for first in range(0, args.inputs, BATCH):
+            made = []
+            for i in range(first, min(first + BATCH, args.inputs)):
+                data = rng.choice(corpus)
+                applied = []
+                for _ in range(rng.choice([1, 1, 2, 3])):
+                    m = rng.choice(MUTATORS)
+                    data = m(rng, data, corpus)
+                    applied.append(m.__name__)
+                path = os.path.join(work, "input%d.yaml" % (i - first))
+                with open(path, "wb") as f:
+                    f.write(data)
+                made.append((i, applied, data, path))
+            for (i, applied, data, _), (status, out, err, took) in zip(
+                    made, run_many(bench, [m[3] for m in made], work)):
+                if took > slowest[0]:
+                    slowest = (took, "input %d (%s)" % (i, "+".join(applied)))
+                why = verdict(status, out, err)
+                if why:
+                    failures.append(("input %d (%s)" % (i, "+".join(applied)), why, data))
+                else:
+                    counts[status] += 1
     finally:
         total = time.monotonic() - t_start
         for name, why, data in failures:

@@ -7,7 +7,9 @@
  * MPI_Gather of every rank's result to rank 0, which checks it against the
  * serial answer.  Run with OMPC_WORKERS_PER_RANK (or on one rank).
  * argv[1]: no-finalize (return without MPI_Finalize), exit-last (the last
- * application rank calls exit(5) while the others wait for it). */
+ * application rank calls exit(5) while the others wait for it),
+ * return-last (the last application rank returns 0 from main without
+ * MPI_Finalize while the others wait for it). */
 #include <math.h>
 #include <mpi.h>
 #include <stdio.h>
@@ -129,6 +131,11 @@ int main(int argc, char **argv)
     printf("rank %d exits with status 5\n", rank);
     fflush(stdout);
     exit(5);
+  }
+  /* The same with status 0: under plain MPI the launcher ends the job. */
+  if (argc > 1 && strcmp(argv[1], "return-last") == 0 && rank == size - 1) {
+    printf("rank %d returns 0 without MPI_Finalize\n", rank);
+    return 0;
   }
 
   /* One-sided: every rank puts its partial sum into rank 0's window. */
