@@ -66,6 +66,16 @@ typedef struct sched_graph {
                                 * only moves data and occupies no worker
                                 * (its cost must be 0 on every worker).
                                 * Round-robin deals such a task no turn */
+    double comm_msg;           /* >= 0, 0 = none: what each input from
+                                * another worker costs its receiver beyond
+                                * its latency and bytes (the CPU a message
+                                * takes to send, wake for and handle).  A
+                                * task's inputs are handled one after
+                                * another, so it starts no earlier than
+                                * the latest arrival plus comm_msg per
+                                * edge into it from another worker: two
+                                * inputs from afar cost more than one,
+                                * where latencies alone take the max */
     int32_t cost_uniform;      /* 0: cost as above.  1: identical workers,
                                 * cost has ntasks entries and cost[i] is
                                 * task i's run time on every worker, so
@@ -160,7 +170,8 @@ ompc_status_t sched_entry_prefs(const sched_graph_t *g, int32_t *pref);
 
 /* OMPC_OK if r is a feasible schedule of g: every task on an allowed worker,
  * finish = start + cost, start after 0, avail, ready and every predecessor's
- * finish plus the communication time, no two tasks overlapping on a worker,
+ * finish plus the communication time (and then comm_msg per input from
+ * another worker), no two tasks overlapping on a worker,
  * makespan = max finish.  Comparisons allow a relative error of 1e-9.
  * OMPC_ERR_INVALID otherwise (or if g itself is invalid), with the first
  * violation in sched_last_error. */

@@ -80,6 +80,9 @@ ompc_status_t sched_graph_validate(const sched_graph_t *g, const sched_result_t 
                            "comm_lat and comm_inv_bw must be given together "
                            "(%s is NULL)",
                            g->comm_lat ? "comm_inv_bw" : "comm_lat");
+    if (!sched_nonneg(g->comm_msg))
+        return sched_error(-1, "comm_msg is %g, expected a finite value >= 0",
+                           g->comm_msg);
     if (r && n > 0 && (!r->worker || !r->start || !r->finish))
         return sched_error(-1, "the result arrays must all be non-NULL");
 
@@ -606,12 +609,16 @@ double sched_data_ready(const sched_graph_t *g, const sched_adj_t *adj,
         t = g->ready[(size_t)i * uP + (size_t)w];
     if (g->avail && g->avail[w] > t)
         t = g->avail[w];
+    int64_t nfar = 0;
     for (int64_t p = adj->pred_off[i]; p < adj->pred_off[i + 1]; p++) {
         const sched_edge_t *e = &g->edges[adj->pred_edge[p]];
         double f = finish[e->from] + sched_comm(g, e, worker[e->from], w);
         if (f > t)
             t = f;
+        nfar += worker[e->from] != w;
     }
+    if (g->comm_msg > 0.0)
+        t += g->comm_msg * (double)nfar;
     return t;
 }
 
@@ -747,6 +754,40 @@ ompc_status_t sched_check(const sched_graph_t *g, const sched_result_t *r)
                                (long long)e->to, r->start[e->to], (int)r->worker[e->to],
                                (long long)e->from, (int)r->worker[e->from],
                                r->finish[e->from], comm);
+    }
+    if (g->comm_msg > 0.0 && g->nedges > 0) {
+        /* The latest arrival plus comm_msg per input from afar, per task:
+         * the same terms, in the same order, as sched_data_ready. */
+        double *need = sched_calloc(g->ntasks, sizeof(double));
+        int64_t *nfar = sched_calloc(g->ntasks, sizeof(int64_t));
+        if (!need || !nfar) {
+            free(need);
+            free(nfar);
+            return OMPC_ERR_NOMEM;
+        }
+        for (int64_t k = 0; k < g->nedges; k++) {
+            const sched_edge_t *e = &g->edges[k];
+            int32_t p = r->worker[e->from], q = r->worker[e->to];
+            double f = r->finish[e->from] + sched_comm(g, e, p, q);
+            if (f > need[e->to])
+                need[e->to] = f;
+            nfar[e->to] += p != q;
+        }
+        int64_t bad = -1;
+        for (int64_t i = 0; i < g->ntasks && bad < 0; i++)
+            if (nfar[i] && sched_lt(r->start[i], need[i] + g->comm_msg * (double)nfar[i]))
+                bad = i;
+        if (bad >= 0)
+            st = sched_error(bad,
+                             "task %lld: starts at %g on worker %d, before its last "
+                             "input at %g plus comm_msg %g for each of its %lld "
+                             "inputs from other workers",
+                             (long long)bad, r->start[bad], (int)r->worker[bad], need[bad],
+                             g->comm_msg, (long long)nfar[bad]);
+        free(need);
+        free(nfar);
+        if (st != OMPC_OK)
+            return st;
     }
     if (sched_lt(r->makespan, maxf) || sched_lt(maxf, r->makespan))
         return sched_error(-1, "makespan %g != the latest finish %g", r->makespan, maxf);

@@ -561,12 +561,16 @@ static double heft_data_ready(const sched_graph_t *g, const heft_graph_t *hg,
         t = g->ready[(size_t)i * uP + (size_t)w];
     if (g->avail && g->avail[w] > t)
         t = g->avail[w];
+    int64_t nfar = 0;
     for (int64_t p = hg->in_off[u]; p < hg->in_off[u + 1]; p++) {
         const heft_arc_t *a = &hg->in[p];
         double f = done[a->v].finish + heft_comm(g, a->c, done[a->v].worker, w);
         if (f > t)
             t = f;
+        nfar += done[a->v].worker != w;
     }
+    if (g->comm_msg > 0.0)
+        t += g->comm_msg * (double)nfar;
     return t;
 }
 
@@ -935,11 +939,14 @@ static ompc_status_t heft_place(const sched_graph_t *g, int32_t candidates,
     double *start = calloc((size_t)n + 1, sizeof(double));
     heft_done_t *done = heft_lines_alloc(n, sizeof(heft_done_t));
     double *dready = calloc(uP, sizeof(double));
+    /* Inputs already on each worker (comm_msg), zero between tasks. */
+    int64_t *nnear = g->comm_msg > 0.0 ? calloc(uP, sizeof(int64_t)) : NULL;
     int32_t *pref = calloc((size_t)n + 1, sizeof(int32_t));
     int32_t *pref_q = calloc((size_t)n + 1, sizeof(int32_t));
     heft_timeline_t *tl = calloc(uP, sizeof(*tl));
     heft_bounded_t bd = {0};
     if (!rank || !seq || !start || !done || !dready || !pref || !pref_q || !tl ||
+        (g->comm_msg > 0.0 && !nnear) ||
         (k > 0 && heft_bounded_init(&bd, g, k) != OMPC_OK) ||
         heft_graph_build(g, &prep, &hg) != OMPC_OK) {
         st = OMPC_ERR_NOMEM;
@@ -1011,6 +1018,9 @@ static ompc_status_t heft_place(const sched_graph_t *g, int32_t candidates,
                         t = g->avail[w];
                     if (remote > t)
                         t = remote;
+                    /* None of the inputs is on w: all come from afar. */
+                    if (g->comm_msg > 0.0)
+                        t += g->comm_msg * (double)(pg.in_off[u + 1] - pg.in_off[u]);
                 }
                 bd.cand_t[j] = t;
                 /* end[w] is in cache, the timeline's last slot often not. */
@@ -1080,6 +1090,17 @@ static ompc_status_t heft_place(const sched_graph_t *g, int32_t candidates,
                     if (t > dready[w])
                         dready[w] = t;
                 }
+                if (g->comm_msg > 0.0 && wf >= lo && wf < hi)
+                    nnear[wf]++;
+            }
+            if (g->comm_msg > 0.0) {
+                /* Every input not on w came from afar (the bounded search
+                 * above adds the same product the same way). */
+                int64_t nin = pg.in_off[u + 1] - pg.in_off[u];
+                for (int32_t w = lo; w < hi; w++) {
+                    dready[w] += g->comm_msg * (double)(nin - nnear[w]);
+                    nnear[w] = 0;
+                }
             }
             for (int32_t w = lo; w < hi; w++) {
                 double cw = pg.cu ? pg.cu[u] : sched_cost(g, i, w);
@@ -1140,6 +1161,7 @@ out:
     free(pref_q);
     free(pref);
     free(dready);
+    free(nnear);
     free(done);
     free(start);
     free(seq);

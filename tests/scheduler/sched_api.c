@@ -266,6 +266,101 @@ static void test_comm_model(void)
     printf("comm model: ok\n");
 }
 
+/* comm_msg: a cost per input from another worker, summed where latencies
+ * take the max.  A fork of two short tasks joined again is worth spreading
+ * while messages cost only their latency, and kept on one worker once each
+ * costs more than the parallelism gains; a 4-wide stencil on 2 workers
+ * (each task reads its neighbours' last values) whose hops cost less than
+ * a task is cut into column blocks, 2 transfers a step, once a message
+ * costs as much as a task, where latencies alone give 6 a step; and
+ * independent work still spreads. */
+static size_t far_edges(const sched_graph_t *g, const int32_t *w)
+{
+    size_t n = 0;
+    for (int64_t k = 0; k < g->nedges; k++)
+        n += w[g->edges[k].from] != w[g->edges[k].to];
+    return n;
+}
+
+static void test_comm_msg(void)
+{
+    /* 0 -> {1, 2} -> 3, every task 10, edges 2. */
+    double cost[4] = {10, 10, 10, 10};
+    sched_edge_t e[4] = {{0, 1, 2, 0}, {0, 2, 2, 0}, {1, 3, 2, 0}, {2, 3, 2, 0}};
+    sched_graph_t g = {.nworkers = 2, .ntasks = 4, .cost = cost, .nedges = 4, .edges = e,
+                       .cost_uniform = 1};
+    int32_t w[4];
+    double s[4], f[4];
+    sched_result_t r = {w, s, f, 0};
+    CHECK_OK(sched_run(&sched_policy_heft, &g, 0, &r));
+    CHECK_VALID(&g, &r);
+    /* Spread: the second branch on the other worker, 12..22, and the join
+     * there at 22 (the first's data arrives at 20 + 2). */
+    CHECK(w[1] != w[2] && r.makespan == 32);
+    g.comm_msg = 10;
+    CHECK_OK(sched_run(&sched_policy_heft, &g, 0, &r));
+    CHECK_VALID(&g, &r);
+    /* Apart, the branch would end at 32 and the join at 54: one worker, 40. */
+    CHECK(w[0] == w[1] && w[1] == w[2] && w[2] == w[3] && r.makespan == 40);
+    /* A schedule that ignores comm_msg is refused by both checkers. */
+    int32_t w2[4] = {0, 0, 1, 0};
+    double s2[4] = {0, 10, 12, 24}, f2[4] = {10, 20, 22, 34};
+    sched_result_t bad = {w2, s2, f2, 34};
+    CHECK(sched_check(&g, &bad) == OMPC_ERR_INVALID);
+    CHECK(strstr(sched_last_error(), "comm_msg") != NULL);
+    CHECK(st_check(&g, &bad) != NULL);
+    g.comm_msg = 0;
+    CHECK_OK(sched_check(&g, &bad));
+
+    /* A 4-wide stencil, 40 steps, tasks 100, latency 20. */
+    enum { W = 4, T = 40, N = W * T };
+    static double scost[N];
+    static sched_edge_t se[3 * N];
+    static int32_t sw[N];
+    static double ss[N], sf[N];
+    int64_t m = 0;
+    for (int t = 0; t < T; t++)
+        for (int c = 0; c < W; c++) {
+            scost[t * W + c] = 100;
+            for (int d = c - 1; t > 0 && d <= c + 1; d++)
+                if (d >= 0 && d < W)
+                    se[m++] = (sched_edge_t){(t - 1) * W + d, t * W + c, 20, 0};
+        }
+    sched_graph_t sg = {.nworkers = 2, .ntasks = N, .cost = scost, .nedges = m,
+                        .edges = se, .cost_uniform = 1};
+    sched_result_t sr = {sw, ss, sf, 0};
+    CHECK_OK(sched_run(&sched_policy_heft, &sg, 0, &sr));
+    CHECK_VALID(&sg, &sr);
+    size_t far0 = far_edges(&sg, sw);
+    double mk0 = sr.makespan;
+    sg.comm_msg = 100;
+    CHECK_OK(sched_run(&sched_policy_heft, &sg, 0, &sr));
+    CHECK_VALID(&sg, &sr);
+    size_t far1 = far_edges(&sg, sw);
+    printf("comm_msg: stencil %dx%d: %zu transfers, makespan %g without; %zu, %g with\n",
+           W, T, far0, mk0, far1, sr.makespan);
+    /* Column blocks: 2 a step after the first, and no slower than 2
+     * tasks a step with a hop and a message between steps. */
+    CHECK(far1 <= 2 * (T - 1));
+    CHECK(far1 < far0);
+    CHECK(sr.makespan <= T * (2 * 100 + 20 + 100));
+
+    /* 8 independent tasks of 100 after one entry: still spread 4 and 4. */
+    double icost[9] = {1, 100, 100, 100, 100, 100, 100, 100, 100};
+    sched_edge_t ie[8];
+    for (int i = 0; i < 8; i++)
+        ie[i] = (sched_edge_t){0, i + 1, 5, 0};
+    sched_graph_t ig = {.nworkers = 2, .ntasks = 9, .cost = icost, .nedges = 8, .edges = ie,
+                        .cost_uniform = 1, .comm_msg = 20};
+    int32_t iw[9];
+    double is[9], ifin[9];
+    sched_result_t ir = {iw, is, ifin, 0};
+    CHECK_OK(sched_run(&sched_policy_heft, &ig, 0, &ir));
+    CHECK_VALID(&ig, &ir);
+    CHECK(ir.makespan <= 1 + 5 + 20 + 4 * 100);
+    printf("comm model per message: ok\n");
+}
+
 /* ------------------------------------------------------------ validation */
 static int sentinel_untouched(const int32_t *w, int n)
 {
@@ -362,6 +457,9 @@ static void test_validation(void)
     b = g;
     b.comm_lat = lat;
     expect_invalid(&b, "comm_lat and comm_inv_bw must be given together", -1);
+    b = g;
+    b.comm_msg = -1;
+    expect_invalid(&b, "comm_msg is -1, expected a finite value >= 0", -1);
     b = g;
     b.cost = NULL;
     expect_invalid(&b, "cost is NULL", -1);
@@ -548,6 +646,7 @@ int main(void)
     test_pinned_ready_avail();
     test_prefer();
     test_comm_model();
+    test_comm_msg();
     test_validation();
     test_checker();
     test_foreign_policy();

@@ -118,6 +118,34 @@ static const char *st_check(const sched_graph_t *g, const sched_result_t *r)
             return why;
         }
     }
+    /* comm_msg: each input from another worker delays the start once
+     * more, after the last arrival (counted here the slow way). */
+    for (int64_t i = 0; g->comm_msg > 0.0 && i < g->ntasks; i++) {
+        double last = 0.0;
+        int64_t nfar = 0;
+        for (int64_t k = 0; k < g->nedges; k++) {
+            const sched_edge_t *e = &g->edges[k];
+            if (e->to != i)
+                continue;
+            int32_t p = r->worker[e->from], q = r->worker[i];
+            double comm = 0.0;
+            if (p != q) {
+                comm = g->comm_lat
+                           ? g->comm_lat[p * P + q] + e->bytes * g->comm_inv_bw[p * P + q]
+                           : e->cost;
+                nfar++;
+            }
+            last = fmax(last, r->finish[e->from] + comm);
+        }
+        double need = last + g->comm_msg * (double)nfar;
+        if (nfar && r->start[i] < need - 1e-9 * fmax(1.0, need)) {
+            snprintf(why, sizeof(why),
+                     "task %lld starts at %g, before its %lld inputs from afar "
+                     "are handled at %g",
+                     (long long)i, r->start[i], (long long)nfar, need);
+            return why;
+        }
+    }
     if (!st_close(r->makespan, maxf)) {
         snprintf(why, sizeof(why), "makespan %g, latest finish %g", r->makespan, maxf);
         return why;
@@ -156,6 +184,7 @@ enum {
     ST_READY = 4,      /* per-task ready times */
     ST_AVAIL = 8,      /* per-worker availability */
     ST_ZERO = 16,      /* many zero task and edge costs */
+    ST_MSG = 32,       /* a cost per input from another worker (comm_msg) */
 };
 
 typedef struct st_graph {
@@ -255,6 +284,7 @@ static void st_graph_random(st_graph_t *sg, uint64_t seed, int64_t n, int32_t P,
         for (size_t w = 0; w < uP; w++)
             sg->avail[w] = st_uniform(&s, 0.0, 100.0);
     }
+    double msg = (flags & ST_MSG) ? st_uniform(&s, 1.0, 20.0) : 0.0;
     free(perm);
     sg->g = (sched_graph_t){
         .nworkers = P,
@@ -267,6 +297,7 @@ static void st_graph_random(st_graph_t *sg, uint64_t seed, int64_t n, int32_t P,
         .edges = sg->edges,
         .comm_lat = sg->lat,
         .comm_inv_bw = sg->inv_bw,
+        .comm_msg = msg,
     };
     sg->r = (sched_result_t){
         .worker = sg->worker, .start = sg->start, .finish = sg->finish};
