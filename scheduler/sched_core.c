@@ -782,8 +782,8 @@ ompc_status_t sched_check(const sched_graph_t *g, const sched_result_t *r)
                              "task %lld: starts at %g on worker %d, before its last "
                              "input at %g plus comm_msg %g for each of its %lld "
                              "inputs from other workers",
-                             (long long)bad, r->start[bad], (int)r->worker[bad], need[bad],
-                             g->comm_msg, (long long)nfar[bad]);
+                             (long long)bad, r->start[bad], (int)r->worker[bad],
+                             need[bad], g->comm_msg, (long long)nfar[bad]);
         free(need);
         free(nfar);
         if (st != OMPC_OK)

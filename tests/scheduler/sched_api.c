@@ -287,7 +287,11 @@ static void test_comm_msg(void)
     /* 0 -> {1, 2} -> 3, every task 10, edges 2. */
     double cost[4] = {10, 10, 10, 10};
     sched_edge_t e[4] = {{0, 1, 2, 0}, {0, 2, 2, 0}, {1, 3, 2, 0}, {2, 3, 2, 0}};
-    sched_graph_t g = {.nworkers = 2, .ntasks = 4, .cost = cost, .nedges = 4, .edges = e,
+    sched_graph_t g = {.nworkers = 2,
+                       .ntasks = 4,
+                       .cost = cost,
+                       .nedges = 4,
+                       .edges = e,
                        .cost_uniform = 1};
     int32_t w[4];
     double s[4], f[4];
@@ -326,8 +330,12 @@ static void test_comm_msg(void)
                 if (d >= 0 && d < W)
                     se[m++] = (sched_edge_t){(t - 1) * W + d, t * W + c, 20, 0};
         }
-    sched_graph_t sg = {.nworkers = 2, .ntasks = N, .cost = scost, .nedges = m,
-                        .edges = se, .cost_uniform = 1};
+    sched_graph_t sg = {.nworkers = 2,
+                        .ntasks = N,
+                        .cost = scost,
+                        .nedges = m,
+                        .edges = se,
+                        .cost_uniform = 1};
     sched_result_t sr = {sw, ss, sf, 0};
     CHECK_OK(sched_run(&sched_policy_heft, &sg, 0, &sr));
     CHECK_VALID(&sg, &sr);
@@ -350,8 +358,13 @@ static void test_comm_msg(void)
     sched_edge_t ie[8];
     for (int i = 0; i < 8; i++)
         ie[i] = (sched_edge_t){0, i + 1, 5, 0};
-    sched_graph_t ig = {.nworkers = 2, .ntasks = 9, .cost = icost, .nedges = 8, .edges = ie,
-                        .cost_uniform = 1, .comm_msg = 20};
+    sched_graph_t ig = {.nworkers = 2,
+                        .ntasks = 9,
+                        .cost = icost,
+                        .nedges = 8,
+                        .edges = ie,
+                        .cost_uniform = 1,
+                        .comm_msg = 20};
     int32_t iw[9];
     double is[9], ifin[9];
     sched_result_t ir = {iw, is, ifin, 0};

@@ -253,8 +253,11 @@ static void test_heft_bounded_valid(void)
 {
     static const int32_t workers[] = {3, 16, 100};
     static const int32_t ks[] = {1, 2, 5, 8};
-    static const unsigned flags[] = {0, ST_COMM_MODEL | ST_PINNED | ST_AVAIL, ST_READY,
-                                     ST_ZERO | ST_PINNED, ST_MSG | ST_READY,
+    static const unsigned flags[] = {0,
+                                     ST_COMM_MODEL | ST_PINNED | ST_AVAIL,
+                                     ST_READY,
+                                     ST_ZERO | ST_PINNED,
+                                     ST_MSG | ST_READY,
                                      ST_MSG | ST_COMM_MODEL | ST_PINNED};
     uint64_t seed = 500;
     for (size_t a = 0; a < sizeof(workers) / sizeof(workers[0]); a++)
@@ -274,8 +277,11 @@ static void test_heft_bounded_valid(void)
 static void test_heft_bounded_full(void)
 {
     static const int32_t workers[] = {1, 2, 4, 7, 16};
-    static const unsigned flags[] = {0, ST_COMM_MODEL | ST_PINNED | ST_AVAIL, ST_READY,
-                                     ST_ZERO, ST_MSG | ST_AVAIL,
+    static const unsigned flags[] = {0,
+                                     ST_COMM_MODEL | ST_PINNED | ST_AVAIL,
+                                     ST_READY,
+                                     ST_ZERO,
+                                     ST_MSG | ST_AVAIL,
                                      ST_MSG | ST_COMM_MODEL | ST_PINNED | ST_READY};
     uint64_t seed = 900;
     for (size_t a = 0; a < sizeof(workers) / sizeof(workers[0]); a++)
