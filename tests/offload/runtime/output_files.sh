@@ -39,11 +39,16 @@ for n in names:
 os.execv(sys.argv[1], sys.argv[1:])
 EOF
 
+# The interpreter itself, not a version manager's shim: a shim is a shell
+# script, and under the sanitizer builds every process of it runs with the
+# sanitizer's runtime preloaded, which made each run many times slower.
+py=$(python3 -c 'import sys; print(sys.executable)')
+
 run() { # run LOG ENV...: the program on NP ranks, 60 s at most; 1 MB of
          # its messages are kept (a flood ends the run by SIGPIPE)
     local log=$1
     shift
-    env "$@" timeout 60 "$MPIEXEC" -n "$np" python3 "$dir/plant.py" "$prog" 2>&1 >"$log.out" |
+    env "$@" timeout 60 "$MPIEXEC" -n "$np" "$py" "$dir/plant.py" "$prog" 2>&1 >"$log.out" |
         head -c 1000000 > "$log"
     return "${PIPESTATUS[0]}"
 }
@@ -56,7 +61,7 @@ device() { # device NAME MAJOR MINOR: a node that acts as /dev/NAME
     fi
 }
 
-is_json() { python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$1" 2>/dev/null; }
+is_json() { "$py" -c 'import json,sys; json.load(open(sys.argv[1]))' "$1" 2>/dev/null; }
 has_header() { grep -q '^# ompc perf model 1' "$1" 2>/dev/null; }
 
 # ---------------------------------------------------------------- trace
