@@ -24,6 +24,8 @@ bad() { echo "output_files: FAIL: $*"; fail=1; }
 cat > "$dir/plant.py" <<'EOF'
 import os
 import sys
+if "PLANT_PRELOAD" in os.environ:  # the program's, not the planter's
+    os.environ["LD_PRELOAD"] = os.environ.pop("PLANT_PRELOAD")
 v = os.environ.get("PLANT_VICTIM")
 names = []
 for p in range(os.getpid(), os.getpid() + 200):
@@ -42,13 +44,15 @@ EOF
 # The interpreter itself, not a version manager's shim: a shim is a shell
 # script, and under the sanitizer builds every process of it runs with the
 # sanitizer's runtime preloaded, which made each run many times slower.
+# For the same reason the planter runs without the preload and hands it
+# on to the program it becomes.
 py=$(python3 -c 'import sys; print(sys.executable)')
 
 run() { # run LOG ENV...: the program on NP ranks, 60 s at most; 1 MB of
          # its messages are kept (a flood ends the run by SIGPIPE)
     local log=$1
     shift
-    env "$@" timeout 60 "$MPIEXEC" -n "$np" "$py" "$dir/plant.py" "$prog" 2>&1 >"$log.out" |
+    env -u LD_PRELOAD PLANT_PRELOAD="${LD_PRELOAD:-}" "$@" timeout 60 "$MPIEXEC" -n "$np" "$py" "$dir/plant.py" "$prog" 2>&1 >"$log.out" |
         head -c 1000000 > "$log"
     return "${PIPESTATUS[0]}"
 }
