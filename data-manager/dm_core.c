@@ -341,13 +341,20 @@ static dm_addr_t addr_on(const dm_buf_t *b, int exec)
     return b->fixed ? b->exec_addr[exec] : b->node.key;
 }
 
-dm_buf_t *dm_buf_find(dm_ctx_t *dm, dm_addr_t addr, size_t len, size_t *off_p)
+/* dm->mtx held: the buffer holding [addr, addr + len) (or ending there). */
+static dm_buf_t *buf_at_locked(dm_ctx_t *dm, dm_addr_t addr, size_t len)
 {
-    pthread_mutex_lock(&dm->mtx);
     ompc_tmap_node_t *n = ompc_tmap_floor(&dm->bufs, addr);
     dm_buf_t *b = n ? OMPC_TMAP_ENTRY(n, dm_buf_t, node) : NULL;
     if (b && (addr + len > b->node.key + (b->size ? b->size : 1) || addr + len < addr))
-        b = NULL;
+        return NULL;
+    return b;
+}
+
+dm_buf_t *dm_buf_find(dm_ctx_t *dm, dm_addr_t addr, size_t len, size_t *off_p)
+{
+    pthread_mutex_lock(&dm->mtx);
+    dm_buf_t *b = buf_at_locked(dm, addr, len);
     pthread_mutex_unlock(&dm->mtx);
     if (b && off_p)
         *off_p = addr - b->node.key;
@@ -377,13 +384,8 @@ void dm_bufs_find(dm_ctx_t *dm, const dm_addr_t *addrs, size_t n, dm_buf_t **buf
         return;
     pthread_mutex_lock(&dm->mtx);
     for (size_t i = 0; i < n; i++) {
-        dm_addr_t addr = addrs[i];
-        if (!may_hold(dm, addr))
-            continue;
-        ompc_tmap_node_t *t = ompc_tmap_floor(&dm->bufs, addr);
-        dm_buf_t *b = t ? OMPC_TMAP_ENTRY(t, dm_buf_t, node) : NULL;
-        if (b && addr <= b->node.key + (b->size ? b->size : 1))
-            bufs_p[i] = b;
+        if (may_hold(dm, addrs[i]))
+            bufs_p[i] = buf_at_locked(dm, addrs[i], 0);
     }
     pthread_mutex_unlock(&dm->mtx);
 }
