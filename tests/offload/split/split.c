@@ -329,7 +329,9 @@ static void auto_mode(void)
     for (long i = 0; i < m; i++)
         b[i] = (double)(i % 1000);
 #pragma omp target data map(alloc : x[0 : n]) map(to : b[0 : m]) map(alloc : a[0 : m])
-    for (int r = 0; r < 10; r++) {
+    /* Rounds enough for auto to predict again after a split that did not
+     * gain has made it wait (the back-off's first length, 8 launches). */
+    for (int r = 0; r < 12; r++) {
 #pragma omp target teams distribute parallel for num_teams(8)
         for (int i = 0; i < n; i++)
             x[i] = spin(i + r, steps);
