@@ -113,6 +113,12 @@ static const cfg_row_t rows[] = {
     ROW("OMPC_SCHED_DEFAULT_COST", "1000",
         "microseconds HEFT assumes for a kernel it has not seen run yet", CFG_INT,
         default_cost_us, 0, 1000000000),
+    ROW("OMPC_SCHED_STAY", "100",
+        "percent of a task's cost by which HEFT lets it finish later to keep "
+        "it on the worker holding most of its inputs (0: HEFT's earliest "
+        "finish alone); each input from another worker costs both ranks a "
+        "message that HEFT's timings do not see",
+        CFG_INT, sched_stay_pct, 0, 10000),
     ROW("OMPC_GRAPH_WINDOW", "1024",
         "recorded target tasks that force a flush (scheduling and dispatch) "
         "without waiting for a barrier",

@@ -237,6 +237,7 @@ static void schedule_batch(tgt_node_t **v, size_t n, uint64_t batch,
         .comm_inv_bw = ibw,
         .prefer = prefer,
         .dataonly = dataonly,
+        .stay = (double)cfg->sched_stay_pct / 100.0,
     };
     sched_result_t r = {worker, start, finish, 0};
     /* The state carries over between flushes (round-robin's turn: a batch

@@ -76,6 +76,20 @@ typedef struct sched_graph {
                                 * edge into it from another worker: two
                                 * inputs from afar cost more than one,
                                 * where latencies alone take the max */
+    double stay;               /* >= 0, 0 = off.  HEFT only: it also
+                                * places with every task that has no
+                                * preferred worker kept on the worker
+                                * holding more than half of its inputs
+                                * from inside the graph (by bytes with a
+                                * comm model, else by edge cost; each 1
+                                * if all weigh 0) unless it finishes more
+                                * than stay times its cost later there
+                                * than on the best, and returns that
+                                * schedule if it moves fewer inputs
+                                * between workers and is no longer.
+                                * Greedy earliest finish gives a stencil
+                                * one input from afar per task where
+                                * column blocks need half as many */
     int32_t cost_uniform;      /* 0: cost as above.  1: identical workers,
                                 * cost has ntasks entries and cost[i] is
                                 * task i's run time on every worker, so

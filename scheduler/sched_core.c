@@ -83,6 +83,8 @@ ompc_status_t sched_graph_validate(const sched_graph_t *g, const sched_result_t 
     if (!sched_nonneg(g->comm_msg))
         return sched_error(-1, "comm_msg is %g, expected a finite value >= 0",
                            g->comm_msg);
+    if (!sched_nonneg(g->stay))
+        return sched_error(-1, "stay is %g, expected a finite value >= 0", g->stay);
     if (r && n > 0 && (!r->worker || !r->start || !r->finish))
         return sched_error(-1, "the result arrays must all be non-NULL");
 

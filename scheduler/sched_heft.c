@@ -550,6 +550,33 @@ static void heft_cand_collect(heft_bounded_t *b, const sched_graph_t *g,
                 b, u, (int32_t)(heft_mix((uint64_t)i * 64 + (uint64_t)j) % (uint64_t)P));
 }
 
+/* The worker holding more than half of renumbered task u's inputs by
+ * weight (g->stay), or -1.  wsum has P entries, all zero, and is left so. */
+static int32_t heft_inputs_home(const heft_graph_t *hg, const heft_done_t *done,
+                                int64_t u, double *wsum)
+{
+    int64_t lo = hg->in_off[u], hi = hg->in_off[u + 1];
+    if (lo == hi)
+        return -1;
+    double total = 0.0;
+    for (int64_t p = lo; p < hi; p++)
+        total += hg->in[p].c;
+    /* Ordering-only inputs (no bytes, no cost) count one each. */
+    bool count = !(total > 0.0);
+    if (count)
+        total = (double)(hi - lo);
+    int32_t home = -1;
+    for (int64_t p = lo; p < hi; p++) {
+        int32_t w = done[hg->in[p].v].worker;
+        wsum[w] += count ? 1.0 : hg->in[p].c;
+        if (2.0 * wsum[w] > total)
+            home = w;
+    }
+    for (int64_t p = lo; p < hi; p++)
+        wsum[done[hg->in[p].v].worker] = 0.0;
+    return home;
+}
+
 /* Earliest time renumbered task u (the caller's i) could start on worker w
  * if w were idle: sched_data_ready's terms in its order. */
 static double heft_data_ready(const sched_graph_t *g, const heft_graph_t *hg,
@@ -941,12 +968,14 @@ static ompc_status_t heft_place(const sched_graph_t *g, int32_t candidates,
     double *dready = calloc(uP, sizeof(double));
     /* Inputs already on each worker (comm_msg), zero between tasks. */
     int64_t *nnear = g->comm_msg > 0.0 ? calloc(uP, sizeof(int64_t)) : NULL;
+    /* Input weight per worker (stay), zero between tasks. */
+    double *wsum = g->stay > 0.0 ? calloc(uP, sizeof(double)) : NULL;
     int32_t *pref = calloc((size_t)n + 1, sizeof(int32_t));
     int32_t *pref_q = calloc((size_t)n + 1, sizeof(int32_t));
     heft_timeline_t *tl = calloc(uP, sizeof(*tl));
     heft_bounded_t bd = {0};
     if (!rank || !seq || !start || !done || !dready || !pref || !pref_q || !tl ||
-        (g->comm_msg > 0.0 && !nnear) ||
+        (g->comm_msg > 0.0 && !nnear) || (g->stay > 0.0 && !wsum) ||
         (k > 0 && heft_bounded_init(&bd, g, k) != OMPC_OK) ||
         heft_graph_build(g, &prep, &hg) != OMPC_OK) {
         st = OMPC_ERR_NOMEM;
@@ -973,6 +1002,15 @@ static ompc_status_t heft_place(const sched_graph_t *g, int32_t candidates,
         double best_start = 0.0, best_finish = 0.0, pref_start = 0.0;
         bool pref_seen = false;
         bool pinned = g->pinned && g->pinned[i] >= 0;
+        /* How much later than the best the preferred worker may finish:
+         * a caller's or entry preference up to one task's cost (and half
+         * another: inputs that reach the workers microseconds apart must
+         * not tip it); the inputs' worker up to stay times it. */
+        double slack = 1.5;
+        if (pw < 0 && wsum && !pinned) {
+            pw = heft_inputs_home(&pg, done, u, wsum);
+            slack = g->stay;
+        }
         if (k > 0) {
             /* Bounded: the candidates only, each with its own data-ready
              * time (the same terms in the same order as below, so with
@@ -1120,11 +1158,9 @@ static ompc_status_t heft_place(const sched_graph_t *g, int32_t candidates,
                 }
             }
         }
-        /* Up to one task's cost later (and half another: inputs that
-         * reach the workers microseconds apart must not tip it). */
         if (pref_seen && pw != best) {
             double cp = pg.cu ? pg.cu[u] : sched_cost(g, i, pw);
-            if (pref_start + cp <= best_finish + 1.5 * cp) {
+            if (pref_start + cp <= best_finish + slack * cp) {
                 best = pw;
                 best_pos = pref_pos;
                 best_start = pref_start;
@@ -1162,11 +1198,63 @@ out:
     free(pref);
     free(dready);
     free(nnear);
+    free(wsum);
     free(done);
     free(start);
     free(seq);
     free(rank);
     sched_prep_free(&prep);
+    return st;
+}
+
+/* Inputs that r places on another worker than their task, by weight as
+ * heft_inputs_home counts them (bytes with a comm model, else cost). */
+static double heft_far_weight(const sched_graph_t *g, const sched_result_t *r)
+{
+    double far = 0.0;
+    for (int64_t k = 0; k < g->nedges; k++) {
+        const sched_edge_t *e = &g->edges[k];
+        if (r->worker[e->from] != r->worker[e->to])
+            far += 1.0 + (g->comm_lat ? e->bytes : e->cost);
+    }
+    return far;
+}
+
+/* heft_place, and with g->stay also HEFT with the stay rule: the schedule
+ * that moves fewer inputs between workers, unless it is the longer one.
+ * Kept by the makespan rather than trusted: keeping tasks with their
+ * inputs cuts a stencil's transfers in half on two workers, where the
+ * idle worker's gain is illusory, but where the graph is wider than the
+ * workers are many and not a multiple of them (4 columns on 3 workers),
+ * it piles the columns on two of them (docs/performance.md, "tasks kept
+ * with their inputs"). */
+static ompc_status_t heft_place_stay(const sched_graph_t *g, int32_t candidates,
+                                     sched_result_t *r)
+{
+    if (!(g->stay > 0.0) || g->ntasks == 0)
+        return heft_place(g, candidates, r);
+    sched_graph_t plain = *g;
+    plain.stay = 0.0;
+    size_t n = (size_t)g->ntasks;
+    sched_result_t s = {malloc(n * sizeof(int32_t)), malloc(n * sizeof(double)),
+                        malloc(n * sizeof(double)), 0.0};
+    ompc_status_t st = OMPC_ERR_NOMEM;
+    if (!s.worker || !s.start || !s.finish)
+        goto out;
+    if ((st = heft_place(g, candidates, &s)) != OMPC_OK ||
+        (st = heft_place(&plain, candidates, r)) != OMPC_OK)
+        goto out;
+    if (s.makespan <= r->makespan * (1.0 + 1e-9) &&
+        heft_far_weight(g, &s) < heft_far_weight(g, r)) {
+        memcpy(r->worker, s.worker, n * sizeof(int32_t));
+        memcpy(r->start, s.start, n * sizeof(double));
+        memcpy(r->finish, s.finish, n * sizeof(double));
+        r->makespan = s.makespan;
+    }
+out:
+    free(s.worker);
+    free(s.start);
+    free(s.finish);
     return st;
 }
 
@@ -1176,7 +1264,7 @@ static ompc_status_t heft_run(const sched_policy_t *self, const sched_graph_t *g
     (void)self;
     (void)seed;
     (void)state;
-    return heft_place(g, 0, r);
+    return heft_place_stay(g, 0, r);
 }
 
 /* self is the first member of a sched_heft_policy_t: only
@@ -1187,7 +1275,7 @@ ompc_status_t sched_heft_param_run(const sched_policy_t *self, const sched_graph
     (void)seed;
     (void)state;
     const sched_heft_policy_t *hp = (const sched_heft_policy_t *)self;
-    return heft_place(g, hp->candidates, r);
+    return heft_place_stay(g, hp->candidates, r);
 }
 
 void sched_heft_policy_init(sched_heft_policy_t *p, int32_t candidates)

@@ -374,6 +374,91 @@ static void test_comm_msg(void)
     printf("comm model per message: ok\n");
 }
 
+/* stay: HEFT also places with each task kept on the worker holding most
+ * of its inputs unless it finishes more than stay times its cost later
+ * there, and keeps that schedule when it moves fewer inputs and is no
+ * longer.  Task Bench's shapes, 4 wide, tasks 100, hops 20: on 2 workers
+ * the stencil is cut into column blocks (2 transfers a step, where HEFT
+ * alone takes about 6) in the same makespan; on 3 workers, where keeping
+ * columns together would pile them on two, HEFT's own schedule stays;
+ * fft and tree never get longer nor move more.  The bounded search with
+ * every worker a candidate places as the full one. */
+enum { SHAPE_W = 4, SHAPE_T = 40, SHAPE_N = SHAPE_W * SHAPE_T };
+
+static int64_t shape_edges(char shape, sched_edge_t *e)
+{
+    int64_t m = 0;
+    for (int t = 1; t < SHAPE_T; t++)
+        for (int c = 0; c < SHAPE_W; c++) {
+            int64_t to = (int64_t)t * SHAPE_W + c, base = (int64_t)(t - 1) * SHAPE_W;
+            if (shape == 's') {
+                for (int d = c - 1; d <= c + 1; d++)
+                    if (d >= 0 && d < SHAPE_W)
+                        e[m++] = (sched_edge_t){base + d, to, 20, 0};
+            } else if (shape == 'f') {
+                /* Task Bench's butterfly: strides 1, 2, 1, 2, ... */
+                int stride = 1 << ((t - 1) % 2);
+                for (int d = c - stride; d <= c + stride; d += stride)
+                    if (d >= 0 && d < SHAPE_W)
+                        e[m++] = (sched_edge_t){base + d, to, 20, 0};
+            } else {
+                /* Tree: point c of step t reads point c/2 of step t-1, of
+                 * a tree 1, 2, then 4 wide. */
+                int wide = t - 1 < 2 ? 1 << (t - 1) : SHAPE_W;
+                if (c < 2 * wide)
+                    e[m++] = (sched_edge_t){base + c / 2, to, 20, 0};
+            }
+        }
+    return m;
+}
+
+static void test_stay(void)
+{
+    static double cost[SHAPE_N];
+    static sched_edge_t e[3 * SHAPE_N];
+    static int32_t w[SHAPE_N], w2[SHAPE_N];
+    static double s[SHAPE_N], f[SHAPE_N], s2[SHAPE_N], f2[SHAPE_N];
+    for (int i = 0; i < SHAPE_N; i++)
+        cost[i] = 100;
+    for (int32_t P = 2; P <= 3; P++)
+        for (const char *shape = "sft"; *shape; shape++) {
+            int64_t m = shape_edges(*shape, e);
+            sched_graph_t g = {.nworkers = P,
+                               .ntasks = SHAPE_N,
+                               .cost = cost,
+                               .nedges = m,
+                               .edges = e,
+                               .cost_uniform = 1};
+            sched_result_t r = {w, s, f, 0};
+            CHECK_OK(sched_run(&sched_policy_heft, &g, 0, &r));
+            CHECK_VALID(&g, &r);
+            size_t far0 = far_edges(&g, w);
+            double mk0 = r.makespan;
+            g.stay = 1.0;
+            CHECK_OK(sched_run(&sched_policy_heft, &g, 0, &r));
+            CHECK_VALID(&g, &r);
+            size_t far1 = far_edges(&g, w);
+            printf("stay: %c on %d workers: %zu transfers, makespan %g without; %zu, %g "
+                   "with\n",
+                   *shape, (int)P, far0, mk0, far1, r.makespan);
+            CHECK(r.makespan <= mk0 && far1 <= far0);
+            if (*shape == 's' && P == 2)
+                CHECK(far1 <= 2 * (SHAPE_T - 1) && far1 < far0);
+            sched_heft_policy_t hp;
+            sched_heft_policy_init(&hp, P);
+            sched_result_t r2 = {w2, s2, f2, 0};
+            CHECK_OK(sched_run(&hp.policy, &g, 0, &r2));
+            CHECK(r2.makespan == r.makespan && memcmp(w, w2, sizeof(w)) == 0);
+        }
+    /* A negative or non-finite stay is refused. */
+    sched_graph_t bad = {
+        .nworkers = 2, .ntasks = 1, .cost = cost, .cost_uniform = 1, .stay = -1};
+    sched_result_t r = {w, s, f, 0};
+    CHECK(sched_run(&sched_policy_heft, &bad, 0, &r) == OMPC_ERR_INVALID);
+    CHECK(strstr(sched_last_error(), "stay") != NULL);
+    printf("stay: ok\n");
+}
+
 /* ------------------------------------------------------------ validation */
 static int sentinel_untouched(const int32_t *w, int n)
 {
@@ -660,6 +745,7 @@ int main(void)
     test_prefer();
     test_comm_model();
     test_comm_msg();
+    test_stay();
     test_validation();
     test_checker();
     test_foreign_policy();
