@@ -113,11 +113,11 @@ static const cfg_row_t rows[] = {
     ROW("OMPC_SCHED_DEFAULT_COST", "1000",
         "microseconds HEFT assumes for a kernel it has not seen run yet", CFG_INT,
         default_cost_us, 0, 1000000000),
-    ROW("OMPC_SCHED_STAY", "100",
-        "percent of a task's cost by which HEFT lets it finish later to keep "
-        "it on the worker holding most of its inputs (0: HEFT's earliest "
-        "finish alone); each input from another worker costs both ranks a "
-        "message that HEFT's timings do not see",
+    ROW("OMPC_SCHED_STAY", "0",
+        "percent of a task's cost by which HEFT may let it finish later to "
+        "keep it on the worker holding most of its inputs; HEFT then places "
+        "each flush twice and keeps the schedule that moves fewer inputs "
+        "unless it is longer (0: off; an experiment, see docs/performance.md)",
         CFG_INT, sched_stay_pct, 0, 10000),
     ROW("OMPC_GRAPH_WINDOW", "1024",
         "recorded target tasks that force a flush (scheduling and dispatch) "
