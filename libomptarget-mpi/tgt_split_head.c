@@ -35,6 +35,10 @@ typedef struct kstats {
     int over_w;
     int64_t backoff;
     uint64_t auto_split, auto_whole;
+    /* Share sizes: whether the last split's parts were unequal, and where
+     * its shares started (TGT_SPLIT_WSCALE units, nsh + 1 of them). */
+    bool sized, spread;      /* spread: the last split kept writes in place */
+    uint32_t cum[65];
 } kstats_t;
 static kstats_t *kstats;
 /* OMPC_SPLIT=auto: launches of each kernel to run whole before it is
@@ -94,6 +98,9 @@ static void split_init(void)
             memset(a, r, n);
             uint64_t t = ompc_now_ns();
             memcpy(b, a, n);
+            /* The copy is never read: without this the compiler drops it
+             * (and the buffers), and the speed measured is of nothing. */
+            __asm__ volatile("" : : "r"(a), "r"(b) : "memory");
             uint64_t d = ompc_now_ns() - t;
             double bw = (double)n / ((double)(d ? d : 1) * 1e-9);
             if (bw > best)
@@ -174,35 +181,65 @@ static void auto_back_off(const tgt_kernel_t *k, kstats_t *ks)
     ks->whole_s = 0; /* learnt again from the runs whole meanwhile */
 }
 
-/* Each share's part of kernel k's work over executors ex: in proportion to
- * their measured speeds (tgt_model_speed), a share at least a sixteenth
- * of the fastest's, so that one slow measurement does not starve an
- * executor of the runs that would measure it again.  cum[i] is where
- * share i starts, in TGT_SPLIT_WSCALE units; cum[nsh] the whole. */
-static void share_parts(const tgt_kernel_t *k, const int *ex, int nsh, uint32_t *cum)
+/* Parts move in steps of this fraction of the work: a boundary that moves
+ * costs a split whose shares keep their writes in place the pages between
+ * the old and new boundary (fetched on a fault each), which then show as
+ * a slower share and move it again. */
+#define PART_STEP (TGT_SPLIT_WSCALE / 64)
+
+/* Each share's part of kernel k's work over executors ex (split_mtx):
+ * equal while the executors' measured speeds (tgt_model_speed) are within
+ * a factor 2 of each other (back to equal once within 1.5), or while its
+ * last split kept what its shares wrote in place (the next split's shares
+ * fetch what moved boundaries hand them, page by page), else in
+ * proportion to them, a share at least a sixteenth of the fastest's so
+ * that one slow measurement does not starve an executor of the runs that
+ * would measure it again; rounded to PART_STEP, and the last split's parts
+ * kept unless one moves by more than a step.  On this VM the speeds of
+ * alike workers swing by more than that factor under load, and moving
+ * boundaries for it cost more than it saved (docs/performance.md, "shares
+ * sized by measured speed").  cum[i] is where share i starts, in
+ * TGT_SPLIT_WSCALE units; cum[nsh] the whole. */
+static void share_parts(const tgt_kernel_t *k, kstats_t *ks, const int *ex, int nsh,
+                        uint32_t *cum)
 {
-    double sp[nsh], max = 0, sum = 0;
+    double sp[nsh], max = 0, min = 0, sum = 0;
     for (int i = 0; i < nsh; i++) {
         sp[i] = tgt_model_speed(k, ex[i]);
         max = sp[i] > max ? sp[i] : max;
+        min = i == 0 || sp[i] < min ? sp[i] : min;
     }
+    bool unequal = nsh <= 64 && !ks->spread && max > 0 &&
+                   min < max / (ks->sized ? 1.5 : 2.0);
     for (int i = 0; i < nsh; i++) {
-        if (!(sp[i] >= max / 16))
-            sp[i] = max / 16;
+        if (!unequal || !(sp[i] >= max / 16))
+            sp[i] = unequal ? max / 16 : 1;
         sum += sp[i];
     }
     double at = 0;
     cum[0] = 0;
     for (int i = 0; i < nsh; i++) {
         at += sp[i];
-        cum[i + 1] = i + 1 == nsh || !(sum > 0)
-                         ? (uint32_t)((uint64_t)TGT_SPLIT_WSCALE * (uint64_t)(i + 1) /
-                                      (uint64_t)nsh)
-                         : (uint32_t)(at / sum * TGT_SPLIT_WSCALE);
-        if (cum[i + 1] < cum[i])
-            cum[i + 1] = cum[i];
+        uint64_t c = (uint64_t)TGT_SPLIT_WSCALE * (uint64_t)(i + 1) / (uint64_t)nsh;
+        if (unequal && sum > 0)
+            c = ((uint64_t)(at / sum * TGT_SPLIT_WSCALE) + PART_STEP / 2) / PART_STEP *
+                PART_STEP;
+        cum[i + 1] = c < cum[i]             ? cum[i]
+                     : c > TGT_SPLIT_WSCALE ? TGT_SPLIT_WSCALE
+                                            : (uint32_t)c;
     }
     cum[nsh] = TGT_SPLIT_WSCALE;
+    if (nsh > 64)
+        return;
+    bool keep = unequal && ks->sized && ks->shares == (uint32_t)nsh;
+    for (int i = 1; keep && i < nsh; i++) {
+        int64_t d = (int64_t)cum[i] - (int64_t)ks->cum[i];
+        keep = d <= PART_STEP && d >= -(int64_t)PART_STEP;
+    }
+    if (keep)
+        memcpy(cum, ks->cum, (size_t)(nsh + 1) * sizeof(*cum));
+    ks->sized = unequal;
+    memcpy(ks->cum, cum, (size_t)(nsh + 1) * sizeof(*cum));
 }
 
 /* OMPC_SPLIT=auto: the number of shares that the model predicts is
@@ -884,7 +921,11 @@ bool tgt_split_exec(const tgt_ident_t *loc, const tgt_kernel_t *k, int home,
         ranks[i] = dm_executor_rank(tgt_rt->dm, ex[i]);
     }
     uint32_t cum[nsh + 1];
-    share_parts(k, ex, nsh, cum);
+    kstats_t *ksp = &kstats[k - tgt_rt->kernels];
+    share_parts(k, ksp, ex, nsh, cum);
+    /* The first split of a kernel runs cold (fresh twins, pages touched
+     * for the first time): its shares' times say little of the speeds. */
+    bool learn = ksp->merged + ksp->undone > 0;
     /* Buffers the last split over these executors left spread stay in
      * place; inputs reach every share as they reach the home. */
     keep_t kp = {calloc(nwr ? nwr : 1, sizeof(*kp.old)),
@@ -995,7 +1036,7 @@ bool tgt_split_exec(const tgt_ident_t *loc, const tgt_kernel_t *k, int home,
                            k->name);
         flags |= rep.flags;
         fetched += rep.fetched;
-        if (!rep.flags && rep.part > 0 && rep.part <= TGT_SPLIT_WSCALE)
+        if (learn && !rep.flags && rep.part > 0 && rep.part <= TGT_SPLIT_WSCALE)
             tgt_model_learn_share(k, ex[i], (double)rep.part / TGT_SPLIT_WSCALE,
                                   (double)rep.teams_ns * 1e-9);
         if (plen < sizeof(parts) - 32)
@@ -1180,6 +1221,7 @@ bool tgt_split_exec(const tgt_ident_t *loc, const tgt_kernel_t *k, int home,
     }
     kstats_t *ks = &kstats[k - tgt_rt->kernels];
     ks->shares = (uint32_t)nsh;
+    ks->spread = nspread > 0;
     ks->teams = teams;
     if (why[0]) {
         ks->undone++;
