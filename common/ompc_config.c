@@ -141,7 +141,8 @@ static const cfg_row_t rows[] = {
     ROW("OMPC_SPLIT", "off",
         "off runs every target region on one worker; N runs each `target teams "
         "distribute` loop over N workers at once, each running a contiguous "
-        "share of the teams, their writes merged and a reduction across teams "
+        "share of the teams sized by its worker's measured speed, their writes merged "
+        "and a reduction across teams "
         "combined with the compiler's combiner (a loop that writes outside its "
         "share runs unsplit, and OMPC_INFO says why); auto splits a loop over "
         "as many workers as the cost model predicts fastest, once its time is "

@@ -81,6 +81,12 @@ void tgt_model_init(void);                       /* head, after start */
 double tgt_model_cost(const tgt_kernel_t *k, int exec);   /* seconds */
 bool tgt_model_known(const tgt_kernel_t *k);     /* measured on some executor */
 void tgt_model_learn(const tgt_kernel_t *k, int exec, double seconds);
+/* A share of split kernel k ran part (0..1] of its work on exec in
+ * seconds (its teams only). */
+void tgt_model_learn_share(const tgt_kernel_t *k, int exec, double part, double seconds);
+/* Kernel k's runs per second on exec: from its shares there once a split
+ * ran on it, else from tgt_model_cost (split shares are sized by it). */
+double tgt_model_speed(const tgt_kernel_t *k, int exec);
 double tgt_model_lat(int exec);                  /* seconds, head <-> exec */
 /* A hop measured in a running graph: a forwarded input (serve -> arrival
  * at the consumer's gate) or a batch of launches (sent -> arrival at the

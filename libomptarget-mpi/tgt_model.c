@@ -46,6 +46,11 @@ typedef struct hop_ring {
 struct tgt_model {
     pthread_mutex_t mtx;
     cost_cell_t *cells;      /* [kernel][executor] */
+    /* [kernel][executor]: the kernel's time whole on that executor, as its
+     * shares of split runs there showed (their teams' time over their part
+     * of the work).  Not shared by executors alike: a busy or slow worker
+     * must get smaller shares, and only its own shares show it. */
+    cost_cell_t *share_cells;
     _Atomic bool *known;     /* [kernel]: some cell of its row has n > 0
                               * (set once, read without mtx) */
     int nk, ne;
@@ -387,6 +392,36 @@ void tgt_model_learn(const tgt_kernel_t *k, int e, double seconds)
     pthread_mutex_unlock(&model.mtx);
 }
 
+void tgt_model_learn_share(const tgt_kernel_t *k, int e, double part, double seconds)
+{
+    if (!model.share_cells || part <= 0 || seconds <= 0)
+        return;
+    int ki = (int)(k - tgt_rt->kernels);
+    double whole = seconds / part;
+    pthread_mutex_lock(&model.mtx);
+    cost_cell_t *c = &model.share_cells[(size_t)ki * (size_t)model.ne + (size_t)e];
+    if (c->n < MODEL_WINDOW)
+        c->n++;
+    c->mean += (whole - c->mean) / c->n;
+    pthread_mutex_unlock(&model.mtx);
+}
+
+double tgt_model_speed(const tgt_kernel_t *k, int e)
+{
+    double v = 0;
+    if (model.share_cells) {
+        int ki = (int)(k - tgt_rt->kernels);
+        pthread_mutex_lock(&model.mtx);
+        const cost_cell_t *c =
+            &model.share_cells[(size_t)ki * (size_t)model.ne + (size_t)e];
+        v = c->n ? c->mean : 0;
+        pthread_mutex_unlock(&model.mtx);
+    }
+    if (v <= 0)
+        v = tgt_model_cost(k, e);
+    return v > 0 ? 1 / v : 1e9;
+}
+
 /* The probe's latency is measured with every rank idle; in a running graph
  * a hop also waits for the peer's gate and kernel threads to get a core,
  * which under load costs several times the probe (docs/performance.md,
@@ -507,13 +542,15 @@ void tgt_model_init(void)
     model.ne = dm_num_executors(tgt_rt->dm);
     model.cells = calloc((size_t)(model.nk ? model.nk : 1) * (size_t)model.ne,
                          sizeof(cost_cell_t));
+    model.share_cells = calloc((size_t)(model.nk ? model.nk : 1) * (size_t)model.ne,
+                               sizeof(cost_cell_t));
     model.known = calloc((size_t)(model.nk ? model.nk : 1), sizeof(*model.known));
     model.lat = calloc((size_t)model.ne, sizeof(double));
     model.ibw = calloc((size_t)model.ne, sizeof(double));
     model.offset = calloc((size_t)model.ne, sizeof(int64_t));
     model.same_clock = calloc((size_t)model.ne, sizeof(bool));
-    if (!model.cells || !model.known || !model.lat || !model.ibw || !model.offset ||
-        !model.same_clock)
+    if (!model.cells || !model.share_cells || !model.known || !model.lat || !model.ibw ||
+        !model.offset || !model.same_clock)
         ompc_fatal("out of memory starting the cost model");
     for (int e = 0; e < model.ne; e++)
         calibrate(e);

@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* ------------------------------------------------------------- libomp */
 typedef void (*micro_t)(int32_t *gtid, int32_t *btid, ...);
@@ -107,6 +108,13 @@ struct share {
     int32_t pushed_teams;    /* num_teams the kernel asked for (0: none) */
     uint32_t teams, my_teams;
     bool in_teams;
+    /* Its part of the work (tgt_split_hdr_t): teams [w_lo*T, w_hi*T) of
+     * TGT_SPLIT_WSCALE*T, or with one team per share (the kernel asked for
+     * no number), that team's static distribute iterations in that
+     * proportion (iter_sized).  part: what it ran, for the reply. */
+    uint32_t w_lo, w_hi;
+    bool iter_sized;
+    uint64_t part, teams_ns;
     /* Reductions across teams: the combiner the teams used (team level),
      * and the pointer arguments of the teams region into buffers. */
     void (*red_fn)(void *, void *);
@@ -298,9 +306,43 @@ static void fork_fwd(fork_t f, void *loc, int32_t argc, micro_t m, void **a)
     }
 }
 
+/* Share i's first team of T for the cumulative part c (TGT_SPLIT_WSCALE
+ * units): T*c rounded, but at least one team for each share before and
+ * after it when there are enough.  Every share computes every boundary
+ * alike, so the shares' teams are contiguous, disjoint and cover T. */
+static uint64_t team_bound(uint64_t t, uint32_t i, uint32_t n, uint32_t c)
+{
+    if (t < n)
+        return t * i / n;
+    uint64_t b = (t * c + TGT_SPLIT_WSCALE / 2) / TGT_SPLIT_WSCALE;
+    if (b < i)
+        b = i;
+    if (b > t - (n - i))
+        b = t - (n - i);
+    return b;
+}
+
+/* Test hook OMPC_TEST_SPLIT_SLOW=R:F (not a setting): rank R runs the
+ * teams of its shares F times as long (it waits F-1 times their time
+ * after them), as a busier worker would; tests of share sizing need
+ * executors of unequal speed on one machine. */
+static pthread_once_t slow_once = PTHREAD_ONCE_INIT;
+static double slow_factor = 1;
+static void slow_read(void)
+{
+    const char *v = getenv("OMPC_TEST_SPLIT_SLOW");
+    char *end = NULL;
+    long r = v ? strtol(v, &end, 10) : -1;
+    if (v && end && *end == ':' && r == tgt_rt->rank) {
+        double x = strtod(end + 1, NULL);
+        if (x > 1 && x <= 100)
+            slow_factor = x;
+    }
+}
+
 /* The teams of a share: T teams in all (the kernel's num_teams, else the
- * nteams-var ICV, else one per share), share i running teams
- * [T*i/n, T*(i+1)/n). */
+ * nteams-var ICV, else one per share), share i of n running the teams
+ * from team_bound(i) to team_bound(i+1): its part of the league. */
 static void run_teams(share_t *s, void *loc, micro_t micro, int argc, void **args)
 {
     if (s->in_teams) {
@@ -316,9 +358,14 @@ static void run_teams(share_t *s, void *loc, micro_t micro, int argc, void **arg
     uint64_t t = s->pushed_teams > 0 ? (uint64_t)s->pushed_teams
                  : icv > 0           ? (uint64_t)icv
                                      : s->nshares;
-    uint64_t t0 = t * s->idx / s->nshares, t1 = t * (s->idx + 1) / s->nshares;
+    uint64_t t0 = team_bound(t, s->idx, s->nshares, s->w_lo);
+    uint64_t t1 = team_bound(t, s->idx + 1, s->nshares, s->w_hi);
     s->teams = (uint32_t)t;
     s->my_teams = (uint32_t)(t1 - t0);
+    /* One team per share by our choice (the kernel named no number): its
+     * iterations, not the teams, carry the share's part. */
+    s->iter_sized = s->pushed_teams <= 0 && icv <= 0;
+    s->part = t ? (t1 - t0) * TGT_SPLIT_WSCALE / t : 0;
     for (int a = 0; a < argc; a++) {
         uintptr_t p = (uintptr_t)args[a];
         for (uint32_t b = 0; b < s->nbufs; b++) {
@@ -343,6 +390,7 @@ static void run_teams(share_t *s, void *loc, micro_t micro, int argc, void **arg
     int32_t gtid = f_(loc), btid = 0;
     void *fixed[2] = {&gtid, &btid};
     split_tls_t saved = cur;
+    uint64_t ts = ompc_now_ns();
     for (uint64_t v = t0; v < t1; v++) {
         cur.team = (int32_t)v;
         cur.nteams = (int32_t)t;
@@ -350,6 +398,16 @@ static void run_teams(share_t *s, void *loc, micro_t micro, int argc, void **arg
         call_ptrs((void *)micro, false, 2, fixed, argc, args);
     }
     cur = saved;
+    uint64_t took = ompc_now_ns() - ts;
+    pthread_once(&slow_once, slow_read);
+    if (slow_factor > 1) {
+        uint64_t ns = (uint64_t)((slow_factor - 1) * (double)took);
+        struct timespec d = {(time_t)(ns / 1000000000u), (long)(ns % 1000000000u)};
+        while (nanosleep(&d, &d) != 0)
+            ;
+        took = ompc_now_ns() - ts;
+    }
+    s->teams_ns = took;
 }
 
 /* A fork call's shared-variable pointers, read from its va_list into st
@@ -469,6 +527,14 @@ static _Thread_local bool dist_seen;
             UT small = trip / nt, extra = trip % nt;                                     \
             UT first = v * small + (v < extra ? v : extra);                              \
             UT count = small + (v < extra ? 1 : 0);                                      \
+            if (cur.share->iter_sized) {                                                 \
+                first = (UT)((unsigned __int128)trip * cur.share->w_lo /                 \
+                             TGT_SPLIT_WSCALE);                                          \
+                count = (UT)((unsigned __int128)trip * cur.share->w_hi /                 \
+                             TGT_SPLIT_WSCALE) -                                         \
+                        first;                                                           \
+                cur.share->part = cur.share->w_hi - cur.share->w_lo;                     \
+            }                                                                            \
             if (plast)                                                                   \
                 *plast = count > 0 && first + count == trip;                             \
             if (count == 0) {                                                            \
@@ -807,6 +873,7 @@ static ompc_status_t fn_split_run(ev_exec_info_t *info)
     memcpy(&h, info->args, sizeof(h));
     size_t bl = (size_t)h.nbufs * sizeof(tgt_split_buf_t);
     if (h.magic != TGT_SPLIT_MAGIC || h.nshares == 0 || h.share >= h.nshares ||
+        h.w_lo > h.w_hi || h.w_hi > TGT_SPLIT_WSCALE ||
         h.nbufs > (info->args_size - sizeof(h)) / sizeof(tgt_split_buf_t) ||
         info->result_cap < sizeof(tgt_split_reply_t)) {
         ompc_error("rank %d: refused a split share: malformed header", tgt_rt->rank);
@@ -818,6 +885,8 @@ static ompc_status_t fn_split_run(ev_exec_info_t *info)
     s->key = h.key;
     s->idx = h.share;
     s->nshares = h.nshares;
+    s->w_lo = h.w_lo;
+    s->w_hi = h.w_hi;
     s->home_rank = h.home_rank;
     s->home = h.home_rank == tgt_rt->rank;
     s->nbufs = h.nbufs;
@@ -916,6 +985,8 @@ static ompc_status_t fn_split_run(ev_exec_info_t *info)
     rep.nranges = (uint32_t)r.n;
     rep.teams = s->teams;
     rep.my_teams = s->my_teams;
+    rep.teams_ns = s->teams_ns;
+    rep.part = s->part;
     rep.reduced = s->red_fn != NULL;
     rep.ncands = s->ncands;
     memcpy(info->result, &rep, sizeof(rep));

@@ -31,13 +31,19 @@ typedef struct tgt_split_hdr {
     uint32_t nbufs;          /* buffers to twin (the ones the kernel may write) */
     uint32_t nguard;         /* tgt_split_guard_t after the buffers */
     uint32_t hflags;         /* TGT_SPLIT_KEEP_TWINS */
+    /* This share's part of the kernel's work: the shares before it hold
+     * [0, w_lo) of TGT_SPLIT_WSCALE, this one [w_lo, w_hi); the last ends
+     * at TGT_SPLIT_WSCALE.  Sized by each executor's measured speed. */
+    uint32_t w_lo, w_hi;
 } tgt_split_hdr_t;
 /* A helper keeps its twins until the head ends its share (DROP, PUSH or
  * RESTORE), so that an undone split can put its copy back: set when some
  * buffer's pieces are fetched where touched, on every member
  * (docs/architecture.md, "Loops split across workers"). */
 #define TGT_SPLIT_KEEP_TWINS 0x1u
-static_assert(sizeof(tgt_split_hdr_t) == 40, "tgt_split_hdr_t is a wire format");
+static_assert(sizeof(tgt_split_hdr_t) == 48, "tgt_split_hdr_t is a wire format");
+/* The whole of a kernel's work in tgt_split_hdr_t.w_lo/w_hi units. */
+#define TGT_SPLIT_WSCALE (1u << 20)
 
 /* Bytes of a buffer this share's copy lacks (another share's piece, kept
  * where it was written): fetched when the kernel touches them
@@ -84,8 +90,13 @@ typedef struct tgt_split_reply {
     uint32_t reduced;        /* 1: its teams combined one reduction variable */
     uint32_t ncands;         /* tgt_split_cand_t after the ranges */
     uint64_t fetched;        /* bytes the guards brought */
+    uint64_t teams_ns;       /* running the share's teams, and only that */
+    uint64_t part;           /* of the work those teams did, in
+                              * TGT_SPLIT_WSCALE units: the header's part,
+                              * or my_teams of teams when the iterations of
+                              * a team could not be sized */
 } tgt_split_reply_t;
-static_assert(sizeof(tgt_split_reply_t) == 40, "tgt_split_reply_t is a wire format");
+static_assert(sizeof(tgt_split_reply_t) == 56, "tgt_split_reply_t is a wire format");
 
 typedef struct tgt_split_range {
     uint32_t buf;            /* index into the header's buffers */

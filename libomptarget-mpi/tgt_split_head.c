@@ -11,6 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 /* Per kernel, what launches showed (bits), and why it runs unsplit. */
 #define KS_TEAMS 0x1u    /* launched as a teams region */
@@ -33,13 +35,21 @@ typedef struct kstats {
     int over_w;
     int64_t backoff;
     uint64_t auto_split, auto_whole;
+    /* Share sizes: whether the last split's parts were unequal, and where
+     * its shares started (TGT_SPLIT_WSCALE units, nsh + 1 of them). */
+    bool sized, spread;      /* spread: the last split kept writes in place */
+    uint32_t cum[65];
 } kstats_t;
 static kstats_t *kstats;
 /* OMPC_SPLIT=auto: launches of each kernel to run whole before it is
  * considered again (tgt_split_wanted reads it without split_mtx). */
 static _Atomic int64_t *kskip;
-/* The head's memory bandwidth, bytes/s (auto's model of twinning). */
-static double mem_bw;
+/* The head's memory bandwidth, bytes/s (auto's model of twinning), and
+ * the time of a write fault on a fresh page, s (auto's model of the pages
+ * a first split touches for the first time: twins, inputs a helper
+ * receives).  The workers are taken to be alike. */
+static double mem_bw, fault_s;
+static size_t page_size;
 static bool interposed;
 /* One split at a time: every executor runs at most one share, and the
  * shares of two splits never wait for each other. */
@@ -88,6 +98,9 @@ static void split_init(void)
             memset(a, r, n);
             uint64_t t = ompc_now_ns();
             memcpy(b, a, n);
+            /* The copy is never read: without this the compiler drops it
+             * (and the buffers), and the speed measured is of nothing. */
+            __asm__ volatile("" : : "r"(a), "r"(b) : "memory");
             uint64_t d = ompc_now_ns() - t;
             double bw = (double)n / ((double)(d ? d : 1) * 1e-9);
             if (bw > best)
@@ -96,6 +109,24 @@ static void split_init(void)
         free(a);
         free(b);
         mem_bw = best > 0 ? best : 1e9;
+        /* A write fault per fresh page: best of 3 over 4 MiB mapped anew. */
+        long ps = sysconf(_SC_PAGESIZE);
+        page_size = ps > 0 ? (size_t)ps : 4096;
+        double fbest = 0;
+        for (int r = 0; r < 3; r++) {
+            char *m = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                           -1, 0);
+            if (m == MAP_FAILED)
+                break;
+            uint64_t t = ompc_now_ns();
+            for (size_t o = 0; o < n; o += page_size)
+                ((volatile char *)m)[o] = 1;
+            double per = (double)(ompc_now_ns() - t) * 1e-9 / (double)(n / page_size);
+            munmap(m, n);
+            if (fbest == 0 || per < fbest)
+                fbest = per;
+        }
+        fault_s = fbest;
     }
     interposed = tgt_split_interposed();
     if (!interposed && ompc_config_get()->split != 0)
@@ -150,45 +181,127 @@ static void auto_back_off(const tgt_kernel_t *k, kstats_t *ks)
     ks->whole_s = 0; /* learnt again from the runs whole meanwhile */
 }
 
+/* Parts move in steps of this fraction of the work: a boundary that moves
+ * costs a split whose shares keep their writes in place the pages between
+ * the old and new boundary (fetched on a fault each), which then show as
+ * a slower share and move it again. */
+#define PART_STEP (TGT_SPLIT_WSCALE / 64)
+
+/* Each share's part of kernel k's work over executors ex (split_mtx):
+ * equal while the executors' measured speeds (tgt_model_speed) are within
+ * a factor 2 of each other (back to equal once within 1.5), or while its
+ * last split kept what its shares wrote in place (the next split's shares
+ * fetch what moved boundaries hand them, page by page), else in
+ * proportion to them, a share at least a sixteenth of the fastest's so
+ * that one slow measurement does not starve an executor of the runs that
+ * would measure it again; rounded to PART_STEP, and the last split's parts
+ * kept unless one moves by more than a step.  On this VM the speeds of
+ * alike workers swing by more than that factor under load, and moving
+ * boundaries for it cost more than it saved (docs/performance.md, "shares
+ * sized by measured speed").  cum[i] is where share i starts, in
+ * TGT_SPLIT_WSCALE units; cum[nsh] the whole. */
+static void share_parts(const tgt_kernel_t *k, kstats_t *ks, const int *ex, int nsh,
+                        uint32_t *cum)
+{
+    double sp[nsh], max = 0, min = 0, sum = 0;
+    for (int i = 0; i < nsh; i++) {
+        sp[i] = tgt_model_speed(k, ex[i]);
+        max = sp[i] > max ? sp[i] : max;
+        min = i == 0 || sp[i] < min ? sp[i] : min;
+    }
+    bool unequal = nsh <= 64 && !ks->spread && max > 0 &&
+                   min < max / (ks->sized ? 1.5 : 2.0);
+    for (int i = 0; i < nsh; i++) {
+        if (!unequal || !(sp[i] >= max / 16))
+            sp[i] = unequal ? max / 16 : 1;
+        sum += sp[i];
+    }
+    double at = 0;
+    cum[0] = 0;
+    for (int i = 0; i < nsh; i++) {
+        at += sp[i];
+        uint64_t c = (uint64_t)TGT_SPLIT_WSCALE * (uint64_t)(i + 1) / (uint64_t)nsh;
+        if (unequal && sum > 0)
+            c = ((uint64_t)(at / sum * TGT_SPLIT_WSCALE) + PART_STEP / 2) / PART_STEP *
+                PART_STEP;
+        cum[i + 1] = c < cum[i]             ? cum[i]
+                     : c > TGT_SPLIT_WSCALE ? TGT_SPLIT_WSCALE
+                                            : (uint32_t)c;
+    }
+    cum[nsh] = TGT_SPLIT_WSCALE;
+    if (nsh > 64)
+        return;
+    bool keep = unequal && ks->sized && ks->shares == (uint32_t)nsh;
+    for (int i = 1; keep && i < nsh; i++) {
+        int64_t d = (int64_t)cum[i] - (int64_t)ks->cum[i];
+        keep = d <= PART_STEP && d >= -(int64_t)PART_STEP;
+    }
+    if (keep)
+        memcpy(cum, ks->cum, (size_t)(nsh + 1) * sizeof(*cum));
+    ks->sized = unequal;
+    memcpy(ks->cum, cum, (size_t)(nsh + 1) * sizeof(*cum));
+}
+
 /* OMPC_SPLIT=auto: the number of shares that the model predicts is
- * fastest for kernel k at home with buffers wr, or 0 for whole (split_mtx).
- * A share costs the kernel's time whole over W; the split's overhead is
- * what the last split of it cost beyond its longest share (scaled by its
- * helpers), or before any, moving the written buffers to W-1 helpers and
- * back, and twinning (a copy and a compare on every share) over the
- * measured link and memory speeds (docs/performance.md, "loops split
- * across workers", the model). */
-static int auto_shares(const tgt_kernel_t *k, int home, int ne, dm_buf_t *const *wr,
-                       size_t nwr, double *whole_p, double *pred_p)
+ * fastest for kernel k at home with buffers bufs (wr: the ones it may
+ * write), or 0 for whole (split_mtx).  The shares together run as fast as
+ * their executors' measured speeds add up (whole on one: the kernel's
+ * time there); the split's overhead is what the last split of it cost
+ * beyond its longest share (scaled by its helpers), or before any: the
+ * bytes of its buffers the helpers lack moved to them, the written ones
+ * moved back, twinning (a copy and a compare on every share), and a write
+ * fault per page a share touches for the first time (its twins, and what
+ * a helper receives), over the measured link, memory and fault speeds
+ * (docs/architecture.md, "Loops split across workers", auto). */
+static int auto_shares(const tgt_kernel_t *k, int home, int ne, dm_buf_t *const *bufs,
+                       size_t nbufs, dm_buf_t *const *wr, size_t nwr, double *whole_p,
+                       double *pred_p)
 {
     kstats_t *ks = &kstats[k - tgt_rt->kernels];
     if (ks->whole_s <= 0)
         ks->whole_s = tgt_model_cost(k, home);
-    double whole = ks->whole_s, t = 0, ibw = 0;
+    double whole = ks->whole_s, t = 0, data = 0, ibw = 0;
     for (size_t b = 0; b < nwr; b++)
         t += (double)dm_buf_size(wr[b]);
+    for (size_t b = 0; b < nbufs; b++)
+        if (dm_buf_has_data(tgt_rt->dm, bufs[b]))
+            data += (double)dm_buf_size(bufs[b]);
+    size_t *valid = calloc((size_t)ne, sizeof(*valid));
+    if (!valid)
+        ompc_fatal("out of memory predicting a split of kernel %s", k->name);
+    dm_bytes_valid_each(tgt_rt->dm, bufs, nbufs, valid);
     for (int i = 1; i < ne; i++) {
         double v = tgt_model_inv_bw((home + i) % ne);
         if (v > ibw)
             ibw = v;
     }
     double lat = tgt_model_lat(home);
+    double pg = (double)(page_size ? page_size : 4096);
     int best = 0;
-    double best_t = whole;
+    double best_t = whole, speed = whole > 0 ? 1 / whole : 0, moved = 0, lack_max = 0;
+    double pmin = 0; /* the fastest split, chosen or not (OMPC_INFO) */
     for (int w = 2; w <= ne; w++) {
+        int h = (home + w - 1) % ne;
+        speed += tgt_model_speed(k, h);
+        double lack = data - (double)valid[h];
+        lack = lack > 0 ? lack : 0;
+        moved += lack;
+        lack_max = lack > lack_max ? lack : lack_max;
         double over = ks->over_w > 1
                           ? ks->over_s * (double)(w - 1) / (double)(ks->over_w - 1)
-                          : (double)(w - 1) * t * ibw +
-                                (double)(w - 1) / (double)w * t * ibw + 3 * t / mem_bw +
-                                2 * lat;
-        double p = whole / (double)w + over;
+                          : moved * ibw + (double)(w - 1) / (double)w * t * ibw +
+                                3 * t / mem_bw + fault_s * (t + lack_max) / pg + 2 * lat;
+        double p = (speed > 0 ? 1 / speed : whole / (double)w) + over;
+        if (pmin == 0 || p < pmin)
+            pmin = p;
         if (p < best_t) {
             best_t = p;
             best = w;
         }
     }
+    free(valid);
     *whole_p = whole;
-    *pred_p = best_t;
+    *pred_p = pmin > 0 ? pmin : best_t;
     /* A gain of a tenth at least: the model's figures are estimates. */
     return best && best_t < 0.9 * whole ? best : 0;
 }
@@ -782,7 +895,7 @@ bool tgt_split_exec(const tgt_ident_t *loc, const tgt_kernel_t *k, int home,
     pthread_mutex_lock(&split_mtx);
     double whole = 0, pred = 0;
     if (want < 0) {
-        nsh = auto_shares(k, home, ne, wr, nwr, &whole, &pred);
+        nsh = auto_shares(k, home, ne, bufs, nbufs, wr, nwr, &whole, &pred);
         kstats_t *ks = &kstats[k - tgt_rt->kernels];
         if (nsh < 2) {
             ks->auto_whole++;
@@ -807,6 +920,12 @@ bool tgt_split_exec(const tgt_ident_t *loc, const tgt_kernel_t *k, int home,
         ex[i] = (home + i) % ne;
         ranks[i] = dm_executor_rank(tgt_rt->dm, ex[i]);
     }
+    uint32_t cum[nsh + 1];
+    kstats_t *ksp = &kstats[k - tgt_rt->kernels];
+    share_parts(k, ksp, ex, nsh, cum);
+    /* The first split of a kernel runs cold (fresh twins, pages touched
+     * for the first time): its shares' times say little of the speeds. */
+    bool learn = ksp->merged + ksp->undone > 0;
     /* Buffers the last split over these executors left spread stay in
      * place; inputs reach every share as they reach the home. */
     keep_t kp = {calloc(nwr ? nwr : 1, sizeof(*kp.old)),
@@ -872,7 +991,8 @@ bool tgt_split_exec(const tgt_ident_t *loc, const tgt_kernel_t *k, int home,
         tgt_split_hdr_t hdr = {TGT_SPLIT_MAGIC, key,
                                (uint32_t)i,     (uint32_t)nsh,
                                ranks[0],        (uint32_t)nwr,
-                               kp.ng[i],        any_lazy ? TGT_SPLIT_KEEP_TWINS : 0};
+                               kp.ng[i],        any_lazy ? TGT_SPLIT_KEEP_TWINS : 0,
+                               cum[i],          cum[i + 1]};
         memcpy(a, &hdr, sizeof(hdr));
         for (size_t b = 0; b < nwr; b++) {
             tgt_split_buf_t sb = {dm_buf_addr_on(wr[b], ex[i]),
@@ -897,6 +1017,9 @@ bool tgt_split_exec(const tgt_ident_t *loc, const tgt_kernel_t *k, int home,
     uint64_t t_run = 0, fetched = 0;
     uint64_t ns = 0;
     size_t nranges = 0;
+    /* What each share ran, for OMPC_INFO: rank and per mille of the work. */
+    char parts[24 * 64] = "";
+    size_t plen = 0;
     for (int i = 0; i < nsh; i++) {
         ompc_status_t st = ev_wait(h[i]);
         size_t got = ev_handle_result_size(h[i]);
@@ -913,6 +1036,13 @@ bool tgt_split_exec(const tgt_ident_t *loc, const tgt_kernel_t *k, int home,
                            k->name);
         flags |= rep.flags;
         fetched += rep.fetched;
+        if (learn && !rep.flags && rep.part > 0 && rep.part <= TGT_SPLIT_WSCALE)
+            tgt_model_learn_share(k, ex[i], (double)rep.part / TGT_SPLIT_WSCALE,
+                                  (double)rep.teams_ns * 1e-9);
+        if (plen < sizeof(parts) - 32)
+            plen += (size_t)snprintf(parts + plen, sizeof(parts) - plen,
+                                     "%srank %d %.1f%%", i ? ", " : "", ranks[i],
+                                     (double)rep.part * 100.0 / TGT_SPLIT_WSCALE);
         teams = rep.teams;
         ns = rep.kernel_ns > ns ? rep.kernel_ns : ns;
         nranges += rep.nranges;
@@ -1039,11 +1169,11 @@ bool tgt_split_exec(const tgt_ident_t *loc, const tgt_kernel_t *k, int home,
                     "combined, %zu buffer(s) kept in place (%zu bytes filled in, "
                     "%llu fetched when touched); "
                     "inputs %.3f ms, shares %.3f ms (longest kernel %.3f ms), "
-                    "merge %.3f ms\n",
+                    "merge %.3f ms; work: %s\n",
                     k->name, nsh, teams, n, bytes, home, red.nparts, nspread, filled,
                     (unsigned long long)fetched, (double)(t_in - t0) * 1e-6,
                     (double)(t_run - t_in) * 1e-6, (double)ns * 1e-6,
-                    (double)(ompc_now_ns() - t_run) * 1e-6);
+                    (double)(ompc_now_ns() - t_run) * 1e-6, parts);
     } else {
         /* Helpers that kept small ranges forget them; helpers short of
          * pieces put their copies back as they were (their own pieces
@@ -1091,6 +1221,7 @@ bool tgt_split_exec(const tgt_ident_t *loc, const tgt_kernel_t *k, int home,
     }
     kstats_t *ks = &kstats[k - tgt_rt->kernels];
     ks->shares = (uint32_t)nsh;
+    ks->spread = nspread > 0;
     ks->teams = teams;
     if (why[0]) {
         ks->undone++;

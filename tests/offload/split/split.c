@@ -16,9 +16,15 @@
  *   outside  an atomic histogram: every share writes the same counters, so
  *            the kernel must run unsplit, twice, with the right counts
  *   auto     for OMPC_SPLIT=auto: a compute-bound kernel over a small array
- *            (the model predicts a gain: split) and a copy of 64 MiB (the
- *            moves and twins cost more than the copy: whole), each run 10
- *            times, the results checked every time
+ *            (the model predicts a gain: split) and a copy of 64 MiB
+ *            (auto_copy: the moves, twins and first page faults cost more
+ *            than the copy: whole), each run 12 times, the results checked
+ *            every time
+ *   sized    shares sized by measured speed: compute-bound kernels, one
+ *            without num_teams (its shares differ in iterations) and one
+ *            with num_teams(64) (in teams), each run 8 times, results and
+ *            team numbers checked every time (run with one worker slowed,
+ *            OMPC_TEST_SPLIT_SLOW)
  *   reduce   a sum across teams from 5: every share would count the 5, so
  *            the kernel runs unsplit, with the right sum (reduce.c has the
  *            reductions that split)
@@ -318,6 +324,15 @@ static long spin(long x, int steps)
 }
 #pragma omp end declare target
 
+/* The 64 MiB copy of auto_mode, in a function of its own so that its
+ * kernel's name tells it apart in OMPC_INFO's lines. */
+static void auto_copy(double *a, const double *b, long m, int r)
+{
+#pragma omp target teams distribute parallel for num_teams(8)
+    for (long i = 0; i < m; i++)
+        a[i] = b[i] + r;
+}
+
 static void auto_mode(void)
 {
     const int n = 2048, steps = 100000;
@@ -335,9 +350,7 @@ static void auto_mode(void)
 #pragma omp target teams distribute parallel for num_teams(8)
         for (int i = 0; i < n; i++)
             x[i] = spin(i + r, steps);
-#pragma omp target teams distribute parallel for num_teams(8)
-        for (long i = 0; i < m; i++)
-            a[i] = b[i] + r;
+        auto_copy(a, b, m, r);
 #pragma omp target update from(x[0 : n], a[m - 3 : 3])
         for (int i = 0; i < n; i += 97)
             if (x[i] != spin(i + r, steps)) {
@@ -352,13 +365,57 @@ static void auto_mode(void)
     free(b);
 }
 
+/* Shares sized by the workers' measured speeds: the same results and a
+ * consistent league, whatever the sizes. */
+static void sized(void)
+{
+    const int n = 4096, steps = 20000;
+    long *x = malloc(n * sizeof(long)), *y = malloc(n * sizeof(long));
+    int *t = malloc(n * sizeof(int)), *nt = malloc(n * sizeof(int));
+    if (!x || !y || !t || !nt)
+        exit(2);
+#pragma omp target data map(alloc : x[0 : n], y[0 : n], t[0 : n], nt[0 : n])
+    for (int r = 0; r < 8; r++) {
+#pragma omp target teams distribute parallel for
+        for (int i = 0; i < n; i++) {
+            x[i] = spin(i + r, steps);
+            t[i] = omp_get_team_num();
+            nt[i] = omp_get_num_teams();
+        }
+#pragma omp target update from(x[0 : n], t[0 : n], nt[0 : n])
+        check_teams("sized iterations", t, nt, n, 0);
+        for (int i = 0; i < n; i += 31)
+            if (x[i] != spin(i + r, steps)) {
+                CHECK(0, "sized round %d: x[%d] = %ld", r, i, x[i]);
+                break;
+            }
+#pragma omp target teams distribute parallel for num_teams(64)
+        for (int i = 0; i < n; i++) {
+            y[i] = spin(2 * i + r, steps);
+            t[i] = omp_get_team_num();
+            nt[i] = omp_get_num_teams();
+        }
+#pragma omp target update from(y[0 : n], t[0 : n], nt[0 : n])
+        check_teams("sized teams", t, nt, n, 0);
+        for (int i = 0; i < n; i += 31)
+            if (y[i] != spin(2 * i + r, steps)) {
+                CHECK(0, "sized round %d: y[%d] = %ld", r, i, y[i]);
+                break;
+            }
+    }
+    free(x);
+    free(y);
+    free(t);
+    free(nt);
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : getenv("SPLIT_MODE");
     const char *te = getenv("SPLIT_TEAMS");
     int teams = te ? atoi(te) : 0;
     if (!mode) {
-        fprintf(stderr, "usage: %s stream|stencil|sparse|outside|reduce|auto\n", argv[0]);
+        fprintf(stderr, "usage: %s stream|stencil|sparse|outside|reduce|auto|sized\n", argv[0]);
         return 2;
     }
     if (!strcmp(mode, "stream"))
@@ -373,6 +430,8 @@ int main(int argc, char **argv)
         reduce();
     else if (!strcmp(mode, "auto"))
         auto_mode();
+    else if (!strcmp(mode, "sized"))
+        sized();
     else
         return 2;
     if (fails)
