@@ -30,6 +30,12 @@ ompc_status_t dm_exec_commit(ev_ctx_t *ev, dm_addr_t addr, size_t span, uint64_t
     return dm_pages_commit(ev, (uintptr_t)addr, span, epoch);
 }
 
+ompc_status_t dm_exec_commit_ahead(ev_ctx_t *ev, dm_addr_t addr, size_t span,
+                                   uint64_t epoch, uint64_t seq, bool data_follows)
+{
+    return dm_pages_commit_ahead(ev, (uintptr_t)addr, span, epoch, seq, data_follows);
+}
+
 static void cand_remove(dm_ctx_t *dm, int exec, dm_buf_t *b);
 
 /* The number a commit or close of b's copy on exec carries: the buffer's
