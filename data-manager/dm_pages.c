@@ -80,6 +80,7 @@ typedef struct dm_defer {
     uint64_t seq, epoch; /* seq: the task it is for (0: not known) */
     uintptr_t addr;
     size_t span;
+    bool data;           /* its data follows */
 } dm_defer_t;
 
 /* A page this executor holds through a fault. */
@@ -685,7 +686,7 @@ static bool defer_has(dm_pages_t *pg, uintptr_t addr)
 
 /* map_mtx held: keep a commit for later (dm_pages_commit_ahead). */
 static void defer_add(dm_pages_t *pg, uintptr_t addr, size_t span, uint64_t epoch,
-                      uint64_t seq)
+                      uint64_t seq, bool data)
 {
     size_t n = atomic_load(&pg->ndefers);
     for (size_t i = 0; i < n; i++)
@@ -694,6 +695,7 @@ static void defer_add(dm_pages_t *pg, uintptr_t addr, size_t span, uint64_t epoc
                 pg->defers[i].epoch = epoch;
             if (!pg->defers[i].seq || (seq && seq < pg->defers[i].seq))
                 pg->defers[i].seq = seq;
+            pg->defers[i].data |= data;
             return;
         }
     if (n == pg->capdefers) {
@@ -704,7 +706,7 @@ static void defer_add(dm_pages_t *pg, uintptr_t addr, size_t span, uint64_t epoc
         pg->defers = v;
         pg->capdefers = nc;
     }
-    pg->defers[n] = (dm_defer_t){seq, epoch, addr, span};
+    pg->defers[n] = (dm_defer_t){seq, epoch, addr, span, data};
     atomic_store(&pg->ndefers, n + 1);
     ompc_trace("commit of %#llx for task %llu kept for later", (unsigned long long)addr,
                (unsigned long long)seq);
@@ -748,7 +750,7 @@ ompc_status_t dm_pages_commit_ahead(ev_ctx_t *ev, uintptr_t addr, size_t span,
          * (dm_commit_claim): one already kept waits with it. */
         if (pg && !ev_mem_contains(ev, (const void *)addr, span) &&
             (data_follows || range_held(pg, addr, span) || defer_has(pg, addr)))
-            defer_add(pg, addr, span, epoch, seq);
+            defer_add(pg, addr, span, epoch, seq, data_follows);
         else
             st = commit_map(pg, ev, addr, span, epoch);
     }
@@ -791,14 +793,14 @@ bool dm_exec_land_ready(dm_addr_t addr, size_t size)
 
 /* map_mtx held, task seq starting here: its own deferred commits (a
  * buffer it names that no data comes for) are mapped now, and those of
- * unknown task whose range is clear (the task that needs one starts after
- * its commit was answered). */
+ * unknown task no data follows whose range is clear (the task that needs
+ * one starts after its commit was answered). */
 static void defers_begin(dm_pages_t *pg, uint64_t seq)
 {
     for (size_t i = 0; i < atomic_load(&pg->ndefers);) {
         const dm_defer_t *d = &pg->defers[i];
         bool mine = seq && d->seq == seq;
-        if (!mine && (d->seq || range_held(pg, d->addr, d->span))) {
+        if (!mine && (d->seq || d->data || range_held(pg, d->addr, d->span))) {
             i++;
             continue;
         }
