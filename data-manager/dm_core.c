@@ -12,14 +12,15 @@
 #include <sys/mman.h>
 
 /* ------------------------------------------------- executor-side functions */
-/* args {addr, span}: map the pages and expose them to events. */
+/* args {addr, span, epoch, data follows}: map the pages and expose them
+ * to events (when the data lands, if it follows: dm_pages_commit_ahead). */
 static ompc_status_t dm_fn_commit(ev_exec_info_t *info)
 {
-    uint64_t a[3];
+    uint64_t a[4];
     if (info->args_size != sizeof(a))
         return OMPC_ERR_INVALID;
     memcpy(a, info->args, sizeof(a));
-    return dm_exec_commit(info->ctx, a[0], a[1], a[2]);
+    return dm_exec_commit_ahead(info->ctx, a[0], a[1], a[2], 0, a[3] != 0);
 }
 
 /* A launch that runs ahead commits its buffers itself (tgt_ahead.c), so a
@@ -28,6 +29,12 @@ static ompc_status_t dm_fn_commit(ev_exec_info_t *info)
 ompc_status_t dm_exec_commit(ev_ctx_t *ev, dm_addr_t addr, size_t span, uint64_t epoch)
 {
     return dm_pages_commit(ev, (uintptr_t)addr, span, epoch);
+}
+
+ompc_status_t dm_exec_commit_ahead(ev_ctx_t *ev, dm_addr_t addr, size_t span,
+                                   uint64_t epoch, uint64_t seq, bool data_follows)
+{
+    return dm_pages_commit_ahead(ev, (uintptr_t)addr, span, epoch, seq, data_follows);
 }
 
 static void cand_remove(dm_ctx_t *dm, int exec, dm_buf_t *b);
@@ -968,7 +975,10 @@ static ompc_status_t acquire_pass(dm_ctx_t *dm, int exec, dm_buf_t *const *bufs,
         }
         if (b->committed[exec] == DM_COMMIT_DONE)
             continue;
-        uint64_t args[3] = {b->node.key, b->span, cnum(b, exec)};
+        /* Whether phase 2 will move data here: the worker maps the copy
+         * only when it lands, so that no kernel there reads it before. */
+        uint64_t args[4] = {b->node.key, b->span, cnum(b, exec),
+                            b->has_data && !b->valid[exec]};
         ev_handle_t *h;
         ompc_status_t st = ev_execute(dm->ev, rank, dm->fn_commit, args, sizeof(args),
                                       NULL, 0, &h);

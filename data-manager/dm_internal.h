@@ -120,7 +120,16 @@ ompc_status_t dm_pages_commit(ev_ctx_t *ev, uintptr_t addr, size_t span, uint64_
 void dm_pages_map_unlock(void);
 /* Close a stale copy at once (dm_close_now's message, gate thread). */
 void dm_pages_close_now(uintptr_t addr, size_t span, uint64_t epoch);
+/* A commit for task seq (0: not known); data_follows: a transfer for
+ * the range is on its way.  A range not mapped yet is mapped at once,
+ * unless its data follows or a running kernel holds pages of it through
+ * faults: then it is mapped when its data may land (dm_pages_land_ready)
+ * or when task seq starts (dm_pages_task_begin, dm_exec_task_commits). */
+ompc_status_t dm_pages_commit_ahead(ev_ctx_t *ev, uintptr_t addr, size_t span,
+                                    uint64_t epoch, uint64_t seq, bool data_follows);
 /* The event system's land hook (ev_set_land_hook). */
 bool dm_pages_land(uintptr_t addr, size_t size, const void *bytes);
+/* Its land-ready hook (ev_set_land_ready_hook). */
+bool dm_pages_land_ready(uintptr_t addr, size_t size);
 
 #endif

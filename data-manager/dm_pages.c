@@ -74,6 +74,15 @@ typedef struct dm_close {
     size_t span;
 } dm_close_t;
 
+/* A commit not mapped yet (dm_pages_commit_ahead): its data is on the way,
+ * or a kernel running here holds pages of its range through faults. */
+typedef struct dm_defer {
+    uint64_t seq, epoch; /* seq: the task it is for (0: not known) */
+    uintptr_t addr;
+    size_t span;
+    bool data;           /* its data follows */
+} dm_defer_t;
+
 /* A page this executor holds through a fault. */
 typedef struct dm_fpage {
     uintptr_t addr;
@@ -133,6 +142,14 @@ struct dm_pages {
      * for the landing path's quick check. */
     ompc_u64map_t dark;
     _Atomic size_t ndark;
+    /* Under map_mtx: commits not mapped yet (ndefers for the landing
+     * path's quick check), and the block the service thread is fetching
+     * ([fetch_lo, fetch_hi), empty when none): a commit or a landing over
+     * it waits like one over pages held. */
+    dm_defer_t *defers;
+    size_t capdefers;
+    _Atomic size_t ndefers;
+    uintptr_t fetch_lo, fetch_hi;
     void *fetch_buf;               /* block bytes, exposed to events */
     unsigned char *reply;          /* EV_EXEC_MAX_RESULT: a fetch's reply */
     /* This executor's counts (its own figures; the head keeps per-worker
@@ -528,14 +545,27 @@ static dm_fpage_t *fpage_get(dm_pages_t *pg, uintptr_t page)
     return ompc_u64map_get(&pg->pages, page, &v) ? (dm_fpage_t *)(uintptr_t)v : NULL;
 }
 
-ompc_status_t dm_pages_commit(ev_ctx_t *ev, uintptr_t addr, size_t span, uint64_t epoch)
+/* map_mtx held: whether a page of [addr, addr+span) is held through a
+ * fault, or is being fetched for one. */
+static bool range_held(dm_pages_t *pg, uintptr_t addr, size_t span)
 {
-    dm_pages_t *pg = atomic_load(&dm_pages_live);
-    /* map_mtx alone (it guards pg->pages): pg->mtx may be held by the
-     * service thread waiting for a fetch, whose reply this gate thread
-     * must receive. */
-    dm_pages_map_lock();
-    ompc_status_t st = OMPC_OK;
+    if (pg->fetch_lo < addr + span && addr < pg->fetch_hi)
+        return true;
+    if (ompc_u64map_size(&pg->pages) == 0)
+        return false;
+    size_t pos = 0;
+    uint64_t k, v;
+    while (ompc_u64map_next(&pg->pages, &pos, &k, &v))
+        if (k >= addr && k < addr + span)
+            return true;
+    return false;
+}
+
+/* map_mtx held: the bookkeeping of a commit that arrived (false: it is
+ * numbered before a close applied here and is dropped). */
+static bool commit_note(dm_pages_t *pg, uintptr_t addr, uint64_t epoch,
+                        ompc_status_t *st_p)
+{
     uint64_t closed;
     if (pg && ompc_u64map_get(&pg->closed, addr, &closed) && epoch < closed) {
         /* Numbered before a close applied here (the head's dispatching
@@ -543,8 +573,7 @@ ompc_status_t dm_pages_commit(ev_ctx_t *ev, uintptr_t addr, size_t span, uint64_
          * listed the close, and commits the copy again, numbered after it,
          * if a task here names it.  Mapping it would give a kernel here
          * zeros or old bytes where it must fault. */
-        dm_pages_map_unlock();
-        return OMPC_OK;
+        return false;
     }
     uint64_t seen;
     if (pg && (!ompc_u64map_get(&pg->seen, addr, &seen) || seen < epoch) &&
@@ -564,9 +593,17 @@ ompc_status_t dm_pages_commit(ev_ctx_t *ev, uintptr_t addr, size_t span, uint64_
          * (closes_apply). */
         uint64_t old;
         if (!ompc_u64map_get(&pg->cepochs, addr, &old) || old < epoch)
-            st = ompc_u64map_put(&pg->cepochs, addr, epoch);
+            *st_p = ompc_u64map_put(&pg->cepochs, addr, epoch);
         atomic_store(&pg->ncep, ompc_u64map_size(&pg->cepochs));
     }
+    return true;
+}
+
+/* map_mtx held: map and expose a committed range (unless it is already). */
+static ompc_status_t commit_map(dm_pages_t *pg, ev_ctx_t *ev, uintptr_t addr, size_t span,
+                                uint64_t epoch)
+{
+    ompc_status_t st = OMPC_OK;
     if (!ev_mem_contains(ev, (const void *)addr, span)) {
         size_t held = 0;
         for (uintptr_t q = addr; pg && q < addr + span; q += DM_PAGE) {
@@ -634,8 +671,153 @@ ompc_status_t dm_pages_commit(ev_ctx_t *ev, uintptr_t addr, size_t span, uint64_
         }
         st = p == MAP_FAILED ? OMPC_ERR_NOMEM : ev_mem_register(ev, p, span);
     }
+    return st;
+}
+
+/* map_mtx held: whether a commit of the copy at addr is kept for later. */
+static bool defer_has(dm_pages_t *pg, uintptr_t addr)
+{
+    size_t n = atomic_load_explicit(&pg->ndefers, memory_order_relaxed);
+    for (size_t i = 0; i < n; i++)
+        if (pg->defers[i].addr == addr)
+            return true;
+    return false;
+}
+
+/* map_mtx held: keep a commit for later (dm_pages_commit_ahead). */
+static void defer_add(dm_pages_t *pg, uintptr_t addr, size_t span, uint64_t epoch,
+                      uint64_t seq, bool data)
+{
+    size_t n = atomic_load(&pg->ndefers);
+    for (size_t i = 0; i < n; i++)
+        if (pg->defers[i].addr == addr) { /* a later commit of the same copy */
+            if (epoch > pg->defers[i].epoch)
+                pg->defers[i].epoch = epoch;
+            if (!pg->defers[i].seq || (seq && seq < pg->defers[i].seq))
+                pg->defers[i].seq = seq;
+            pg->defers[i].data |= data;
+            return;
+        }
+    if (n == pg->capdefers) {
+        size_t nc = pg->capdefers ? 2 * pg->capdefers : 16;
+        dm_defer_t *v = realloc(pg->defers, nc * sizeof(*v));
+        if (!v)
+            ompc_fatal("out of memory committing device memory");
+        pg->defers = v;
+        pg->capdefers = nc;
+    }
+    pg->defers[n] = (dm_defer_t){seq, epoch, addr, span, data};
+    atomic_store(&pg->ndefers, n + 1);
+    ompc_trace("commit of %#llx for task %llu kept for later", (unsigned long long)addr,
+               (unsigned long long)seq);
+}
+
+/* map_mtx held: map deferred commit i now and forget it. */
+static ompc_status_t defer_apply(dm_pages_t *pg, size_t i)
+{
+    dm_defer_t d = pg->defers[i];
+    ompc_trace("commit of %#llx for task %llu mapped", (unsigned long long)d.addr,
+               (unsigned long long)d.seq);
+    size_t n = atomic_load(&pg->ndefers) - 1;
+    pg->defers[i] = pg->defers[n];
+    atomic_store(&pg->ndefers, n);
+    uint64_t closed;
+    if (ompc_u64map_get(&pg->closed, d.addr, &closed) && d.epoch < closed)
+        return OMPC_OK; /* a close applied since: as if it had come first */
+    return commit_map(pg, pg->dm->ev, d.addr, d.span, d.epoch);
+}
+
+/* A commit by the head's data manager (dm.commit): mapped at once, unless
+ * a kernel running here holds pages of the range through faults (or is
+ * fetching one): then it waits for its data, or for a task to start with
+ * the range clear (defers_begin). */
+ompc_status_t dm_pages_commit(ev_ctx_t *ev, uintptr_t addr, size_t span, uint64_t epoch)
+{
+    return dm_pages_commit_ahead(ev, addr, span, epoch, 0, false);
+}
+
+/* A commit: see dm_internal.h.  map_mtx alone (it guards pg->pages):
+ * pg->mtx may be held by the service thread waiting for a fetch, whose
+ * reply this gate thread must receive. */
+ompc_status_t dm_pages_commit_ahead(ev_ctx_t *ev, uintptr_t addr, size_t span,
+                                    uint64_t epoch, uint64_t seq, bool data_follows)
+{
+    dm_pages_t *pg = atomic_load(&dm_pages_live);
+    dm_pages_map_lock();
+    ompc_status_t st = OMPC_OK;
+    if (commit_note(pg, addr, epoch, &st) && st == OMPC_OK) {
+        /* A commit in flight is repeated by the head in later launches
+         * (dm_commit_claim): one already kept waits with it. */
+        if (pg && !ev_mem_contains(ev, (const void *)addr, span) &&
+            (data_follows || range_held(pg, addr, span) || defer_has(pg, addr)))
+            defer_add(pg, addr, span, epoch, seq, data_follows);
+        else
+            st = commit_map(pg, ev, addr, span, epoch);
+    }
     dm_pages_map_unlock();
     return st;
+}
+
+/* The event system's land-ready hook, and launch ahead's arrivals of bytes
+ * (gate thread): data for a copy whose commit waits lands once no kernel
+ * here holds pages of its range through faults, the commit mapped first;
+ * until then it waits, and those kernels keep their pages. */
+bool dm_pages_land_ready(uintptr_t addr, size_t size)
+{
+    dm_pages_t *pg = atomic_load(&dm_pages_live);
+    if (!pg || atomic_load_explicit(&pg->ndefers, memory_order_relaxed) == 0)
+        return true;
+    bool ready = true;
+    dm_pages_map_lock();
+    for (size_t i = 0; i < atomic_load(&pg->ndefers); i++) {
+        const dm_defer_t *d = &pg->defers[i];
+        if (addr + size <= d->addr || addr >= d->addr + d->span)
+            continue;
+        if (range_held(pg, d->addr, d->span)) {
+            ready = false;
+            break;
+        }
+        if (defer_apply(pg, i) != OMPC_OK)
+            ompc_fatal("rank %d: cannot map device buffer %#llx for its data",
+                       ev_ctx_rank(pg->dm->ev), (unsigned long long)addr);
+        i--; /* defer_apply moved the last one here */
+    }
+    dm_pages_map_unlock();
+    return ready;
+}
+
+bool dm_exec_land_ready(dm_addr_t addr, size_t size)
+{
+    return dm_pages_land_ready((uintptr_t)addr, size);
+}
+
+/* map_mtx held, task seq starting here: its own deferred commits (a
+ * buffer it names that no data comes for) are mapped now, and those of
+ * unknown task no data follows whose range is clear (the task that needs
+ * one starts after its commit was answered). */
+static void defers_begin(dm_pages_t *pg, uint64_t seq)
+{
+    for (size_t i = 0; i < atomic_load(&pg->ndefers);) {
+        const dm_defer_t *d = &pg->defers[i];
+        bool mine = seq && d->seq == seq;
+        if (!mine && (d->seq || d->data || range_held(pg, d->addr, d->span))) {
+            i++;
+            continue;
+        }
+        if (defer_apply(pg, i) != OMPC_OK)
+            ompc_fatal("rank %d: cannot map device buffer %#llx for a kernel",
+                       ev_ctx_rank(pg->dm->ev), (unsigned long long)d->addr);
+    }
+}
+
+void dm_exec_task_commits(uint64_t seq)
+{
+    dm_pages_t *pg = atomic_load(&dm_pages_live);
+    if (!pg || atomic_load_explicit(&pg->ndefers, memory_order_relaxed) == 0)
+        return;
+    dm_pages_map_lock();
+    defers_begin(pg, seq);
+    dm_pages_map_unlock();
 }
 
 void dm_exec_close(uint64_t seq, dm_addr_t addr, size_t span, uint64_t epoch)
@@ -1143,6 +1325,12 @@ static ompc_status_t serve_fault(dm_pages_t *pg, uintptr_t addr, bool write)
     uint64_t epoch;
     uint64_t *seqs = NULL;
     size_t nseqs = 0;
+    /* A commit or a landing over the block waits until it is installed
+     * (dm_pages_commit_ahead, dm_pages_land_ready). */
+    dm_pages_map_lock();
+    pg->fetch_lo = page;
+    pg->fetch_hi = page + pg->block;
+    dm_pages_map_unlock();
     do {
         epoch = pg->drop_epoch;
         free(seqs);
@@ -1159,14 +1347,16 @@ static ompc_status_t serve_fault(dm_pages_t *pg, uintptr_t addr, bool write)
         pthread_mutex_lock(&pg->mtx);
     } while (st == OMPC_OK && epoch != pg->drop_epoch);
     free(seqs);
+    dm_pages_map_lock();
+    pg->fetch_lo = pg->fetch_hi = 0;
     if (st != OMPC_OK) {
+        dm_pages_map_unlock();
         pthread_mutex_unlock(&pg->mtx);
         return st;
     }
     const unsigned char *bytes = pg->fetch_buf;
     /* Install the runs of pages not held yet (a page held may be written
      * already: its bytes here would be older). */
-    dm_pages_map_lock();
     uint64_t cep = 0, landed = 0;
     if (page_committed(pg, page) && ompc_u64map_get(&pg->cepochs, h.buf_addr, &cep) &&
         ompc_u64map_get(&pg->landed, h.buf_addr, &landed) && cep > 0 && landed >= cep) {
@@ -1351,6 +1541,7 @@ ompc_status_t dm_pages_create(dm_ctx_t *dm, bool executor)
     live_end = dm->va_base + dm->va_size;
     atomic_store(&dm_pages_live, pg);
     ev_set_land_hook(dm_pages_land);
+    ev_set_land_ready_hook(dm_pages_land_ready);
     struct sigaction sa;
     memset(&sa, 0, sizeof(sa));
     sa.sa_sigaction = on_segv;
@@ -1395,6 +1586,7 @@ void dm_pages_destroy(dm_ctx_t *dm)
     ompc_u64map_fini(&pg->closed);
     ompc_u64map_fini(&pg->seen);
     free(pg->closes);
+    free(pg->defers);
     free(pg->seqs);
     pthread_mutex_destroy(&pg->mtx);
     ev_mem_unregister(dm->ev, pg->fetch_buf);
@@ -1453,6 +1645,11 @@ uint64_t dm_pages_task_begin(dm_ctx_t *dm, uint64_t seq)
         }
         pg->seqs[pg->nseqs++] = seq;
         closes_apply(pg, seq);
+    }
+    if (atomic_load_explicit(&pg->ndefers, memory_order_relaxed) > 0) {
+        dm_pages_map_lock();
+        defers_begin(pg, seq);
+        dm_pages_map_unlock();
     }
     /* Pages held for kernels still running may predate writes ordered
      * before this task: read-only ones go (the others' twins keep their

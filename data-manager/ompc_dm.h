@@ -179,6 +179,19 @@ void dm_bytes_valid_each(dm_ctx_t *dm, dm_buf_t *const *bufs, size_t n, size_t *
  * epoch: dm_buf_commit_epoch when the commit was planned; it cancels a
  * close of the copy numbered up to it not applied yet (dm_exec_close). */
 ompc_status_t dm_exec_commit(ev_ctx_t *ev, dm_addr_t addr, size_t span, uint64_t epoch);
+/* The same for a launch of task seq; data_follows: the launch pulls the
+ * buffer's data here.  Such a copy is mapped when its data may land, no
+ * kernel here holding pages of it through faults (dm_exec_land_ready), or
+ * when task seq starts (dm_exec_task_commits), not before: a kernel
+ * running here meanwhile reaches it through faults, never its zeros. */
+ompc_status_t dm_exec_commit_ahead(ev_ctx_t *ev, dm_addr_t addr, size_t span,
+                                   uint64_t epoch, uint64_t seq, bool data_follows);
+/* Executor side, gate thread: whether bytes for [addr, addr+size) may land
+ * now (false: keep them and ask again on a later pass of the gate). */
+bool dm_exec_land_ready(dm_addr_t addr, size_t size);
+/* Executor side, before task seq's own writes into its buffers (launch
+ * ahead's patches): its commits kept for later are mapped. */
+void dm_exec_task_commits(uint64_t seq);
 /* Executor side, gate thread: close this executor's copy of the buffer at
  * addr when task seq starts (dm_pages_task_begin), unless a commit of
  * epoch >= this close's came first. */

@@ -282,6 +282,8 @@ static bool dest_range_ok(ev_ctx_t *ctx, uint64_t addr, uint64_t size)
 
 static _Atomic(ev_land_hook_fn_t) land_hook;
 void ev_set_land_hook(ev_land_hook_fn_t fn) { atomic_store(&land_hook, fn); }
+static _Atomic(ev_land_ready_fn_t) land_ready;
+void ev_set_land_ready_hook(ev_land_ready_fn_t fn) { atomic_store(&land_ready, fn); }
 
 static int dest_alloc_step(ev_ctx_t *ctx, ev_op_t *op)
 {
@@ -338,6 +340,11 @@ static void warn_bad_range(ev_ctx_t *ctx, ev_op_t *op, uint64_t addr, uint64_t s
 static int recv_into_range(ev_ctx_t *ctx, ev_op_t *op, const void *inline_data, int from,
                            int stream_state)
 {
+    /* Not yet: the op keeps its state, posts nothing and waits on the
+     * gate's list, where this step runs again on every pass. */
+    ev_land_ready_fn_t ready = atomic_load_explicit(&land_ready, memory_order_relaxed);
+    if (ready && op->hdr.size && !ready((uintptr_t)op->hdr.addr, (size_t)op->hdr.size))
+        return EV_STEP_WAIT;
     bool ok = dest_range_ok(ctx, op->hdr.addr, op->hdr.size);
     if (!ok)
         warn_bad_range(ctx, op, op->hdr.addr, op->hdr.size);

@@ -159,6 +159,14 @@ bool ev_mem_contains(ev_ctx_t *ctx, const void *base, size_t size);
  * manager's: a copy it keeps without access until its data lands). */
 typedef bool (*ev_land_hook_fn_t)(uintptr_t addr, size_t size, const void *bytes);
 void ev_set_land_hook(ev_land_hook_fn_t fn);
+/* Called (gate thread) before a transfer of size bytes to addr lands, even
+ * before its range is checked: false keeps it waiting (its event is tried
+ * again on the gate's later passes, its bytes not received yet), true lets
+ * it land (the hook may expose the range first).  It must not wait.  One
+ * per process (the data manager's: data must not land where a running
+ * kernel holds pages it got through faults). */
+typedef bool (*ev_land_ready_fn_t)(uintptr_t addr, size_t size);
+void ev_set_land_ready_hook(ev_land_ready_fn_t fn);
 
 /* ------------------------------------------------------------------ events
  * Each call starts one event and returns at once with a handle (the caller

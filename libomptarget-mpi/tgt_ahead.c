@@ -97,6 +97,17 @@ typedef struct ahd_thread {
     pthread_t th;
 } ahd_thread_t;
 
+/* Forwarded bytes that may not land yet (fn_arrive): a kernel running
+ * here holds pages of their buffer through faults.  Landed by the gate's
+ * work once they may (gate_work). */
+typedef struct ahd_held {
+    struct ahd_held *next;
+    tgt_wire_arrive_t m;
+    int origin;
+    uint64_t now; /* when it arrived */
+    unsigned char bytes[];
+} ahd_held_t;
+
 /* An executor's launch-ahead state: one per rank (ahd_exec, below).
  * mtx guards every field not atomic; it is a leaf lock (tgt_internal.h). */
 struct ahd_exec {
@@ -129,6 +140,8 @@ struct ahd_exec {
     _Atomic uint64_t gate_runs;          /* tasks run on the gate thread */
     ompc_u64map_t patches;   /* seq -> ahd_patch_t list (fn_patch), oldest
                                 first: applied when that task starts */
+    ahd_held_t *held;        /* arrivals not landed yet (fn_arrive) */
+    _Atomic size_t nheld;    /* of them; read without mtx by gate_work */
 };
 
 /* Bytes a task must see when it starts (fn_patch): written through page
@@ -400,7 +413,15 @@ static void launch_one(ahd_exec_t *x, ev_exec_info_t *info,
     }
     for (uint64_t i = 0; i < h->ncommit; i++) {
         tgt_wire_commit_t c = tgt_wire_commit_get(l, i);
-        ompc_status_t st = dm_exec_commit(info->ctx, c.addr, c.span, c.epoch);
+        /* A copy this launch pulls here is mapped when its data lands: a
+         * kernel running here before then reaches it through faults. */
+        bool pulled = false;
+        for (uint64_t j = 0; j < h->npull && !pulled; j++) {
+            tgt_wire_pull_t q = tgt_wire_pull_get(l, j);
+            pulled = q.size && q.dst >= c.addr && q.dst < c.addr + c.span;
+        }
+        ompc_status_t st = dm_exec_commit_ahead(info->ctx, c.addr, c.span, c.epoch,
+                                                h->seq, pulled);
         if (st != OMPC_OK) {
             free(k);
             task_done(x, t, st, 0, true, 0); /* fn_launch runs on the gate */
@@ -641,6 +662,13 @@ static ompc_status_t fn_watch(ev_exec_info_t *info)
     return st;
 }
 
+static ompc_status_t arrive_take(ahd_exec_t *x, const tgt_wire_arrive_t *mp,
+                                 const void *bytes, int origin, uint64_t now);
+
+/* How often the gate asks again whether kept arrivals may land: they wait
+ * for kernels to end, so a wake-up a little late costs little. */
+#define HELD_RETRY_NS 200000u
+
 static ompc_status_t fn_arrive(ev_exec_info_t *info)
 {
     ahd_exec_t *x = &ahd_exec;
@@ -651,6 +679,36 @@ static ompc_status_t fn_arrive(ev_exec_info_t *info)
         return refuse(info, "forwarded data", bad);
     uint64_t now = ompc_now_ns();
     ev_peer_expect(info->ctx, info->origin, -1);
+    if (bytes && !dm_exec_land_ready(m.daddr, m.size)) {
+        /* Kept: the task counts this input once its bytes landed
+         * (gate_work). */
+        ahd_held_t *k = malloc(sizeof(*k) + m.size);
+        if (!k)
+            return OMPC_ERR_NOMEM;
+        k->next = NULL;
+        k->m = m;
+        k->origin = info->origin;
+        k->now = now;
+        memcpy(k->bytes, bytes, m.size);
+        pthread_mutex_lock(&x->mtx);
+        ahd_held_t **tail = &x->held;
+        while (*tail)
+            tail = &(*tail)->next;
+        *tail = k;
+        atomic_fetch_add(&x->nheld, 1);
+        pthread_mutex_unlock(&x->mtx);
+        ev_gate_work_by(info->ctx, now + HELD_RETRY_NS);
+        return OMPC_OK;
+    }
+    return arrive_take(x, &m, bytes, info->origin, now);
+}
+
+/* Forwarded data for task m->cseq is here (bytes: in the message, not
+ * landed yet): it lands, and the task counts it. */
+static ompc_status_t arrive_take(ahd_exec_t *x, const tgt_wire_arrive_t *mp,
+                                 const void *bytes, int origin, uint64_t now)
+{
+    tgt_wire_arrive_t m = *mp;
     if (bytes && !dm_exec_land(m.daddr, m.size, bytes))
         memcpy((void *)(uintptr_t)m.daddr, bytes, m.size);
     pthread_mutex_lock(&x->mtx);
@@ -683,7 +741,53 @@ static ompc_status_t fn_arrive(ev_exec_info_t *info)
         }
     }
     pthread_mutex_unlock(&x->mtx);
-    return t ? OMPC_OK : refuse(info, "forwarded data", "for a task not launched here");
+    if (!t) {
+        ompc_error(
+            "rank %d: refused forwarded data from rank %d: for a task not launched "
+            "here",
+            tgt_rt->rank, origin);
+        return OMPC_ERR_INVALID;
+    }
+    return OMPC_OK;
+}
+
+/* Gate thread: the arrivals kept by fn_arrive that may land now.  Taken
+ * off the list to be asked (x->mtx is a leaf lock; the data manager's
+ * answer takes its own). */
+static bool held_land(ahd_exec_t *x)
+{
+    pthread_mutex_lock(&x->mtx);
+    ahd_held_t *list = x->held, *keep = NULL, **kt = &keep;
+    x->held = NULL;
+    atomic_store(&x->nheld, 0);
+    pthread_mutex_unlock(&x->mtx);
+    bool did = false;
+    size_t nkeep = 0;
+    for (ahd_held_t *k = list, *kn; k; k = kn) {
+        kn = k->next;
+        k->next = NULL;
+        if (!dm_exec_land_ready(k->m.daddr, k->m.size)) {
+            *kt = k;
+            kt = &k->next;
+            nkeep++;
+            continue;
+        }
+        if (arrive_take(x, &k->m, k->bytes, k->origin, k->now) != OMPC_OK)
+            ompc_fatal("rank %d: forwarded data from rank %d is for a task not launched "
+                       "here",
+                       tgt_rt->rank, k->origin);
+        free(k);
+        did = true;
+    }
+    if (keep) {
+        pthread_mutex_lock(&x->mtx);
+        *kt = x->held; /* kept first, then what came meanwhile */
+        x->held = keep;
+        atomic_fetch_add(&x->nheld, nkeep);
+        pthread_mutex_unlock(&x->mtx);
+        ev_gate_work_by(tgt_rt->ev, ompc_now_ns() + HELD_RETRY_NS);
+    }
+    return did;
 }
 
 static ompc_status_t fn_done(ev_exec_info_t *info)
@@ -914,6 +1018,7 @@ static void run_task(ahd_exec_t *x, ahd_task_t *t, bool on_gate)
      * fault; the hold costs them two atomic stores per run. */
     if (on_gate)
         ev_gate_hold(tgt_rt->ev, true);
+    dm_exec_task_commits(t->seq);
     patches_apply(x, t->seq);
     tgt_kernel_seq = t->seq;
     ompc_status_t st = tgt_kernel_run(t->kmsg, t->klen, &ns, NULL);
@@ -960,6 +1065,8 @@ static bool gate_work(void *arg)
 {
     ahd_exec_t *x = arg;
     tl_on_gate = true;
+    if (atomic_load_explicit(&x->nheld, memory_order_relaxed) && held_land(x))
+        return true;
     ahd_task_t *next = atomic_load_explicit(&x->gate_next, memory_order_relaxed)
                            ? atomic_exchange(&x->gate_next, NULL)
                            : NULL;
@@ -1157,6 +1264,11 @@ void tgt_ahead_stop(void)
         }
     }
     ompc_u64map_fini(&x->patches);
+    for (ahd_held_t *k = x->held, *kn; k; k = kn) {
+        kn = k->next;
+        free(k);
+    }
+    x->held = NULL;
     ompc_u64map_fini(&x->waits);
     ompc_u64map_fini(&x->tasks);
     ompc_u64map_fini(&x->done);
