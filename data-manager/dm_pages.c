@@ -810,14 +810,20 @@ static void defers_begin(dm_pages_t *pg, uint64_t seq)
     }
 }
 
-void dm_exec_task_commits(uint64_t seq)
+/* defers_begin for a task starting, when any commit is kept (checked
+ * first without map_mtx, as the landing path does). */
+static void defers_start(dm_pages_t *pg, uint64_t seq)
 {
-    dm_pages_t *pg = atomic_load(&dm_pages_live);
     if (!pg || atomic_load_explicit(&pg->ndefers, memory_order_relaxed) == 0)
         return;
     dm_pages_map_lock();
     defers_begin(pg, seq);
     dm_pages_map_unlock();
+}
+
+void dm_exec_task_commits(uint64_t seq)
+{
+    defers_start(atomic_load(&dm_pages_live), seq);
 }
 
 void dm_exec_close(uint64_t seq, dm_addr_t addr, size_t span, uint64_t epoch)
@@ -1646,11 +1652,7 @@ uint64_t dm_pages_task_begin(dm_ctx_t *dm, uint64_t seq)
         pg->seqs[pg->nseqs++] = seq;
         closes_apply(pg, seq);
     }
-    if (atomic_load_explicit(&pg->ndefers, memory_order_relaxed) > 0) {
-        dm_pages_map_lock();
-        defers_begin(pg, seq);
-        dm_pages_map_unlock();
-    }
+    defers_start(pg, seq);
     /* Pages held for kernels still running may predate writes ordered
      * before this task: read-only ones go (the others' twins keep their
      * own writes apart). */

@@ -505,11 +505,15 @@ static void set_prompt(ahd_exec_t *x, uint64_t gen, bool prompt, const char *how
 
 /* A message that does not decode (tgt_wire.h says why) is refused whole;
  * the event system then ends the job or fails the sender's event. */
+static ompc_status_t refuse_from(int origin, const char *what, const char *why)
+{
+    ompc_error("rank %d: refused %s from rank %d: %s", tgt_rt->rank, what, origin, why);
+    return OMPC_ERR_INVALID;
+}
+
 static ompc_status_t refuse(const ev_exec_info_t *info, const char *what, const char *why)
 {
-    ompc_error("rank %d: refused %s from rank %d: %s", tgt_rt->rank, what, info->origin,
-               why);
-    return OMPC_ERR_INVALID;
+    return refuse_from(info->origin, what, why);
 }
 
 static ompc_status_t fn_prompt(ev_exec_info_t *info)
@@ -741,14 +745,8 @@ static ompc_status_t arrive_take(ahd_exec_t *x, const tgt_wire_arrive_t *mp,
         }
     }
     pthread_mutex_unlock(&x->mtx);
-    if (!t) {
-        ompc_error(
-            "rank %d: refused forwarded data from rank %d: for a task not launched "
-            "here",
-            tgt_rt->rank, origin);
-        return OMPC_ERR_INVALID;
-    }
-    return OMPC_OK;
+    return t ? OMPC_OK
+             : refuse_from(origin, "forwarded data", "for a task not launched here");
 }
 
 /* Gate thread: the arrivals kept by fn_arrive that may land now.  Taken

@@ -381,14 +381,21 @@ bool tgt_model_known(const tgt_kernel_t *k)
     return known;
 }
 
-void tgt_model_learn(const tgt_kernel_t *k, int e, double seconds)
+/* model.mtx held: x joins the running mean of kernel k's cell for
+ * executor e in table cells (the last MODEL_WINDOW samples weigh most). */
+static void cell_add(cost_cell_t *cells, const tgt_kernel_t *k, int e, double x)
 {
-    int ki = (int)(k - tgt_rt->kernels);
-    pthread_mutex_lock(&model.mtx);
-    cost_cell_t *c = &model.cells[(size_t)ki * (size_t)model.ne + (size_t)e];
+    size_t ki = (size_t)(k - tgt_rt->kernels);
+    cost_cell_t *c = &cells[ki * (size_t)model.ne + (size_t)e];
     if (c->n < MODEL_WINDOW)
         c->n++;
-    c->mean += (seconds - c->mean) / c->n;
+    c->mean += (x - c->mean) / c->n;
+}
+
+void tgt_model_learn(const tgt_kernel_t *k, int e, double seconds)
+{
+    pthread_mutex_lock(&model.mtx);
+    cell_add(model.cells, k, e, seconds);
     pthread_mutex_unlock(&model.mtx);
 }
 
@@ -396,13 +403,8 @@ void tgt_model_learn_share(const tgt_kernel_t *k, int e, double part, double sec
 {
     if (!model.share_cells || part <= 0 || seconds <= 0)
         return;
-    int ki = (int)(k - tgt_rt->kernels);
-    double whole = seconds / part;
     pthread_mutex_lock(&model.mtx);
-    cost_cell_t *c = &model.share_cells[(size_t)ki * (size_t)model.ne + (size_t)e];
-    if (c->n < MODEL_WINDOW)
-        c->n++;
-    c->mean += (whole - c->mean) / c->n;
+    cell_add(model.share_cells, k, e, seconds / part);
     pthread_mutex_unlock(&model.mtx);
 }
 

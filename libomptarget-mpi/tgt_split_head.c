@@ -921,11 +921,11 @@ bool tgt_split_exec(const tgt_ident_t *loc, const tgt_kernel_t *k, int home,
         ranks[i] = dm_executor_rank(tgt_rt->dm, ex[i]);
     }
     uint32_t cum[nsh + 1];
-    kstats_t *ksp = &kstats[k - tgt_rt->kernels];
-    share_parts(k, ksp, ex, nsh, cum);
+    kstats_t *ks = &kstats[k - tgt_rt->kernels];
+    share_parts(k, ks, ex, nsh, cum);
     /* The first split of a kernel runs cold (fresh twins, pages touched
      * for the first time): its shares' times say little of the speeds. */
-    bool learn = ksp->merged + ksp->undone > 0;
+    bool learn = ks->merged + ks->undone > 0;
     /* Buffers the last split over these executors left spread stay in
      * place; inputs reach every share as they reach the home. */
     keep_t kp = {calloc(nwr ? nwr : 1, sizeof(*kp.old)),
@@ -1219,7 +1219,6 @@ bool tgt_split_exec(const tgt_ident_t *loc, const tgt_kernel_t *k, int home,
                            ompc_status_str(st));
         ns = rep.kernel_ns;
     }
-    kstats_t *ks = &kstats[k - tgt_rt->kernels];
     ks->shares = (uint32_t)nsh;
     ks->spread = nspread > 0;
     ks->teams = teams;
