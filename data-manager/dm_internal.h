@@ -131,5 +131,8 @@ ompc_status_t dm_pages_commit_ahead(ev_ctx_t *ev, uintptr_t addr, size_t span,
 bool dm_pages_land(uintptr_t addr, size_t size, const void *bytes);
 /* Its land-ready hook (ev_set_land_ready_hook). */
 bool dm_pages_land_ready(uintptr_t addr, size_t size);
+/* Its land stage and done hooks (ev_set_land_stage_hooks). */
+void *dm_pages_land_stage(uintptr_t addr, size_t size);
+void dm_pages_land_done(uintptr_t addr, size_t size, void *staged);
 
 #endif

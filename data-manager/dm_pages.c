@@ -142,6 +142,9 @@ struct dm_pages {
      * for the landing path's quick check. */
     ompc_u64map_t dark;
     _Atomic size_t ndark;
+    /* Under map_mtx: streams landing off to the side (dm_pages_land_stage;
+     * where the bytes go -> its dm_stage_t). */
+    ompc_u64map_t stages;
     /* Under map_mtx: commits not mapped yet (ndefers for the landing
      * path's quick check), and the block the service thread is fetching
      * ([fetch_lo, fetch_hi), empty when none): a commit or a landing over
@@ -601,7 +604,7 @@ static bool commit_note(dm_pages_t *pg, uintptr_t addr, uint64_t epoch,
 
 /* map_mtx held: map and expose a committed range (unless it is already). */
 static ompc_status_t commit_map(dm_pages_t *pg, ev_ctx_t *ev, uintptr_t addr, size_t span,
-                                uint64_t epoch)
+                                uint64_t epoch, bool until_land)
 {
     ompc_status_t st = OMPC_OK;
     if (!ev_mem_contains(ev, (const void *)addr, span)) {
@@ -625,11 +628,13 @@ static ompc_status_t commit_map(dm_pages_t *pg, ev_ctx_t *ev, uintptr_t addr, si
                     ev_ctx_rank(ev), (unsigned long long)q);
             held += e != NULL;
         }
-        /* A copy closed here before (epoch): a kernel running here may
-         * still reach it through a pointer, and must not read it before
-         * its data lands.  Without access until then (dm_pages_land);
-         * a kernel that touches it meanwhile waits in serve_fault. */
-        bool dark = pg && (epoch & 0xffffffffu) > 0;
+        /* A copy closed here before (epoch), or one mapped for data that
+         * lands now (until_land): a kernel running here may still reach
+         * it through a pointer, and must not read it before its data
+         * landed, all of it.  Without access until then (dm_pages_land,
+         * dm_pages_land_done); a kernel that touches it meanwhile waits
+         * in serve_fault. */
+        bool dark = pg && ((epoch & 0xffffffffu) > 0 || until_land);
         if (dark && held) {
             for (uintptr_t q = addr; q < addr + span; q += DM_PAGE) {
                 uint64_t v;
@@ -712,8 +717,9 @@ static void defer_add(dm_pages_t *pg, uintptr_t addr, size_t span, uint64_t epoc
                (unsigned long long)seq);
 }
 
-/* map_mtx held: map deferred commit i now and forget it. */
-static ompc_status_t defer_apply(dm_pages_t *pg, size_t i)
+/* map_mtx held: map deferred commit i now and forget it (landing: for its
+ * data, which lands right after). */
+static ompc_status_t defer_apply(dm_pages_t *pg, size_t i, bool landing)
 {
     dm_defer_t d = pg->defers[i];
     ompc_trace("commit of %#llx for task %llu mapped", (unsigned long long)d.addr,
@@ -724,7 +730,7 @@ static ompc_status_t defer_apply(dm_pages_t *pg, size_t i)
     uint64_t closed;
     if (ompc_u64map_get(&pg->closed, d.addr, &closed) && d.epoch < closed)
         return OMPC_OK; /* a close applied since: as if it had come first */
-    return commit_map(pg, pg->dm->ev, d.addr, d.span, d.epoch);
+    return commit_map(pg, pg->dm->ev, d.addr, d.span, d.epoch, landing && d.data);
 }
 
 /* A commit by the head's data manager (dm.commit): mapped at once, unless
@@ -752,7 +758,7 @@ ompc_status_t dm_pages_commit_ahead(ev_ctx_t *ev, uintptr_t addr, size_t span,
             (data_follows || range_held(pg, addr, span) || defer_has(pg, addr)))
             defer_add(pg, addr, span, epoch, seq, data_follows);
         else
-            st = commit_map(pg, ev, addr, span, epoch);
+            st = commit_map(pg, ev, addr, span, epoch, false);
     }
     dm_pages_map_unlock();
     return st;
@@ -777,7 +783,7 @@ bool dm_pages_land_ready(uintptr_t addr, size_t size)
             ready = false;
             break;
         }
-        if (defer_apply(pg, i) != OMPC_OK)
+        if (defer_apply(pg, i, true) != OMPC_OK)
             ompc_fatal("rank %d: cannot map device buffer %#llx for its data",
                        ev_ctx_rank(pg->dm->ev), (unsigned long long)addr);
         i--; /* defer_apply moved the last one here */
@@ -804,7 +810,7 @@ static void defers_begin(dm_pages_t *pg, uint64_t seq)
             i++;
             continue;
         }
-        if (defer_apply(pg, i) != OMPC_OK)
+        if (defer_apply(pg, i, false) != OMPC_OK)
             ompc_fatal("rank %d: cannot map device buffer %#llx for a kernel",
                        ev_ctx_rank(pg->dm->ev), (unsigned long long)d->addr);
     }
@@ -844,43 +850,155 @@ void dm_exec_close(uint64_t seq, dm_addr_t addr, size_t span, uint64_t epoch)
     dm_pages_map_unlock();
 }
 
+/* map_mtx held: the copy without access that [addr, addr+size) lands in,
+ * *k_p its address and *span_p its span (false: none). */
+static bool dark_find(dm_pages_t *pg, uintptr_t addr, size_t size, uintptr_t *k_p,
+                      uint64_t *span_p)
+{
+    if (atomic_load_explicit(&pg->ndark, memory_order_relaxed) == 0)
+        return false;
+    size_t pos = 0;
+    uint64_t k, v;
+    while (ompc_u64map_next(&pg->dark, &pos, &k, &v))
+        if (addr >= k && addr + size <= k + v) {
+            *k_p = (uintptr_t)k;
+            *span_p = v;
+            return true;
+        }
+    return false;
+}
+
+/* map_mtx held: the data of a commit after a close has come; a close up to
+ * that commit's number not applied yet has nothing left to hide
+ * (closes_apply). */
+static void landed_note(dm_pages_t *pg, uintptr_t addr)
+{
+    uint64_t ep;
+    if (atomic_load_explicit(&pg->ncep, memory_order_relaxed) &&
+        ompc_u64map_get(&pg->cepochs, addr, &ep) &&
+        ompc_u64map_put(&pg->landed, addr, ep) != OMPC_OK)
+        ompc_fatal("out of memory receiving device data");
+}
+
+/* map_mtx held: a copy without access at k opens (dark entry removed). */
+static void dark_forget(dm_pages_t *pg, uintptr_t k)
+{
+    uint64_t span;
+    if (ompc_u64map_remove(&pg->dark, k, &span))
+        atomic_fetch_sub(&pg->ndark, 1);
+}
+
 /* The event system's land hook, and launch ahead's arrivals: a copy kept
- * without access since its commit (dm_pages_commit) opens as its data
- * lands.  Bytes that came with the message are moved in at once (filled
- * off to the side, one mremap): a kernel that reaches the copy sees the
- * old state or the new, never zeros. */
+ * without access (after a close, or mapped as its data comes) opens as
+ * its data lands.  Bytes that came with the message are moved in at once
+ * (filled off to the side, one mremap): a kernel that reaches the copy
+ * sees the old state or the new, never zeros. */
 bool dm_pages_land(uintptr_t addr, size_t size, const void *bytes)
 {
     dm_pages_t *pg = atomic_load(&dm_pages_live);
-    if (!pg || atomic_load_explicit(&pg->ncep, memory_order_relaxed) == 0)
+    if (!pg || (atomic_load_explicit(&pg->ncep, memory_order_relaxed) == 0 &&
+                atomic_load_explicit(&pg->ndark, memory_order_relaxed) == 0))
         return false;
     dm_pages_map_lock();
-    uint64_t span, ep;
+    landed_note(pg, addr);
+    uintptr_t k;
+    uint64_t span;
     bool placed = false;
-    /* The data of a commit after a close: a close up to that commit's
-     * number not applied yet has nothing left to hide (closes_apply). */
-    if (ompc_u64map_get(&pg->cepochs, addr, &ep) &&
-        ompc_u64map_put(&pg->landed, addr, ep) != OMPC_OK)
-        ompc_fatal("out of memory receiving device data");
-    if (ompc_u64map_remove(&pg->dark, addr, &span)) {
-        atomic_fetch_sub(&pg->ndark, 1);
-        void *s = bytes && size <= span ? mmap(NULL, span, PROT_READ | PROT_WRITE,
-                                               MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
-                                        : MAP_FAILED;
+    if (dark_find(pg, addr, size, &k, &span)) {
+        dark_forget(pg, k);
+        void *s = bytes ? mmap(NULL, span, PROT_READ | PROT_WRITE,
+                               MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
+                        : MAP_FAILED;
         if (s != MAP_FAILED) {
-            memcpy(s, bytes, size);
+            memcpy((char *)s + (addr - k), bytes, size);
             placed = (void *)syscall(SYS_mremap, s, span, span,
                                      MREMAP_MAYMOVE | MREMAP_FIXED,
-                                     (void *)addr) == (void *)addr;
+                                     (void *)k) == (void *)k;
             if (!placed)
                 munmap(s, span);
         }
-        if (!placed && mprotect((void *)addr, span, PROT_READ | PROT_WRITE) != 0)
+        if (!placed && mprotect((void *)k, span, PROT_READ | PROT_WRITE) != 0)
             ompc_fatal("rank %d: cannot open device buffer %#llx for its data",
-                       ev_ctx_rank(pg->dm->ev), (unsigned long long)addr);
+                       ev_ctx_rank(pg->dm->ev), (unsigned long long)k);
     }
     dm_pages_map_unlock();
     return placed;
+}
+
+/* A stream landing off to the side: its memory, and the copy it is for. */
+typedef struct dm_stage {
+    void *base; /* span bytes, mapped for the stream */
+    uintptr_t k; /* the copy's address */
+    size_t span;
+} dm_stage_t;
+
+/* The event system's land stage hook: a stream into a copy kept without
+ * access lands off to the side and opens the copy at its end
+ * (dm_pages_land_done): a kernel that reaches the copy meanwhile waits
+ * for all of it (serve_fault), where an open copy would show it the
+ * bytes not arrived yet as zeros. */
+void *dm_pages_land_stage(uintptr_t addr, size_t size)
+{
+    dm_pages_t *pg = atomic_load(&dm_pages_live);
+    if (!pg || (atomic_load_explicit(&pg->ncep, memory_order_relaxed) == 0 &&
+                atomic_load_explicit(&pg->ndark, memory_order_relaxed) == 0))
+        return NULL;
+    dm_pages_map_lock();
+    landed_note(pg, addr);
+    uintptr_t k;
+    uint64_t span;
+    void *at = NULL;
+    if (dark_find(pg, addr, size, &k, &span)) {
+        dm_stage_t *st = malloc(sizeof(*st));
+        void *s = st ? mmap(NULL, span, PROT_READ | PROT_WRITE,
+                            MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
+                     : MAP_FAILED;
+        if (s == MAP_FAILED) {
+            free(st);
+            ompc_fatal("rank %d: out of memory receiving device buffer %#llx",
+                       ev_ctx_rank(pg->dm->ev), (unsigned long long)k);
+        }
+        *st = (dm_stage_t){s, k, span};
+        at = (char *)s + (addr - k);
+        if (ompc_u64map_put(&pg->stages, (uint64_t)(uintptr_t)at,
+                            (uint64_t)(uintptr_t)st) != OMPC_OK)
+            ompc_fatal("out of memory receiving device data");
+    }
+    dm_pages_map_unlock();
+    return at;
+}
+
+/* The event system's land done hook: a staged stream has all its bytes.
+ * The copy opens with them in one mremap; if another landing opened it
+ * meanwhile they are copied in, and if it was closed meanwhile they go. */
+void dm_pages_land_done(uintptr_t addr, size_t size, void *staged)
+{
+    dm_pages_t *pg = atomic_load(&dm_pages_live);
+    uint64_t v;
+    dm_pages_map_lock();
+    if (!ompc_u64map_remove(&pg->stages, (uint64_t)(uintptr_t)staged, &v))
+        ompc_fatal("rank %d: device data for %#llx landed in memory not staged for it",
+                   ev_ctx_rank(pg->dm->ev), (unsigned long long)addr);
+    dm_stage_t st = *(dm_stage_t *)(uintptr_t)v;
+    free((void *)(uintptr_t)v);
+    uintptr_t k;
+    uint64_t span;
+    bool moved = false;
+    if (dark_find(pg, addr, size, &k, &span)) {
+        dark_forget(pg, k);
+        if (k == st.k && span == st.span)
+            moved = (void *)syscall(SYS_mremap, st.base, span, span,
+                                    MREMAP_MAYMOVE | MREMAP_FIXED,
+                                    (void *)k) == (void *)k;
+        if (!moved && mprotect((void *)k, span, PROT_READ | PROT_WRITE) != 0)
+            ompc_fatal("rank %d: cannot open device buffer %#llx for its data",
+                       ev_ctx_rank(pg->dm->ev), (unsigned long long)k);
+    }
+    if (!moved && ev_mem_contains(pg->dm->ev, (const void *)addr, size))
+        memcpy((void *)addr, staged, size);
+    if (!moved)
+        munmap(st.base, st.span);
+    dm_pages_map_unlock();
 }
 
 bool dm_exec_land(dm_addr_t addr, size_t size, const void *bytes)
@@ -1548,6 +1666,7 @@ ompc_status_t dm_pages_create(dm_ctx_t *dm, bool executor)
     atomic_store(&dm_pages_live, pg);
     ev_set_land_hook(dm_pages_land);
     ev_set_land_ready_hook(dm_pages_land_ready);
+    ev_set_land_stage_hooks(dm_pages_land_stage, dm_pages_land_done);
     struct sigaction sa;
     memset(&sa, 0, sizeof(sa));
     sa.sa_sigaction = on_segv;
@@ -1588,6 +1707,7 @@ void dm_pages_destroy(dm_ctx_t *dm)
     ompc_u64map_fini(&pg->pages);
     ompc_u64map_fini(&pg->cepochs);
     ompc_u64map_fini(&pg->dark);
+    ompc_u64map_fini(&pg->stages);
     ompc_u64map_fini(&pg->landed);
     ompc_u64map_fini(&pg->closed);
     ompc_u64map_fini(&pg->seen);

@@ -137,6 +137,7 @@ struct ev_op {
     size_t rbuf_cap;
     void *rbuf2;
     void *scratch;
+    void *staged;             /* where a stream lands first (land stage hook) */
     void *sbuf;               /* outgoing reply */
     /* destination: decoded header */
     ev_wire_hdr_t hdr;

@@ -284,6 +284,13 @@ static _Atomic(ev_land_hook_fn_t) land_hook;
 void ev_set_land_hook(ev_land_hook_fn_t fn) { atomic_store(&land_hook, fn); }
 static _Atomic(ev_land_ready_fn_t) land_ready;
 void ev_set_land_ready_hook(ev_land_ready_fn_t fn) { atomic_store(&land_ready, fn); }
+static _Atomic(ev_land_stage_fn_t) land_stage;
+static _Atomic(ev_land_done_fn_t) land_done;
+void ev_set_land_stage_hooks(ev_land_stage_fn_t stage, ev_land_done_fn_t done)
+{
+    atomic_store(&land_done, done);
+    atomic_store(&land_stage, stage);
+}
 
 static int dest_alloc_step(ev_ctx_t *ctx, ev_op_t *op)
 {
@@ -349,19 +356,26 @@ static int recv_into_range(ev_ctx_t *ctx, ev_op_t *op, const void *inline_data, 
     if (!ok)
         warn_bad_range(ctx, op, op->hdr.addr, op->hdr.size);
     op->status = ok ? OMPC_OK : OMPC_ERR_BAD_ADDR;
-    ev_land_hook_fn_t hook = ok ? atomic_load_explicit(&land_hook, memory_order_relaxed)
-                                : NULL;
-    bool placed = hook && op->hdr.size &&
-                  hook((uintptr_t)op->hdr.addr, (size_t)op->hdr.size, inline_data);
     if (inline_data) {
+        ev_land_hook_fn_t hook = ok ? atomic_load_explicit(&land_hook,
+                                                           memory_order_relaxed)
+                                    : NULL;
+        bool placed = hook && op->hdr.size &&
+                      hook((uintptr_t)op->hdr.addr, (size_t)op->hdr.size, inline_data);
         if (ok && op->hdr.size && !placed)
             memcpy((void *)(uintptr_t)op->hdr.addr, inline_data, op->hdr.size);
         reply_to_origin(ctx, op, op->status, 0, NULL, 0);
         op->state = ST_FINISH;
         return EV_STEP_WAIT;
     }
-    stream_start(ctx, op, (char *)(uintptr_t)op->hdr.addr, op->hdr.size, false, from,
-                 !ok);
+    ev_land_stage_fn_t stage = ok ? atomic_load_explicit(&land_stage,
+                                                         memory_order_relaxed)
+                                  : NULL;
+    op->staged = stage && op->hdr.size
+                     ? stage((uintptr_t)op->hdr.addr, (size_t)op->hdr.size)
+                     : NULL;
+    stream_start(ctx, op, op->staged ? op->staged : (char *)(uintptr_t)op->hdr.addr,
+                 op->hdr.size, false, from, !ok);
     op->state = stream_state;
     return EV_STEP_WAIT;
 }
@@ -372,6 +386,11 @@ static int recv_stream_step(ev_ctx_t *ctx, ev_op_t *op)
     ev_stream_pump(ctx, op);
     if (!ev_stream_done(op))
         return EV_STEP_WAIT;
+    if (op->staged) {
+        atomic_load_explicit(&land_done, memory_order_relaxed)(
+            (uintptr_t)op->hdr.addr, (size_t)op->hdr.size, op->staged);
+        op->staged = NULL;
+    }
     reply_to_origin(ctx, op, op->status, 0, NULL, 0);
     op->state = ST_FINISH;
     return EV_STEP_WAIT;

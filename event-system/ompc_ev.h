@@ -167,6 +167,15 @@ void ev_set_land_hook(ev_land_hook_fn_t fn);
  * kernel holds pages it got through faults). */
 typedef bool (*ev_land_ready_fn_t)(uintptr_t addr, size_t size);
 void ev_set_land_ready_hook(ev_land_ready_fn_t fn);
+/* Called (gate thread) before size bytes stream to addr, in place of the
+ * land hook: where they stream to, or NULL for addr itself.  Memory it
+ * returns is handed back to the done hook once every byte arrived, before
+ * the sender hears that they landed; the done hook puts them at addr.
+ * One pair per process (the data manager's: a copy kept without access
+ * until its data lands opens with all of it, never as it streams in). */
+typedef void *(*ev_land_stage_fn_t)(uintptr_t addr, size_t size);
+typedef void (*ev_land_done_fn_t)(uintptr_t addr, size_t size, void *staged);
+void ev_set_land_stage_hooks(ev_land_stage_fn_t stage, ev_land_done_fn_t done);
 
 /* ------------------------------------------------------------------ events
  * Each call starts one event and returns at once with a handle (the caller
