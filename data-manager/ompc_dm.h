@@ -179,8 +179,8 @@ void dm_bytes_valid_each(dm_ctx_t *dm, dm_buf_t *const *bufs, size_t n, size_t *
  * epoch: dm_buf_commit_epoch when the commit was planned; it cancels a
  * close of the copy numbered up to it not applied yet (dm_exec_close). */
 ompc_status_t dm_exec_commit(ev_ctx_t *ev, dm_addr_t addr, size_t span, uint64_t epoch);
-/* The same for a launch of task seq; data_follows: the launch pulls the
- * buffer's data here.  Such a copy is mapped when its data may land, no
+/* The same for a launch of task seq; data_follows: the buffer's data may
+ * come here (every launch says so).  Such a copy is mapped when its data may land, no
  * kernel here holding pages of it through faults (dm_exec_land_ready), or
  * when task seq starts (dm_exec_task_commits), not before: a kernel
  * running here meanwhile reaches it through faults, never its zeros. */

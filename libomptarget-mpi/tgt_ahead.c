@@ -413,15 +413,17 @@ static void launch_one(ahd_exec_t *x, ev_exec_info_t *info,
     }
     for (uint64_t i = 0; i < h->ncommit; i++) {
         tgt_wire_commit_t c = tgt_wire_commit_get(l, i);
-        /* A copy this launch pulls here is mapped when its data lands: a
-         * kernel running here before then reaches it through faults. */
-        bool pulled = false;
-        for (uint64_t j = 0; j < h->npull && !pulled; j++) {
-            tgt_wire_pull_t q = tgt_wire_pull_get(l, j);
-            pulled = q.size && q.dst >= c.addr && q.dst < c.addr + c.span;
-        }
+        /* Mapped when data lands in it or when this task starts, never
+         * before: a kernel running here meanwhile reaches it through
+         * faults.  Whether data follows cannot be told from this launch:
+         * the head repeats a commit still in flight in later launches,
+         * and the launch that pulls the data (sent by another dispatching
+         * thread) may come after one that only repeats the commit.
+         * Mapped at once, such a copy showed a fault writer here zeros it
+         * wrote into without faulting, and the pulled data then landed
+         * over its bytes. */
         ompc_status_t st = dm_exec_commit_ahead(info->ctx, c.addr, c.span, c.epoch,
-                                                h->seq, pulled);
+                                                h->seq, true);
         if (st != OMPC_OK) {
             free(k);
             task_done(x, t, st, 0, true, 0); /* fn_launch runs on the gate */
