@@ -1238,7 +1238,59 @@ static ompc_status_t guard_fetch(ev_ctx_t *ev, const dm_guard_run_t *r, uint64_t
     return st;
 }
 
-ompc_status_t dm_guard_begin(dm_ctx_t *dm, const dm_guard_run_t *runs, size_t n)
+/* A fetch dm_guard_begin makes before the kernel runs: [addr, addr+len)
+ * of run r (as the caller gave it). */
+typedef struct guard_job {
+    dm_guard_run_t r;
+    uint64_t addr, len;
+    ev_handle_t *h;
+} guard_job_t;
+
+static bool job_push(guard_job_t **j_p, size_t *n_p, size_t *cap_p,
+                     const dm_guard_run_t *r, uint64_t addr, uint64_t len)
+{
+    if (*n_p == *cap_p) {
+        size_t cap = *cap_p ? 2 * *cap_p : 16;
+        guard_job_t *nj = realloc(*j_p, cap * sizeof(*nj));
+        if (!nj)
+            return false;
+        *j_p = nj;
+        *cap_p = cap;
+    }
+    (*j_p)[(*n_p)++] = (guard_job_t){*r, addr, len, NULL};
+    return true;
+}
+
+/* Starts every job's fetch into place at once, waits for all, then writes
+ * the bytes to the twins: one round trip for all of them rather than one
+ * each (a stencil's share has two partial pages per neighbour's piece and
+ * buffer, and its halo). */
+static ompc_status_t jobs_run(ev_ctx_t *ev, guard_job_t *j, size_t n)
+{
+    ompc_status_t st = OMPC_OK;
+    size_t started = 0;
+    for (; started < n && st == OMPC_OK; started++)
+        st = ev_retrieve(ev, (int)j[started].r.rank,
+                         j[started].r.src + (j[started].addr - j[started].r.addr),
+                         (void *)(uintptr_t)j[started].addr, (size_t)j[started].len,
+                         &j[started].h);
+    if (st != OMPC_OK)
+        started--; /* its handle was not set */
+    for (size_t i = 0; i < started; i++) {
+        ompc_status_t w = ev_wait(j[i].h);
+        ev_handle_release(j[i].h);
+        if (st == OMPC_OK)
+            st = w;
+    }
+    for (size_t i = 0; st == OMPC_OK && i < n; i++)
+        if (j[i].r.twin)
+            memcpy(j[i].r.twin + (j[i].addr - j[i].r.addr),
+                   (const void *)(uintptr_t)j[i].addr, (size_t)j[i].len);
+    return st;
+}
+
+ompc_status_t dm_guard_begin(dm_ctx_t *dm, const dm_guard_run_t *runs, size_t n,
+                             const dm_guard_pre_t *pre, size_t npre)
 {
     dm_pages_t *pg = dm->pg;
     if (n == 0)
@@ -1246,8 +1298,14 @@ ompc_status_t dm_guard_begin(dm_ctx_t *dm, const dm_guard_run_t *runs, size_t n)
     if (!pg)
         return OMPC_ERR_INVALID; /* no fault service: the pages could not come */
     dm_guard_run_t *v = malloc(n * sizeof(*v));
-    if (!v)
+    uint8_t **done = calloc(n, sizeof(*done));
+    guard_job_t *jobs = NULL;
+    size_t njobs = 0, jcap = 0;
+    if (!v || !done) {
+        free(v);
+        free(done);
         return OMPC_ERR_NOMEM;
+    }
     memcpy(v, runs, n * sizeof(*v));
     uint64_t eager = 0;
     ompc_status_t st = OMPC_OK;
@@ -1258,34 +1316,56 @@ ompc_status_t dm_guard_begin(dm_ctx_t *dm, const dm_guard_run_t *runs, size_t n)
         uint64_t pa = (a + DM_PAGE - 1) & ~(uint64_t)(DM_PAGE - 1);
         uint64_t pe = e & ~(uint64_t)(DM_PAGE - 1);
         if (pa >= pe) {
-            st = guard_fetch(dm->ev, &v[i], a, (size_t)(e - a), (void *)(uintptr_t)a);
+            if (e > a && !job_push(&jobs, &njobs, &jcap, &runs[i], a, e - a))
+                st = OMPC_ERR_NOMEM;
             eager += e - a;
             v[i].len = 0;
             continue;
         }
-        if (a < pa) {
-            st = guard_fetch(dm->ev, &v[i], a, (size_t)(pa - a), (void *)(uintptr_t)a);
-            eager += pa - a;
-        }
-        if (st == OMPC_OK && pe < e) {
-            st = guard_fetch(dm->ev, &v[i], pe, (size_t)(e - pe), (void *)(uintptr_t)pe);
-            eager += e - pe;
-        }
+        if (a < pa && !job_push(&jobs, &njobs, &jcap, &runs[i], a, pa - a))
+            st = OMPC_ERR_NOMEM;
+        if (pe < e && !job_push(&jobs, &njobs, &jcap, &runs[i], pe, e - pe))
+            st = OMPC_ERR_NOMEM;
+        eager += (pa - a) + (e - pe);
         v[i].twin = v[i].twin ? v[i].twin + (pa - a) : NULL;
         v[i].src += pa - a;
         v[i].addr = pa;
         v[i].len = pe - pa;
-    }
-    uint8_t **done = st == OMPC_OK ? calloc(n, sizeof(*done)) : NULL;
-    for (size_t i = 0; done && i < n && st == OMPC_OK; i++)
-        if (v[i].len && !(done[i] = calloc(v[i].len / DM_PAGE, 1)))
+        if (st == OMPC_OK && !(done[i] = calloc(v[i].len / DM_PAGE, 1)))
             st = OMPC_ERR_NOMEM;
-    if (st != OMPC_OK || !done) {
-        for (size_t i = 0; done && i < n; i++)
+        /* Pages the caller expects the kernel to touch come now as well,
+         * instead of a fault each while every thread of the kernel waits. */
+        for (size_t k = 0; k < npre && st == OMPC_OK; k++) {
+            uint64_t ps = pre[k].addr & ~(uint64_t)(DM_PAGE - 1);
+            uint64_t pz = (pre[k].addr + pre[k].len + DM_PAGE - 1) &
+                          ~(uint64_t)(DM_PAGE - 1);
+            ps = ps > pa ? ps : pa;
+            pz = pz < pe ? pz : pe;
+            for (uint64_t q = ps; q < pz; q += DM_PAGE) {
+                size_t at = (size_t)((q - pa) / DM_PAGE);
+                if (done[i][at])
+                    continue;
+                uint64_t qe = q;
+                while (qe < pz && !done[i][(qe - pa) / DM_PAGE]) {
+                    done[i][(qe - pa) / DM_PAGE] = 1;
+                    qe += DM_PAGE;
+                }
+                if (!job_push(&jobs, &njobs, &jcap, &v[i], q, qe - q))
+                    st = OMPC_ERR_NOMEM;
+                eager += qe - q;
+                q = qe - DM_PAGE;
+            }
+        }
+    }
+    if (st == OMPC_OK)
+        st = jobs_run(dm->ev, jobs, njobs);
+    free(jobs);
+    if (st != OMPC_OK) {
+        for (size_t i = 0; i < n; i++)
             free(done[i]);
         free(done);
         free(v);
-        return st != OMPC_OK ? st : OMPC_ERR_NOMEM;
+        return st;
     }
     pthread_mutex_lock(&guard_mtx);
     if (guard_on) {
@@ -1296,10 +1376,24 @@ ompc_status_t dm_guard_begin(dm_ctx_t *dm, const dm_guard_run_t *runs, size_t n)
         free(v);
         return OMPC_ERR_INVALID; /* one share at a time */
     }
+    /* Every stretch of a run's pages not fetched above. */
     dm_pages_map_lock();
-    for (size_t i = 0; i < n && st == OMPC_OK; i++)
-        if (v[i].len && mprotect((void *)(uintptr_t)v[i].addr, v[i].len, PROT_NONE) != 0)
-            st = OMPC_ERR_NOMEM;
+    for (size_t i = 0; i < n && st == OMPC_OK; i++) {
+        size_t np = (size_t)(v[i].len / DM_PAGE), q = 0;
+        while (q < np && st == OMPC_OK) {
+            if (done[i][q]) {
+                q++;
+                continue;
+            }
+            size_t e = q;
+            while (e < np && !done[i][e])
+                e++;
+            if (mprotect((void *)(uintptr_t)(v[i].addr + (uint64_t)q * DM_PAGE),
+                         (size_t)(e - q) * DM_PAGE, PROT_NONE) != 0)
+                st = OMPC_ERR_NOMEM;
+            q = e;
+        }
+    }
     dm_pages_map_unlock();
     guard_runs = v;
     guard_done = done;

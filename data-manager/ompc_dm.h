@@ -152,7 +152,15 @@ typedef struct dm_guard_run {
     uint64_t src;            /* their address there */
     unsigned char *twin;
 } dm_guard_run_t;
-ompc_status_t dm_guard_begin(dm_ctx_t *dm, const dm_guard_run_t *runs, size_t n);
+/* pre (npre of them, or none): bytes here whose pages the kernel is
+ * expected to touch (what it touched last time), fetched at once with the
+ * rest instead of a fault each; every fetch dm_guard_begin makes is
+ * started before any is waited for. */
+typedef struct dm_guard_pre {
+    uint64_t addr, len;
+} dm_guard_pre_t;
+ompc_status_t dm_guard_begin(dm_ctx_t *dm, const dm_guard_run_t *runs, size_t n,
+                             const dm_guard_pre_t *pre, size_t npre);
 /* The pages guards protect: the whole pages of size DM_GUARD_PAGE inside a
  * run (the bytes of a run in pages it shares with other bytes come at
  * once). */

@@ -209,7 +209,7 @@ typedef struct tgt_rt {
     int nindirect;
     void *image;             /* dlopen handle (executors) */
     ev_fn_id_t fn_kernel;
-    ev_fn_id_t fn_split_run, fn_split_end, fn_split_apply,
+    ev_fn_id_t fn_split_run, fn_split_end, fn_split_drop, fn_split_apply,
         fn_split_reduce; /* tgt_split.c */
     ev_fn_id_t fn_ahead_launch, fn_ahead_watch, fn_ahead_arrive, fn_ahead_done,
         fn_ahead_prompt, fn_ahead_patch;

@@ -16,6 +16,7 @@
  * cores, as an unsplit kernel's one team does. */
 #define _GNU_SOURCE
 #include "tgt_split.h"
+#include "ompc_trace.h"
 
 #include <dlfcn.h>
 #include <ffi.h>
@@ -88,6 +89,7 @@ static _Thread_local split_tls_t cur;
 
 struct share {
     uint64_t key;
+    int kidx;                /* the kernel's index (hints) */
     uint32_t idx, nshares;
     int home_rank;
     bool home;
@@ -252,6 +254,122 @@ static void span_restore(void *arg, uint32_t buf, uint64_t from, uint64_t to)
            (size_t)(to - from));
 }
 
+/* What a share's kernel touched of other shares' pieces (pages fetched on
+ * a fault, or before it ran on this table's word), per kernel and share:
+ * the next share of the same kernel gets those pages with the rest of
+ * dm_guard_begin's fetches, before its kernel runs, instead of a fault
+ * each while every thread of the kernel waits (a stencil's halo rows).
+ * Every HINT_RELEARN-th share of a kernel goes without, so that pages no
+ * longer touched drop out.  Addresses are this executor's (a buffer
+ * mapped elsewhere simply matches no guard).  hint_mtx. */
+#define HINTS 64
+#define HINT_RELEARN 16
+typedef struct hint {
+    int kidx;                /* -1: free */
+    uint32_t idx, nshares;
+    uint64_t uses;
+    dm_guard_pre_t *v;
+    size_t n;
+} hint_t;
+static pthread_mutex_t hint_mtx = PTHREAD_MUTEX_INITIALIZER;
+static hint_t hints[HINTS];
+static size_t hint_next; /* the entry to reuse when none is free */
+
+static hint_t *hint_find(const share_t *s, bool add)
+{
+    hint_t *free_e = NULL;
+    for (size_t i = 0; i < HINTS; i++) {
+        hint_t *h = &hints[i];
+        if (h->v == NULL && h->uses == 0) {
+            free_e = free_e ? free_e : h;
+            continue;
+        }
+        if (h->kidx == s->kidx && h->idx == s->idx && h->nshares == s->nshares)
+            return h;
+    }
+    if (!add)
+        return NULL;
+    hint_t *h = free_e ? free_e : &hints[hint_next++ % HINTS];
+    free(h->v);
+    *h = (hint_t){s->kidx, s->idx, s->nshares, 0, NULL, 0};
+    return h;
+}
+
+/* The pages to fetch before share s's kernel runs (*n_p of them; NULL:
+ * none).  The caller frees them. */
+static dm_guard_pre_t *hint_get(const share_t *s, size_t *n_p)
+{
+    *n_p = 0;
+    if (s->kidx < 0)
+        return NULL;
+    dm_guard_pre_t *v = NULL;
+    pthread_mutex_lock(&hint_mtx);
+    hint_t *h = hint_find(s, false);
+    if (h && h->n && ++h->uses % HINT_RELEARN != 0 && (v = malloc(h->n * sizeof(*v)))) {
+        memcpy(v, h->v, h->n * sizeof(*v));
+        *n_p = h->n;
+    }
+    pthread_mutex_unlock(&hint_mtx);
+    return v;
+}
+
+/* After dm_guard_end: the whole pages inside s's guards that were fetched
+ * (not in s->skip, sorted) become the kernel's hint. */
+static void hint_learn(const share_t *s)
+{
+    if (s->kidx < 0)
+        return;
+    dm_guard_pre_t *v = NULL;
+    size_t n = 0, cap = 0;
+    for (uint32_t i = 0; i < s->nguard; i++) {
+        const tgt_split_guard_t *q = &s->guards[i];
+        uint64_t a = s->bufs[q->buf].addr + q->off, e = a + q->len;
+        uint64_t pa = (a + DM_GUARD_PAGE - 1) & ~(uint64_t)(DM_GUARD_PAGE - 1);
+        uint64_t pe = e & ~(uint64_t)(DM_GUARD_PAGE - 1);
+        /* [pa, pe) minus the untouched stretches of the same buffer. */
+        uint64_t at = pa;
+        for (size_t k = 0; at < pe && k <= s->nskip; k++) {
+            uint64_t ss = pe, se = pe;
+            if (k < s->nskip) {
+                const tgt_split_range_t *r = &s->skip[k];
+                if (r->buf != q->buf)
+                    continue;
+                ss = s->bufs[r->buf].addr + r->off;
+                se = ss + r->len;
+                if (se <= at || ss >= pe)
+                    continue;
+            }
+            if (ss > at) {
+                if (n > 0 && v[n - 1].addr + v[n - 1].len == at) {
+                    v[n - 1].len += ss - at;
+                } else {
+                    if (n == cap) {
+                        cap = cap ? 2 * cap : 8;
+                        dm_guard_pre_t *nv = realloc(v, cap * sizeof(*nv));
+                        if (!nv) {
+                            free(v);
+                            return; /* no hint: faults as before */
+                        }
+                        v = nv;
+                    }
+                    v[n++] = (dm_guard_pre_t){at, ss - at};
+                }
+            }
+            at = se > at ? se : at;
+        }
+    }
+    pthread_mutex_lock(&hint_mtx);
+    hint_t *h = n ? hint_find(s, true) : hint_find(s, false);
+    if (h) {
+        free(h->v);
+        h->v = v;
+        h->n = n;
+        v = NULL;
+    }
+    pthread_mutex_unlock(&hint_mtx);
+    free(v);
+}
+
 /* dm_guard_end: a run's pages that stayed protected. */
 static void guard_untouched(void *arg, size_t run, uint64_t addr, uint64_t len)
 {
@@ -399,6 +517,11 @@ static void run_teams(share_t *s, void *loc, micro_t micro, int argc, void **arg
     }
     cur = saved;
     uint64_t took = ompc_now_ns() - ts;
+    if (ompc_trace_on()) {
+        const ompc_trace_arg_t a[] = {OMPC_TRACE_U64("first", t0),
+                                      OMPC_TRACE_U64("teams", t1 - t0)};
+        ompc_trace_span("split", "teams", ts, ts + took, a, OMPC_TRACE_NARGS(a));
+    }
     pthread_once(&slow_once, slow_read);
     if (slow_factor > 1) {
         uint64_t ns = (uint64_t)((slow_factor - 1) * (double)took);
@@ -719,6 +842,7 @@ void tgt_split_share_begin(void)
     }
     if (s->nskip)
         qsort(s->skip, s->nskip, sizeof(*s->skip), skip_cmp);
+    uint64_t t0 = ompc_now_ns();
     for (uint32_t i = 0; i < s->nbufs; i++) {
         size_t n = (size_t)s->bufs[i].size;
         s->twins[i] = twin_get(n);
@@ -728,6 +852,7 @@ void tgt_split_share_begin(void)
                        tgt_rt->rank, n);
         each_span(s, i, span_twin, s);
     }
+    uint64_t t1 = ompc_now_ns();
     if (s->nguard) {
         /* Other shares' pieces come when the kernel touches them. */
         dm_guard_run_t *g = malloc(s->nguard * sizeof(*g));
@@ -739,12 +864,20 @@ void tgt_split_share_begin(void)
             g[i] = (dm_guard_run_t){s->bufs[q->buf].addr + q->off, q->len, q->rank,
                                     q->addr, s->twins[q->buf] + q->off};
         }
-        ompc_status_t st = dm_guard_begin(tgt_rt->dm, g, s->nguard);
+        size_t npre;
+        dm_guard_pre_t *pre = hint_get(s, &npre);
+        ompc_status_t st = dm_guard_begin(tgt_rt->dm, g, s->nguard, pre, npre);
+        free(pre);
         free(g);
         if (st != OMPC_OK)
             ompc_fatal("rank %d: cannot guard a split kernel's buffers: %s", tgt_rt->rank,
                        ompc_status_str(st));
         s->guarded = true;
+    }
+    if (ompc_trace_on()) {
+        const ompc_trace_arg_t a[] = {OMPC_TRACE_U64("guards", s->nguard)};
+        ompc_trace_span("split", "twin", t0, t1, NULL, 0);
+        ompc_trace_span("split", "guard", t1, ompc_now_ns(), a, OMPC_TRACE_NARGS(a));
     }
 }
 
@@ -883,6 +1016,7 @@ static ompc_status_t fn_split_run(ev_exec_info_t *info)
     if (!s)
         return OMPC_ERR_NOMEM;
     s->key = h.key;
+    s->kidx = -1;
     s->idx = h.share;
     s->nshares = h.nshares;
     s->w_lo = h.w_lo;
@@ -931,6 +1065,7 @@ static ompc_status_t fn_split_run(ev_exec_info_t *info)
             memset((void *)(uintptr_t)s->bufs[i].addr, 0, (size_t)s->bufs[i].size);
     const char *msg = (const char *)info->args + sizeof(h) + bl + gl;
     size_t msg_len = info->args_size - sizeof(h) - bl - gl;
+    s->kidx = tgt_kernel_msg_index(msg, msg_len);
     tgt_split_reply_t rep = {0};
     split_tls_t saved = cur;
     cur = (split_tls_t){.share = s, .team = -1, .nteams = 0, .depth = 0};
@@ -939,6 +1074,7 @@ static ompc_status_t fn_split_run(ev_exec_info_t *info)
     cur = saved;
     if (st == OMPC_OK && !s->twins)
         tgt_split_share_begin(); /* a kernel that never ran: nothing changed */
+    uint64_t tg = ompc_now_ns();
     if (s->guarded) {
         /* The kernel's threads are done: pages never touched open again
          * (stale, and equal to their twins). */
@@ -947,6 +1083,8 @@ static ompc_status_t fn_split_run(ev_exec_info_t *info)
         if (s->nskip)
             qsort(s->skip, s->nskip, sizeof(*s->skip), skip_cmp);
         s->guarded = false;
+        if (gst == OMPC_OK)
+            hint_learn(s);
         if (st == OMPC_OK)
             st = gst;
     }
@@ -975,8 +1113,15 @@ static ompc_status_t fn_split_run(ev_exec_info_t *info)
     ranges_t r = {(tgt_split_range_t *)((char *)info->result + sizeof(rep)), 0, cap,
                   false};
     diff_arg_t da = {s, &r};
+    uint64_t td = ompc_now_ns();
     for (uint32_t i = 0; i < s->nbufs && !r.full; i++)
         each_span(s, i, span_diff, &da);
+    if (ompc_trace_on()) {
+        const ompc_trace_arg_t a[] = {OMPC_TRACE_U64("fetched", rep.fetched)};
+        const ompc_trace_arg_t b[] = {OMPC_TRACE_U64("ranges", r.n)};
+        ompc_trace_span("split", "guard end", tg, td, a, OMPC_TRACE_NARGS(a));
+        ompc_trace_span("split", "diff", td, ompc_now_ns(), b, OMPC_TRACE_NARGS(b));
+    }
     if (r.full) {
         flags |= TGT_SPLIT_TOO_MANY;
         r.n = 0;
@@ -1075,6 +1220,29 @@ static ompc_status_t fn_split_end(ev_exec_info_t *info)
     }
     share_free(s);
     return st;
+}
+
+/* tgt.split.drop: a merged split's share is done here with nothing to
+ * push or put back; its twins go back to the pool.  Short (the gate
+ * thread runs it), and posted without a reply: the head does not wait a
+ * round trip for it, and its next event to this rank (the next split's
+ * share) runs after it. */
+static ompc_status_t fn_split_drop(ev_exec_info_t *info)
+{
+    tgt_split_end_t e;
+    if (info->args_size != sizeof(e))
+        return OMPC_ERR_INVALID;
+    memcpy(&e, info->args, sizeof(e));
+    share_t *s = e.magic == TGT_SPLIT_MAGIC && e.action == TGT_SPLIT_DROP
+                     ? share_take(e.key)
+                     : NULL;
+    if (!s) {
+        ompc_error("rank %d: refused to drop split %llu: no such share", tgt_rt->rank,
+                   (unsigned long long)e.key);
+        return OMPC_ERR_INVALID;
+    }
+    share_free(s);
+    return OMPC_OK;
 }
 
 static ompc_status_t fn_split_apply(ev_exec_info_t *info)
@@ -1181,6 +1349,9 @@ ompc_status_t tgt_split_fn_register(void)
     if (st == OMPC_OK)
         st = ev_fn_register(tgt_rt->ev, "tgt.split.end", fn_split_end, 0,
                             &tgt_rt->fn_split_end);
+    if (st == OMPC_OK)
+        st = ev_fn_register(tgt_rt->ev, "tgt.split.drop", fn_split_drop, EV_FN_INLINE,
+                            &tgt_rt->fn_split_drop);
     if (st == OMPC_OK)
         st = ev_fn_register(tgt_rt->ev, "tgt.split.apply", fn_split_apply, 0,
                             &tgt_rt->fn_split_apply);

@@ -154,6 +154,9 @@ typedef struct tgt_split_end {
     int32_t home_rank;
 } tgt_split_end_t;
 static_assert(sizeof(tgt_split_end_t) == 24, "tgt_split_end_t is a wire format");
+/* tgt.split.drop (posted, no reply) carries a tgt_split_end_t with action
+ * TGT_SPLIT_DROP: the same as tgt.split.end's DROP, run on the gate
+ * thread, and ordered before the head's later events to that rank. */
 
 /* tgt.split.apply's arguments (helper to home): this, then per range its
  * address on the home and length, and its bytes padded to 8; at most

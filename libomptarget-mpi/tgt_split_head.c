@@ -569,6 +569,17 @@ static void end_start(int rank, uint64_t key, tgt_split_action_t act, int home_r
 static void wait_all(ev_handle_t **h, size_t n, const tgt_ident_t *loc,
                      const tgt_kernel_t *k);
 
+/* A merged share on rank forgets its state (tgt.split.drop, posted). */
+static void drop_post(int rank, uint64_t key, const tgt_ident_t *loc,
+                      const tgt_kernel_t *k)
+{
+    tgt_split_end_t e = {TGT_SPLIT_MAGIC, key, (uint32_t)TGT_SPLIT_DROP, 0};
+    ompc_status_t st = ev_post(tgt_rt->ev, rank, tgt_rt->fn_split_drop, &e, sizeof(e));
+    if (st != OMPC_OK)
+        TGT_USER_ERROR(loc, "cannot end split kernel %s on rank %d: %s", k->name, rank,
+                       ompc_status_str(st));
+}
+
 /* Ends the share on rank and waits. */
 static void end_one(int rank, uint64_t key, tgt_split_action_t act,
                     const tgt_ident_t *loc, const tgt_kernel_t *k)
@@ -1150,18 +1161,15 @@ bool tgt_split_exec(const tgt_ident_t *loc, const tgt_kernel_t *k, int home,
             bytes += t[i].share > 0 ? t[i].r.len : 0;
     }
     if (!why[0]) {
-        /* Helpers that keep something but push nothing forget it. */
-        ev_handle_t *dh[nsh];
-        tgt_split_end_t de[nsh];
-        size_t nd = 0;
+        /* Helpers that keep something but push nothing forget it, and the
+         * home its twins once the helpers' bytes are in: posted, not
+         * waited for (a round trip each on the split's path; what follows
+         * on those ranks runs after them). */
         for (int i = 1; i < nsh; i++)
-            if (!keeps[i] && (kept_any[i] || any_lazy)) {
-                end_start(ranks[i], key, TGT_SPLIT_DROP, 0, &de[nd], &dh[nd], loc, k);
-                nd++;
-            }
-        wait_all(dh, nd, loc, k);
+            if (!keeps[i] && (kept_any[i] || any_lazy))
+                drop_post(ranks[i], key, loc, k);
         move_home(t, n, key, nsh, keeps, ranks, ex, wr, loc, k);
-        end_one(ranks[0], key, TGT_SPLIT_DROP, loc, k);
+        drop_post(ranks[0], key, loc, k);
         if (tgt_rt->info)
             fprintf(stderr,
                     "[ompc info] r0 split %s over %d executors (%u teams): %zu changed "
