@@ -111,6 +111,7 @@ typedef struct ompc_config {
     int64_t spin_us;         /* -1: auto (ev_spin_us says what it became) */
     int64_t poll_max_us;
     int64_t doorbell;
+    int64_t doorbell_awake;  /* 0/1: no ring to a same-host peer whose gate is awake */
     int64_t peer_timeout_ms;
     int64_t device_va;
     int64_t device_keep;     /* bytes of freed buffers kept per executor */

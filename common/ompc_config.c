@@ -69,6 +69,12 @@ static const cfg_row_t rows[] = {
         "(a datagram on a local socket, or UDP to another host); 0 leaves it "
         "to the gate's next poll (up to OMPC_POLL_MAX_US later)",
         CFG_BOOL, doorbell, 0, 1),
+    ROW("OMPC_DOORBELL_AWAKE", "1",
+        "1 leaves out the ring to a peer on the same host whose gate thread "
+        "is awake (it publishes that in shared memory and polls once more "
+        "before it sleeps), so a message to a busy rank costs no system "
+        "call; 0 rings for every message to a rank that does not poll",
+        CFG_BOOL, doorbell_awake, 0, 1),
     ROW("OMPC_PEER_TIMEOUT", "60",
         "seconds without any sign of life from a peer we wait on before the "
         "job is aborted (fractions allowed, e.g. 0.5; from 0.1 to 1e9: a "

@@ -18,6 +18,22 @@
  * sees the message without help, and a stream of messages costs no system
  * call each.
  *
+ * Peers on the same host also share a nap word per rank (OMPC_DOORBELL_AWAKE,
+ * memory from MPI_Win_allocate_shared).  A crowded rank polls no spin window,
+ * so the rules above rang it for every message, although its gate is often
+ * awake (running a kernel, or between passes) and would see the message
+ * anyway: each such ring is a sendto on the sender and a datagram to drain
+ * on the receiver (docs/performance.md, "nap flags").  The word's low bit
+ * says the gate may sleep; the rest counts the rings senders left out.  A
+ * sender posts its message, then either counts itself into the word (bit
+ * clear: no ring) or rings (bit set), in one compare-and-swap.  A gate
+ * about to sleep sets the bit with one atomic or: if the count moved since
+ * its last look, a message may have been posted after its last probe, and
+ * it polls EV_WAKE_PASSES more times first (the passes that also cover a
+ * ring arriving before MPI shows its message); it clears the bit once
+ * woken or busy.  Polling again only when a ring was left out keeps an
+ * idle-to-idle exchange as cheap as before.
+ *
  * A ring is a hint.  A lost or refused datagram (peer in another network
  * namespace, no route, buffer full) costs at most one nap, as before.
  *
@@ -94,11 +110,86 @@ static uint32_t bell_host_ip(const char *host)
     return ip;
 }
 
+/* A flag word per rank, a cache line apart: each is written by its own
+ * gate, and a shared line would make every nap a coherence miss for the
+ * other gates' flags. */
+#define BELL_NAP_STRIDE 64
+
+/* Collective over ctx->coll: maps the nap flags of the ranks that share
+ * this host and have flags on (cards: every rank's card).  Every rank
+ * takes part whatever its own settings; one that cannot map them (or has
+ * them off) leaves its word set, so its peers ring it as before. */
+static void bell_nap_init(ev_ctx_t *ctx, const bell_card_t *cards, bool want)
+{
+    ev_bell_t *b = &ctx->bell;
+    b->nap_win = MPI_WIN_NULL;
+    MPI_Comm local;
+    EV_CHECK_MPI(MPI_Comm_split_type(ctx->coll, MPI_COMM_TYPE_SHARED, ctx->rank,
+                                     MPI_INFO_NULL, &local),
+                 "MPI_Comm_split_type");
+    int n = 0, me = 0;
+    MPI_Comm_size(local, &n);
+    MPI_Comm_rank(local, &me);
+    int *ranks = malloc((size_t)n * sizeof(int));
+    int *wants = malloc((size_t)n * sizeof(int));
+    int w = want;
+    if (!ranks || !wants)
+        ompc_fatal("out of memory setting up the nap flags");
+    EV_CHECK_MPI(MPI_Allgather(&ctx->rank, 1, MPI_INT, ranks, 1, MPI_INT, local),
+                 "MPI_Allgather");
+    EV_CHECK_MPI(MPI_Allgather(&w, 1, MPI_INT, wants, 1, MPI_INT, local),
+                 "MPI_Allgather");
+    /* A failure here costs only the saving: ask for an error code, not an
+     * abort. */
+    MPI_Comm_set_errhandler(local, MPI_ERRORS_RETURN);
+    void *base = NULL;
+    MPI_Info info;
+    MPI_Info_create(&info);
+    MPI_Info_set(info, "alloc_shared_noncontig", "true");
+    int rc = MPI_Win_allocate_shared(BELL_NAP_STRIDE, 1, info, local, &base, &b->nap_win);
+    MPI_Info_free(&info);
+    if (rc != MPI_SUCCESS) {
+        ompc_debug("nap flags: no shared memory between this host's ranks");
+        b->nap_win = MPI_WIN_NULL;
+    }
+    if (b->nap_win != MPI_WIN_NULL) {
+        b->my_nap = base;
+        /* Set until the gate first polls: a peer rings a rank not yet
+         * serving. */
+        atomic_init(b->my_nap, 1);
+    }
+    /* Every word is initialised before any rank reads one. */
+    EV_CHECK_MPI(MPI_Barrier(local), "MPI_Barrier");
+    if (b->nap_win != MPI_WIN_NULL && want) {
+        b->nap = calloc((size_t)ctx->size, sizeof(*b->nap));
+        if (!b->nap)
+            ompc_fatal("out of memory setting up the nap flags");
+        for (int i = 0; i < n; i++) {
+            MPI_Aint size;
+            int disp;
+            void *p = NULL;
+            int r = ranks[i];
+            if (i == me || !wants[i] || r < 0 || r >= ctx->size ||
+                strcmp(cards[r].host, cards[ctx->rank].host) != 0 ||
+                MPI_Win_shared_query(b->nap_win, i, &size, &disp, &p) != MPI_SUCCESS ||
+                !p || size < (MPI_Aint)sizeof(uint32_t))
+                continue;
+            b->nap[r] = p;
+        }
+    }
+    if (!want)
+        b->my_nap = NULL; /* stays set: peers ring this rank */
+    free(ranks);
+    free(wants);
+    MPI_Comm_free(&local);
+}
+
 ompc_status_t ev_bell_init(ev_ctx_t *ctx)
 {
     ev_bell_t *b = &ctx->bell;
     int n = ctx->size;
     b->fd_local = b->fd_udp = -1;
+    b->nap_win = MPI_WIN_NULL;
     b->fd_wake = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     b->peers = calloc((size_t)n, sizeof(*b->peers));
     b->heard = calloc((size_t)n, sizeof(*b->heard));
@@ -187,6 +278,7 @@ ompc_status_t ev_bell_init(ev_ctx_t *ctx)
     /* Peers on this host ring through fd_local, others through fd_udp
      * (they got no route if our card had no address). */
     b->reachable = on && b->fd_local >= 0 && (!remote || b->fd_udp >= 0);
+    bell_nap_init(ctx, cards, on && ctx->cfg->doorbell_awake);
     free(cards);
     return OMPC_OK;
 }
@@ -200,6 +292,9 @@ void ev_bell_fini(ev_ctx_t *ctx)
         close(b->fd_udp);
     if (b->fd_wake >= 0)
         close(b->fd_wake);
+    if (b->nap_win != MPI_WIN_NULL)
+        MPI_Win_free(&b->nap_win);
+    free(b->nap);
     free(b->peers);
     free(b->heard);
     free(b->rung);
@@ -224,12 +319,42 @@ void ev_bell_ring(ev_ctx_t *ctx, int peer)
     if (now - atomic_load_explicit(&b->heard[peer], memory_order_relaxed) < quiet ||
         now - atomic_load_explicit(&b->rung[peer], memory_order_relaxed) < quiet)
         return;
+    if (b->nap && b->nap[peer]) {
+        /* Pairs with ev_bell_nap_begin: our message was posted before the
+         * count moves, and a gate that sees the count move polls again
+         * before it sleeps. */
+        _Atomic uint32_t *w = b->nap[peer];
+        uint32_t v = atomic_load(w);
+        while (!(v & 1u))
+            if (atomic_compare_exchange_weak(w, &v, v + 2u)) {
+                atomic_fetch_add_explicit(&b->st_awake, 1, memory_order_relaxed);
+                return;
+            }
+    }
+    atomic_fetch_add_explicit(&b->st_rung, 1, memory_order_relaxed);
     atomic_store_explicit(&b->rung[peer], now, memory_order_relaxed);
     char c = 0;
     const ev_bell_peer_t *p = &b->peers[peer];
     if (sendto(p->fd, &c, 1, MSG_DONTWAIT | MSG_NOSIGNAL,
                (const struct sockaddr *)&p->addr, p->len) < 0)
         ompc_trace("doorbell to r%d: %s", peer, strerror(errno));
+}
+
+bool ev_bell_nap_begin(ev_ctx_t *ctx)
+{
+    ev_bell_t *b = &ctx->bell;
+    if (!b->my_nap)
+        return false;
+    uint32_t count = atomic_fetch_or(b->my_nap, 1u) >> 1;
+    bool moved = count != b->nap_seen;
+    b->nap_seen = count;
+    return moved;
+}
+
+void ev_bell_nap_end(ev_ctx_t *ctx)
+{
+    if (ctx->bell.my_nap)
+        atomic_fetch_and(ctx->bell.my_nap, ~1u);
 }
 
 void ev_bell_wake(ev_ctx_t *ctx)

@@ -1137,12 +1137,19 @@ static void *gate_main(void *arg)
         quiet_max = live_us > poll_max ? live_us : poll_max; /* liveness checks */
     uint64_t quiet_us = poll_max; /* the next quiet nap (rung naps only) */
     int owed = 0; /* empty passes still owed to a wake-up */
+    /* Our nap bit (ev_bell.c) is set: peers ring us. */
+    bool flagged = true;
     for (;;) {
         if (atomic_load_explicit(&ctx->spinners, memory_order_relaxed) > 0 ||
             pthread_mutex_trylock(&ctx->progress_mtx) != 0) {
             /* A waiting thread drives progress: stay out of its way (do
              * not even grab the role between two of its events).  It wakes
-             * us when it stops spinning. */
+             * us when it stops spinning.  It may stop before a message
+             * whose ring we waived shows: poll again once we hold the
+             * role. */
+            if (ev_bell_nap_begin(ctx))
+                owed = EV_WAKE_PASSES;
+            flagged = true;
             if (gate_nap(ctx, sleep_us)) {
                 sleep_us = 1;
                 last_progress = ompc_now_ns();
@@ -1171,6 +1178,10 @@ static void *gate_main(void *arg)
             break;
         uint64_t now = ompc_now_ns();
         if (progress) {
+            if (flagged) {
+                ev_bell_nap_end(ctx);
+                flagged = false;
+            }
             last_progress = now;
             atomic_store_explicit(&ctx->gate_busy_ns, now, memory_order_relaxed);
             sleep_us = 1;
@@ -1208,8 +1219,17 @@ static void *gate_main(void *arg)
          * (a crowded node) and every peer can ring us, a quiet gate sleeps
          * until rung: each short nap would cost the kernels a context
          * switch and a progress pass. */
+        /* From here peers ring us; a message whose ring was left out may
+         * have come after our last probe: look again first. */
+        flagged = true;
+        if (ev_bell_nap_begin(ctx)) {
+            owed = EV_WAKE_PASSES;
+            continue;
+        }
         bool rung = quiet && spin_ns == 0 && ctx->bell.reachable;
         if (gate_nap(ctx, rung ? quiet_us : sleep_us)) {
+            ev_bell_nap_end(ctx);
+            flagged = false;
             sleep_us = 1;
             quiet_us = poll_max;
             owed = EV_WAKE_PASSES;
@@ -1222,6 +1242,7 @@ static void *gate_main(void *arg)
         if (sleep_us > poll_max)
             sleep_us = poll_max;
     }
+    (void)ev_bell_nap_begin(ctx);
     ompc_cpu_thread_end();
     return NULL;
 }
@@ -1732,6 +1753,13 @@ void ev_ctx_destroy(ev_ctx_t *ctx)
     MPI_Comm_free(&ctx->ctrl);
     MPI_Comm_free(&ctx->coll);
     ev_region_destroy_all(ctx);
+    uint64_t rung = atomic_load(&ctx->bell.st_rung),
+             awake = atomic_load(&ctx->bell.st_awake);
+    if (ctx->cfg->stats && rung + awake)
+        fprintf(stderr,
+                "[ompc stats] rank %d: %llu doorbells rung, %llu left out (the peer's "
+                "gate was awake)\n",
+                ctx->rank, (unsigned long long)rung, (unsigned long long)awake);
     ev_bell_fini(ctx);
     pthread_mutex_destroy(&ctx->inbox_mtx);
     pthread_mutex_destroy(&ctx->progress_mtx);

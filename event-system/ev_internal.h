@@ -196,6 +196,17 @@ typedef struct ev_bell {
     _Atomic uint64_t *alive;     /* per rank: last ping or pong by datagram, ns */
     uint64_t job;                /* this job's id, in every liveness datagram */
     bool reachable;              /* every peer can ring this rank */
+    /* Nap words (OMPC_DOORBELL_AWAKE): one per rank of this host in
+     * memory MPI shares between them; bit 0: the gate may sleep (peers
+     * ring it), the rest: rings its peers left out.  The bit is changed
+     * by its gate only; senders add to the count while the bit is clear.
+     * See ev_bell.c. */
+    MPI_Win nap_win;             /* MPI_WIN_NULL: none */
+    _Atomic uint32_t **nap;      /* per rank: its word; NULL: other host or off */
+    _Atomic uint32_t *my_nap;    /* this rank's word, or NULL */
+    uint32_t nap_seen;           /* the count at the gate's last nap_begin */
+    _Atomic uint64_t st_rung;    /* rings sent */
+    _Atomic uint64_t st_awake;   /* rings left out: the peer's gate was awake */
 } ev_bell_t;
 
 
@@ -397,6 +408,12 @@ void ev_debug_recv_allow(ev_ctx_t *ctx, int64_t n);
 ompc_status_t ev_bell_init(ev_ctx_t *ctx);
 void ev_bell_fini(ev_ctx_t *ctx);
 void ev_bell_ring(ev_ctx_t *ctx, int peer);
+/* Gate thread only: publish that the gate may sleep (nap_begin: true if a
+ * peer left out a ring since the last call, and the gate must then poll
+ * EV_WAKE_PASSES more times before it sleeps) or that it is awake and
+ * will poll again before it sleeps (nap_end).  No-ops without nap words. */
+bool ev_bell_nap_begin(ev_ctx_t *ctx);
+void ev_bell_nap_end(ev_ctx_t *ctx);
 void ev_bell_heard(ev_ctx_t *ctx, int peer);
 void ev_bell_wake(ev_ctx_t *ctx);
 /* true: woken (a ring or ev_bell_wake), not timed out */
