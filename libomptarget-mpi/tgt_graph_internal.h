@@ -245,9 +245,9 @@ typedef struct tgt_graph_state {
     tgt_node_t **pend;
     size_t npend, cappend;
     /* Queues.  held: flushes push and pop.  ready, finished: any thread
-     * pushes (schedule, completion callbacks, node_done); dispatch threads
-     * and helping waiters pop.  blocked: node_start pushes, node_done
-     * pops. */
+     * pushes (schedule, completion callbacks, node_done); dispatch threads,
+     * helping waiters and recorders running their window pop.  blocked:
+     * node_start pushes, node_done pops. */
     queue_t ready, finished, blocked;
     queue_t held;            /* held back by a flush: before pend */
     tgt_node_t *last_all;    /* latest omp_all_memory node */
