@@ -125,7 +125,7 @@ static const cfg_row_t rows[] = {
         "each flush twice and keeps the schedule that moves fewer inputs "
         "unless it is longer (0: off; an experiment, see docs/performance.md)",
         CFG_INT, sched_stay_pct, 0, 10000),
-    ROW("OMPC_GRAPH_WINDOW", "1024",
+    ROW("OMPC_GRAPH_WINDOW", "256",
         "recorded target tasks that force a flush (scheduling and dispatch) "
         "without waiting for a barrier",
         CFG_INT, graph_window, 1, 100000000),

@@ -260,11 +260,13 @@ void graph_lb_flush(void)
  * so no loop sleeps or exits holding launches). */
 bool graph_lb_due(void)
 {
-    return LB.n && (tgt_g.ready.n == 0 || tgt_g.finished.n || LB.n == LB_MAX_ITEMS ||
-                    LB.bytes >= LB_MAX_BYTES);
+    return LB.n && (tgt_g.ready.n == 0 || tgt_g.runners || tgt_g.finished.n ||
+                    LB.n == LB_MAX_ITEMS || LB.bytes >= LB_MAX_BYTES);
 }
 
 bool graph_lb_held(void) { return LB.n > 0; }
+
+bool graph_lb_full(void) { return LB.n == LB_MAX_ITEMS || LB.bytes >= LB_MAX_BYTES; }
 
 /* Holds n's launch of launch_len bytes for its executor's batch; returns
  * where the caller writes the launch (before anything else touches this
@@ -482,7 +484,8 @@ void graph_ahead_launch(tgt_node_t *n, int e, uint64_t t0)
         --n->succs.v[i]->nunsent;
         woken += graph_make_ready(n->succs.v[i]);
     }
-    graph_wake_dispatchers(woken);
+    if (!graph_runs_ready)
+        graph_wake_dispatchers(woken);
     graph_node_ref(n); /* lb_send's, or on_launch_done's */
     pthread_mutex_unlock(&tgt_g.mtx);
     /* The batch keeps the claims until its reply. */

@@ -672,7 +672,7 @@ static void *dispatch_main(void *arg)
         } else if ((n = graph_work_pop(&tgt_g.finished))) {
             pthread_mutex_unlock(&tgt_g.mtx);
             node_finish(n);
-        } else if ((n = graph_work_pop(&tgt_g.ready))) {
+        } else if (!tgt_g.runners && (n = graph_work_pop(&tgt_g.ready))) {
             pthread_mutex_unlock(&tgt_g.mtx);
             node_start(n);
         } else if (tgt_g.stop) {
@@ -700,6 +700,54 @@ static void *dispatch_main(void *arg)
     pthread_mutex_unlock(&tgt_g.mtx);
     ompc_cpu_thread_end();
     return NULL;
+}
+
+/* The recording thread launches its own window: the flush's first wave
+ * and whatever each launch makes ready after it are planned and sent
+ * here, while the nodes are still in this thread's cache.  Handed to the
+ * dispatch threads, every node was a wake-up or a queue hand-off and its
+ * lines moved to another core (docs/performance.md, "the recorder
+ * launches its window").  Only what launches ahead is taken: the rest may
+ * wait for transfers, which the program's thread should not. */
+void graph_run_window(void)
+{
+    int64_t split = ompc_config_get()->split;
+    if (tgt_rt->executor || !tgt_g.ahead || split >= 2 || split == -1) {
+        /* Kernels run on the head (a waiter must not start them, see
+         * help_once), nothing launches ahead, or a kernel may be split
+         * (tgt_split_wanted decides once per launch, in node_start). */
+        graph_flush();
+        return;
+    }
+    graph_runs_ready = true;
+    pthread_mutex_lock(&tgt_g.mtx);
+    tgt_g.runners++;
+    pthread_mutex_unlock(&tgt_g.mtx);
+    graph_flush();
+    queue_t left = {0};
+    tgt_node_t *n;
+    pthread_mutex_lock(&tgt_g.mtx);
+    while ((n = graph_work_pop(&tgt_g.ready))) {
+        bool small = graph_ahead_candidate(n);
+        for (size_t i = 0; small && i < n->npre; i++)
+            small = n->ops[i].kind == OP_DONE || n->ops[i].len <= INLINE_WRITE_MAX;
+        if (!small) {
+            graph_q_push(&left, n);
+            continue;
+        }
+        pthread_mutex_unlock(&tgt_g.mtx);
+        node_start(n);
+        if (graph_lb_full())
+            graph_lb_flush();
+        pthread_mutex_lock(&tgt_g.mtx);
+    }
+    graph_runs_ready = false;
+    tgt_g.runners--;
+    while ((n = graph_q_pop(&left)))
+        graph_work_push(&tgt_g.ready, n);
+    graph_wake_dispatchers(tgt_g.ready.n);
+    pthread_mutex_unlock(&tgt_g.mtx);
+    graph_lb_flush();
 }
 
 void tgt_graph_init(void)

@@ -273,8 +273,11 @@ static void schedule_batch(tgt_node_t **v, size_t n, uint64_t batch,
         t->state = N_WAITING;
         if (graph_make_ready(t)) {
             /* One wake-up per ready node: waking every dispatch thread
-             * costs more than the work on a busy node. */
-            if (t != mine || tgt_rt->executor) /* help_once: waiters there start none */
+             * costs more than the work on a busy node.  None for the
+             * caller's own node (unless the head runs the kernels: help_once
+             * starts none there), nor for a recorder that launches its
+             * window itself. */
+            if ((t != mine || tgt_rt->executor) && !graph_runs_ready)
                 pthread_cond_signal(&tgt_g.cv_work);
         }
     }

@@ -150,6 +150,7 @@ const tgt_graph_stats_t *tgt_graph_stats(void) { return &tgt_g.stats; }
  * threads, helping waiters): it need not wake another for the first.  A
  * waiter that stops helping hands what is left over (stop_helping). */
 _Thread_local bool graph_takes_more;
+_Thread_local bool graph_runs_ready;
 
 /* ------------------------------------------------------ ordering state */
 void graph_buf_state_free(ompc_tmap_node_t *t, void *arg)

@@ -245,9 +245,9 @@ typedef struct tgt_graph_state {
     tgt_node_t **pend;
     size_t npend, cappend;
     /* Queues.  held: flushes push and pop.  ready, finished: any thread
-     * pushes (schedule, completion callbacks, node_done); dispatch threads
-     * and helping waiters pop.  blocked: node_start pushes, node_done
-     * pops. */
+     * pushes (schedule, completion callbacks, node_done); dispatch threads,
+     * helping waiters and recorders running their window pop.  blocked:
+     * node_start pushes, node_done pops. */
     queue_t ready, finished, blocked;
     queue_t held;            /* held back by a flush: before pend */
     tgt_node_t *last_all;    /* latest omp_all_memory node */
@@ -269,6 +269,10 @@ typedef struct tgt_graph_state {
     uint64_t ndone;          /* nodes done (pins may have been released) */
     _Atomic size_t nwork;    /* nodes in ready + finished (read unlocked) */
     _Atomic int hot;         /* dispatch threads spinning for work */
+    /* Recording threads launching their window (graph_run_window): the
+     * ready queue is theirs meanwhile, dispatch threads take only
+     * finished nodes. */
+    int runners;
     bool ahead;              /* OMPC_AHEAD and there are workers */
     /* Launched ahead, not reported done: by seq.  Ordered: the fault
      * write-back and fault source walks go through it in seq order. */
@@ -349,6 +353,10 @@ void graph_live_remove(tgt_node_t *n);
 /* This thread takes queued work after the node it runs (dispatch threads,
  * helping waiters): it need not wake another for the first. */
 extern _Thread_local bool graph_takes_more;
+/* This thread runs the nodes that its flush and its launches make ready
+ * (the recording thread with its window, graph_run_window): it wakes no
+ * dispatch thread for them, and wakes them for what it leaves. */
+extern _Thread_local bool graph_runs_ready;
 /* n may be launched before its predecessors are done: a kernel whose only
  * ops are copies that travel with the launch, and frees after it (its ops
  * must not change meanwhile: tgt_g.mtx held, or n's recorder or runner). */
@@ -392,6 +400,9 @@ void graph_lb_flush(void);
 bool graph_lb_due(void);
 /* This thread holds planned launches.  No lock. */
 bool graph_lb_held(void);
+/* This thread's batches are full: send them before planning more.  No
+ * lock. */
+bool graph_lb_full(void);
 /* Plans the launch of n, pinned and placed on executor e, an ahead
  * candidate whose copies all travel inside the launch (t0: when its start
  * began).  No graph lock held. */
@@ -418,5 +429,10 @@ int graph_ahead_fault_source(int exec, const uint64_t *seqs, size_t n, uint64_t 
 /* Returns once n is done, running queued work meanwhile.  The caller holds
  * a reference on n and no graph lock. */
 void graph_wait_node(tgt_node_t *n);
+/* The recording thread's flush of a full window: places the pending
+ * nodes, then launches ahead itself those the flush and its own launches
+ * make ready, and sends them; the rest (data to move first, a split, a
+ * blocked pin) goes to the dispatch threads.  No graph lock held. */
+void graph_run_window(void);
 
 #endif

@@ -529,11 +529,11 @@ void tgt_rec_construct(const tgt_ident_t *loc, const tgt_kernel_t *k, tgt_plan_t
         return;
     }
     if ((int64_t)npend >= window)
-        graph_flush();
+        graph_run_window();
     if ((int64_t)nlive > 4 * window) {
         /* Back-pressure: a program that records much faster than the
          * cluster runs would otherwise hold its whole future in memory. */
-        graph_flush();
+        graph_run_window();
         pthread_mutex_lock(&tgt_g.mtx);
         tgt_g.room_waiters++;
         while ((int64_t)tgt_g.nlive > 2 * window)
