@@ -888,6 +888,29 @@ static void dark_forget(dm_pages_t *pg, uintptr_t k)
         atomic_fetch_sub(&pg->ndark, 1);
 }
 
+/* Whether no copy here waits for its data (the landing path's quick check,
+ * without map_mtx). */
+static bool none_dark(dm_pages_t *pg)
+{
+    return !pg || (atomic_load_explicit(&pg->ncep, memory_order_relaxed) == 0 &&
+                   atomic_load_explicit(&pg->ndark, memory_order_relaxed) == 0);
+}
+
+/* map_mtx held: open the copy without access at k, span bytes, with the
+ * memory at s (its data, moved in with one mremap) when s is not NULL and
+ * the move succeeds (true), else as it is. */
+static bool dark_open(dm_pages_t *pg, uintptr_t k, uint64_t span, void *s)
+{
+    dark_forget(pg, k);
+    bool moved = s &&
+                 (void *)syscall(SYS_mremap, s, span, span, MREMAP_MAYMOVE | MREMAP_FIXED,
+                                 (void *)k) == (void *)k;
+    if (!moved && mprotect((void *)k, span, PROT_READ | PROT_WRITE) != 0)
+        ompc_fatal("rank %d: cannot open device buffer %#llx for its data",
+                   ev_ctx_rank(pg->dm->ev), (unsigned long long)k);
+    return moved;
+}
+
 /* The event system's land hook, and launch ahead's arrivals: a copy kept
  * without access (after a close, or mapped as its data comes) opens as
  * its data lands.  Bytes that came with the message are moved in at once
@@ -896,8 +919,7 @@ static void dark_forget(dm_pages_t *pg, uintptr_t k)
 bool dm_pages_land(uintptr_t addr, size_t size, const void *bytes)
 {
     dm_pages_t *pg = atomic_load(&dm_pages_live);
-    if (!pg || (atomic_load_explicit(&pg->ncep, memory_order_relaxed) == 0 &&
-                atomic_load_explicit(&pg->ndark, memory_order_relaxed) == 0))
+    if (none_dark(pg))
         return false;
     dm_pages_map_lock();
     landed_note(pg, addr);
@@ -905,21 +927,14 @@ bool dm_pages_land(uintptr_t addr, size_t size, const void *bytes)
     uint64_t span;
     bool placed = false;
     if (dark_find(pg, addr, size, &k, &span)) {
-        dark_forget(pg, k);
         void *s = bytes ? mmap(NULL, span, PROT_READ | PROT_WRITE,
                                MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
                         : MAP_FAILED;
-        if (s != MAP_FAILED) {
+        if (s != MAP_FAILED)
             memcpy((char *)s + (addr - k), bytes, size);
-            placed = (void *)syscall(SYS_mremap, s, span, span,
-                                     MREMAP_MAYMOVE | MREMAP_FIXED,
-                                     (void *)k) == (void *)k;
-            if (!placed)
-                munmap(s, span);
-        }
-        if (!placed && mprotect((void *)k, span, PROT_READ | PROT_WRITE) != 0)
-            ompc_fatal("rank %d: cannot open device buffer %#llx for its data",
-                       ev_ctx_rank(pg->dm->ev), (unsigned long long)k);
+        placed = dark_open(pg, k, span, s != MAP_FAILED ? s : NULL);
+        if (!placed && s != MAP_FAILED)
+            munmap(s, span);
     }
     dm_pages_map_unlock();
     return placed;
@@ -940,8 +955,7 @@ typedef struct dm_stage {
 void *dm_pages_land_stage(uintptr_t addr, size_t size)
 {
     dm_pages_t *pg = atomic_load(&dm_pages_live);
-    if (!pg || (atomic_load_explicit(&pg->ncep, memory_order_relaxed) == 0 &&
-                atomic_load_explicit(&pg->ndark, memory_order_relaxed) == 0))
+    if (none_dark(pg))
         return NULL;
     dm_pages_map_lock();
     landed_note(pg, addr);
@@ -984,16 +998,8 @@ void dm_pages_land_done(uintptr_t addr, size_t size, void *staged)
     uintptr_t k;
     uint64_t span;
     bool moved = false;
-    if (dark_find(pg, addr, size, &k, &span)) {
-        dark_forget(pg, k);
-        if (k == st.k && span == st.span)
-            moved = (void *)syscall(SYS_mremap, st.base, span, span,
-                                    MREMAP_MAYMOVE | MREMAP_FIXED,
-                                    (void *)k) == (void *)k;
-        if (!moved && mprotect((void *)k, span, PROT_READ | PROT_WRITE) != 0)
-            ompc_fatal("rank %d: cannot open device buffer %#llx for its data",
-                       ev_ctx_rank(pg->dm->ev), (unsigned long long)k);
-    }
+    if (dark_find(pg, addr, size, &k, &span))
+        moved = dark_open(pg, k, span, k == st.k && span == st.span ? st.base : NULL);
     if (!moved && ev_mem_contains(pg->dm->ev, (const void *)addr, size))
         memcpy((void *)addr, staged, size);
     if (!moved)
