@@ -1015,14 +1015,9 @@ bool dm_exec_land(dm_addr_t addr, size_t size, const void *bytes)
 /* map_mtx held: whether page is in a copy waiting for its data. */
 static bool page_dark(dm_pages_t *pg, uintptr_t page)
 {
-    if (atomic_load_explicit(&pg->ndark, memory_order_relaxed) == 0)
-        return false;
-    size_t pos = 0;
-    uint64_t k, v;
-    while (ompc_u64map_next(&pg->dark, &pos, &k, &v))
-        if (page >= k && page < k + v)
-            return true;
-    return false;
+    uintptr_t k;
+    uint64_t span;
+    return dark_find(pg, page, 1, &k, &span);
 }
 
 /* map_mtx held: close one stale copy (closes_apply, dm_pages_close_now). */
