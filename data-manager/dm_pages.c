@@ -1962,11 +1962,13 @@ static ompc_status_t write_back(dm_ctx_t *dm, uint64_t seq, const unsigned char 
 }
 
 ompc_status_t dm_pages_task_end(dm_ctx_t *dm, uint64_t faults_at_begin, uint64_t seq,
-                                bool *faulted_p)
+                                bool *faulted_p, bool *wrote_p)
 {
     dm_pages_t *pg = dm->pg;
     if (faulted_p)
         *faulted_p = false;
+    if (wrote_p)
+        *wrote_p = false;
     if (!pg)
         return OMPC_OK;
     ompc_status_t st = OMPC_OK;
@@ -2011,6 +2013,8 @@ ompc_status_t dm_pages_task_end(dm_ctx_t *dm, uint64_t faults_at_begin, uint64_t
             pthread_mutex_lock(&pg->mtx);
         }
         free(msg);
+        if (wrote_p)
+            *wrote_p = len > 0;
         if (st == OMPC_OK && atomic_load(&pg->running) > 1) {
             /* Kernels still running keep their pages. */
             dm_pages_map_lock();

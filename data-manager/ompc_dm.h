@@ -285,7 +285,8 @@ typedef struct dm_pages dm_pages_t;
 /* Executor side, on the thread that runs the kernel: around each kernel.
  * task_begin returns a token for task_end; task_end writes back what the
  * kernel wrote through faults (blocks until the head has it) and says
- * whether faults were served on this executor meanwhile. */
+ * whether faults were served on this executor meanwhile (faulted_p) and
+ * whether it wrote any bytes back (wrote_p; either may be NULL). */
 /* seq: the launched-ahead task about to run (0: none); the head orders
  * the fetches of its faults after the writers it follows
  * (dm_set_fault_source). */
@@ -293,7 +294,7 @@ uint64_t dm_pages_task_begin(dm_ctx_t *dm, uint64_t seq);
 /* seq: the launched-ahead task that ran (0: none), named to the head
  * with the write-back (dm_set_fault_write_hooks). */
 ompc_status_t dm_pages_task_end(dm_ctx_t *dm, uint64_t token, uint64_t seq,
-                                bool *faulted_p);
+                                bool *faulted_p, bool *wrote_p);
 /* A write-back is a list of runs, each {u64 addr, u64 len, then len bytes
  * padded to 8}; a run at address 0 of 8 bytes names the writing task's
  * seq instead. */

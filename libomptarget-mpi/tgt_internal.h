@@ -355,6 +355,8 @@ void tgt_kernel_where(const char *name, char *buf, size_t cap);
 /* Set by tgt_kernel_run on its thread: device pages were fetched on demand
  * on this executor while the kernel ran. */
 extern _Thread_local bool tgt_kernel_faulted;
+/* ... and bytes it wrote through such pages went back to the head. */
+extern _Thread_local bool tgt_kernel_fault_wrote;
 /* Set by tgt_kernel_run on its thread: the CPU time the kernel took on it,
  * where OMPC_STATS measures it (else UINT64_MAX).  A thread's CPU clock is
  * a system call: a caller that needs the figure too reads this one. */

@@ -13,6 +13,7 @@
 
 /* ---------------------------------------------------------- executors */
 _Thread_local bool tgt_kernel_faulted;
+_Thread_local bool tgt_kernel_fault_wrote;
 _Thread_local uint64_t tgt_kernel_cpu_ns = UINT64_MAX;
 _Thread_local uint64_t tgt_kernel_seq;
 void (*tgt_kernel_before)(void);
@@ -125,7 +126,8 @@ ompc_status_t tgt_kernel_run(const void *args, size_t args_size, uint64_t *ns_p,
         tgt_in_kernel = false;
         /* Bytes the kernel wrote in pages it got through faults go back
          * before anyone hears that it is done. */
-        st = dm_pages_task_end(tgt_rt->dm, pages, tgt_kernel_seq, &tgt_kernel_faulted);
+        st = dm_pages_task_end(tgt_rt->dm, pages, tgt_kernel_seq, &tgt_kernel_faulted,
+                               &tgt_kernel_fault_wrote);
         if (st != OMPC_OK)
             ompc_error("rank %d: kernel %s wrote device pages that cannot be "
                        "written back: %s",

@@ -1093,7 +1093,11 @@ static ompc_status_t fn_split_run(ev_exec_info_t *info)
         return st;
     }
     uint32_t flags = atomic_load(&s->flags);
-    if (tgt_kernel_faulted)
+    /* Pages read on demand hold the bytes every writer ordered before the
+     * kernel left, whichever share reads them; bytes written through them
+     * went to the head at once, where shares' diffs of one counter would
+     * merge silently and an undone split could not take them back. */
+    if (tgt_kernel_fault_wrote)
         flags |= TGT_SPLIT_FAULTED;
     if (!s->in_teams)
         flags |= TGT_SPLIT_NO_TEAMS;

@@ -76,7 +76,7 @@ static_assert(sizeof(tgt_split_buf_t) == 32, "tgt_split_buf_t is a wire format")
                                       * variables, a variable-length section,
                                       * or two reductions */
 #define TGT_SPLIT_CRITICAL 0x8u      /* a critical section (across teams) */
-#define TGT_SPLIT_FAULTED 0x10u      /* device pages came on demand */
+#define TGT_SPLIT_FAULTED 0x10u      /* wrote into pages that came on demand */
 #define TGT_SPLIT_TOO_MANY 0x20u     /* more changed ranges than a reply holds */
 #define TGT_SPLIT_NESTED_TEAMS 0x40u /* a second teams region in the share */
 

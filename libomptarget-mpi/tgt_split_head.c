@@ -1062,10 +1062,10 @@ bool tgt_split_exec(const tgt_ident_t *loc, const tgt_kernel_t *k, int home,
     t_run = ompc_now_ns();
     if (flags & TGT_SPLIT_FAULTED)
         TGT_USER_ERROR(loc,
-                       "kernel %s was split over %d executors and reached device "
-                       "memory that no clause names (device pages on demand), "
-                       "which a split kernel cannot merge yet: map that data, or "
-                       "set OMPC_SPLIT=off",
+                       "kernel %s was split over %d executors and wrote, through "
+                       "a pointer, into device memory that no clause names "
+                       "(device pages on demand), which a split kernel cannot "
+                       "merge: map that data, or set OMPC_SPLIT=off",
                        k->name, nsh);
     char why[512] = "";
     red_t red = {0};
