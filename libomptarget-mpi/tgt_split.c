@@ -881,25 +881,56 @@ void tgt_split_share_begin(void)
     }
 }
 
-/* Changed bytes closer than this are sent as one range. */
+/* Changed bytes closer than gap are sent as one range: GAP at first,
+ * doubled up to GAP_MAX while the ranges overflow the reply.  The bytes in
+ * between are unchanged (equal to the twin), so sending them is harmless
+ * unless another share changed them, and then the home sees the two ranges
+ * overlap and runs the kernel unsplit: never a silent overwrite.  A field
+ * near a fixed point (a converging Jacobi sweep) leaves many such holes in
+ * every row. */
 #define GAP 64
+#define GAP_MAX 4096
 
 typedef struct ranges {
     tgt_split_range_t *v;
     size_t n, cap;
+    uint64_t gap;
     bool full;
 } ranges_t;
 
+/* Joins the ranges closer than a doubled gap, in place (they come in
+ * order of buffer and offset); false when no larger gap is allowed. */
+static bool range_widen(ranges_t *r)
+{
+    if (r->gap >= GAP_MAX)
+        return false;
+    r->gap *= 2;
+    size_t k = 0;
+    for (size_t i = 1; i < r->n; i++) {
+        tgt_split_range_t *p = &r->v[k], *q = &r->v[i];
+        if (p->buf == q->buf && p->off + p->len + r->gap >= q->off)
+            p->len = q->off + q->len - p->off;
+        else
+            r->v[++k] = *q;
+    }
+    r->n = r->n ? k + 1 : 0;
+    return true;
+}
+
 static void range_add(ranges_t *r, uint32_t buf, uint64_t b, uint64_t e)
 {
-    if (r->n > 0 && r->v[r->n - 1].buf == buf &&
-        r->v[r->n - 1].off + r->v[r->n - 1].len + GAP >= b) {
-        r->v[r->n - 1].len = e - r->v[r->n - 1].off;
-        return;
-    }
-    if (r->n == r->cap) {
-        r->full = true;
-        return;
+    for (;;) {
+        if (r->n > 0 && r->v[r->n - 1].buf == buf &&
+            r->v[r->n - 1].off + r->v[r->n - 1].len + r->gap >= b) {
+            r->v[r->n - 1].len = e - r->v[r->n - 1].off;
+            return;
+        }
+        if (r->n < r->cap)
+            break;
+        if (!range_widen(r)) {
+            r->full = true;
+            return;
+        }
     }
     r->v[r->n++] = (tgt_split_range_t){.buf = buf, .off = b, .len = e - b};
 }
@@ -1114,7 +1145,7 @@ static ompc_status_t fn_split_run(ev_exec_info_t *info)
                  sizeof(tgt_split_range_t);
     if (cap > TGT_SPLIT_MAX_RANGES)
         cap = TGT_SPLIT_MAX_RANGES;
-    ranges_t r = {(tgt_split_range_t *)((char *)info->result + sizeof(rep)), 0, cap,
+    ranges_t r = {(tgt_split_range_t *)((char *)info->result + sizeof(rep)), 0, cap, GAP,
                   false};
     diff_arg_t da = {s, &r};
     uint64_t td = ompc_now_ns();
