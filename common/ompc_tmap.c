@@ -75,6 +75,14 @@ ompc_tmap_node_t *ompc_tmap_erase(ompc_tmap_t *m, uintptr_t key)
     return n;
 }
 
+ompc_tmap_node_t *ompc_tmap_find(const ompc_tmap_t *m, uintptr_t key)
+{
+    ompc_tmap_node_t *t = m->root;
+    while (t && t->key != key)
+        t = t->key < key ? t->right : t->left;
+    return t;
+}
+
 ompc_tmap_node_t *ompc_tmap_floor(const ompc_tmap_t *m, uintptr_t key)
 {
     ompc_tmap_node_t *t = m->root, *best = NULL;

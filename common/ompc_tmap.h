@@ -21,6 +21,9 @@ typedef struct ompc_tmap {
 void ompc_tmap_insert(ompc_tmap_t *m, ompc_tmap_node_t *n);
 /* Remove and return the node with exactly this key, or NULL. */
 ompc_tmap_node_t *ompc_tmap_erase(ompc_tmap_t *m, uintptr_t key);
+/* Node with exactly this key, or NULL: stops where it finds it (a floor
+ * search always walks down to a leaf). */
+ompc_tmap_node_t *ompc_tmap_find(const ompc_tmap_t *m, uintptr_t key);
 /* Node with the largest key <= key, or NULL. */
 ompc_tmap_node_t *ompc_tmap_floor(const ompc_tmap_t *m, uintptr_t key);
 /* Node with the smallest key >= key, or NULL. */

@@ -424,7 +424,8 @@ void graph_ahead_launch(tgt_node_t *n, int e, uint64_t t0)
             pulls[h.npull++] = (tgt_wire_pull_t){wait, dm_buf_addr_on(b, src),
                                                  dm_buf_addr_on(b, e), dm_buf_size(b),
                                                  (uint64_t)srank};
-            a = abuf_get(b, true);
+            if (!a)
+                a = abuf_get(b, true);
             a->hold[e] = n->seq;
             n->ahead.pulled[n->ahead.npulled] = b;
             n->ahead.pulled_tag[n->ahead.npulled++] = tag;
@@ -436,7 +437,8 @@ void graph_ahead_launch(tgt_node_t *n, int e, uint64_t t0)
                         (unsigned long)dm_buf_addr(b), dm_buf_size(b), srank, rank);
         }
         if (in_list(n->wr, n->nwr, b)) {
-            a = abuf_get(b, true);
+            if (!a)
+                a = abuf_get(b, true);
             /* Every other copy becomes stale for the tasks after n. */
             dm_stale_note(dm, b, e);
             memset(a->hold, 0, (size_t)dm_num_executors(dm) * sizeof(uint64_t));

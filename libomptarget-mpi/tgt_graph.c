@@ -7,6 +7,8 @@
 
 #include "ompc_trace.h"
 
+#include <malloc.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,8 +25,7 @@ tgt_graph_state_t tgt_g = {.mtx = PTHREAD_MUTEX_INITIALIZER,
 /* ---------------------------------------------------- lists and queues */
 ompc_tmap_node_t *graph_tmap_find(ompc_tmap_t *m, uintptr_t key)
 {
-    ompc_tmap_node_t *t = ompc_tmap_floor(m, key);
-    return t && t->key == key ? t : NULL;
+    return ompc_tmap_find(m, key);
 }
 
 void *graph_xrealloc(void *p, size_t n, const char *what)
@@ -51,6 +52,106 @@ void graph_list_push(node_list_t *l, tgt_node_t *n)
     l->v[l->n++] = n;
 }
 
+/* ------------------------------------------------------- node blocks */
+/* A node's block (the node, its lists and its launch message) is larger
+ * than what malloc keeps per thread, so each one went through the shared
+ * heap's bins, and the recording thread, which both allocates nodes and
+ * frees most of them (the last reference is usually a buffer's users list,
+ * pruned while recording), paid for that twice per task.  A thread that
+ * has allocated a node keeps the blocks it frees (up to NODE_CACHE_MAX,
+ * about as many as the graph holds at once) for its next ones; other
+ * threads free theirs as usual.  Not under ASan, which should see every
+ * node's use after free. */
+#if defined(__SANITIZE_ADDRESS__)
+#define NODE_CACHE_OFF 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define NODE_CACHE_OFF 1
+#endif
+#endif
+/* At most this many blocks kept per thread: a prune frees the nodes of a
+ * whole window or more at once, and the recorder allocates them again one
+ * by one; a few dozen blocks caught a few of each burst. */
+#define NODE_CACHE_MAX 4096
+#define NODE_ROUND 256 /* blocks sized in steps: nodes differ by a few slots */
+
+/* A kept block starts with this. */
+typedef struct node_free {
+    struct node_free *next;
+    size_t cap;
+} node_free_t;
+
+typedef struct node_cache {
+    bool on; /* this thread allocates nodes */
+    size_t n;
+    node_free_t *head;
+} node_cache_t;
+
+static _Thread_local node_cache_t node_cache;
+static pthread_key_t node_cache_key;
+static pthread_once_t node_cache_once = PTHREAD_ONCE_INIT;
+
+/* A thread that ends gives its blocks back. */
+static void node_cache_drain(void *arg)
+{
+    node_cache_t *c = arg;
+    while (c->head) {
+        node_free_t *f = c->head;
+        c->head = f->next;
+        free(f);
+    }
+    c->n = 0;
+    c->on = false;
+}
+
+static void node_cache_key_make(void)
+{
+    if (pthread_key_create(&node_cache_key, node_cache_drain) != 0)
+        ompc_fatal("cannot create a thread key for node blocks");
+}
+
+void *graph_node_block(size_t size)
+{
+#ifndef NODE_CACHE_OFF
+    node_cache_t *c = &node_cache;
+    if (!c->on) {
+        pthread_once(&node_cache_once, node_cache_key_make);
+        c->on = pthread_setspecific(node_cache_key, c) == 0;
+    }
+    node_free_t *f = c->head;
+    if (f) {
+        c->head = f->next;
+        c->n--;
+        if (f->cap >= size) {
+            memset(f, 0, size);
+            return f;
+        }
+        free(f); /* a smaller node's: it would stay on top */
+    }
+    size = (size + NODE_ROUND - 1) / NODE_ROUND * NODE_ROUND;
+#endif
+    void *b = calloc(1, size);
+    if (!b)
+        ompc_fatal("out of memory recording a target task");
+    return b;
+}
+
+static void node_block_free(void *b)
+{
+#ifndef NODE_CACHE_OFF
+    node_cache_t *c = &node_cache;
+    if (c->on && c->n < NODE_CACHE_MAX) {
+        node_free_t *f = b;
+        f->cap = malloc_usable_size(b);
+        f->next = c->head;
+        c->head = f;
+        c->n++;
+        return;
+    }
+#endif
+    free(b);
+}
+
 void graph_node_ref(tgt_node_t *n) { atomic_fetch_add(&n->refs, 1); }
 
 void graph_node_unref(tgt_node_t *n)
@@ -67,7 +168,7 @@ void graph_node_unref(tgt_node_t *n)
         free(n->succs.v);
     graph_msg_set(n, NULL, 0);
     free(n->reply);
-    free(n); /* with bufs, wr and the ahead lists (tail) */
+    node_block_free(n); /* with bufs, wr and the ahead lists (tail) */
     atomic_fetch_sub(&tgt_g.stats.in_memory, 1);
 }
 

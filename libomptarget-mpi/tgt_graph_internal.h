@@ -323,6 +323,8 @@ ompc_tmap_node_t *graph_tmap_find(ompc_tmap_t *m, uintptr_t key);
 void *graph_xrealloc(void *p, size_t n, const char *what);
 /* Appends n to l (takes no reference: a list that holds them takes one). */
 void graph_list_push(node_list_t *l, tgt_node_t *n);
+/* A zeroed block of size bytes for a node (graph_node_unref frees it). */
+void *graph_node_block(size_t size);
 void graph_node_ref(tgt_node_t *n);
 /* Drops one reference (n may be NULL); the last frees the node.  Any thread. */
 void graph_node_unref(tgt_node_t *n);

@@ -462,9 +462,7 @@ void tgt_rec_construct(const tgt_ident_t *loc, const tgt_kernel_t *k, tgt_plan_t
     size_t msg_len = k && m ? tgt_wire_kernel_size((uint32_t)m->nkargs) : 0;
     size_t tail = per * sizeof(uint64_t) + (nb + nwr + 2 * per) * sizeof(void *) +
                   msg_len;
-    tgt_node_t *n = calloc(1, sizeof(*n) + tail);
-    if (!n)
-        ompc_fatal("out of memory recording a target task");
+    tgt_node_t *n = graph_node_block(sizeof(*n) + tail);
     n->ahead.pulled_tag = (uint64_t *)n->tail;
     dm_buf_t **slot = (dm_buf_t **)(n->tail + per * sizeof(uint64_t));
     n->ahead.pulled = slot;

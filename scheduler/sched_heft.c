@@ -737,12 +737,55 @@ static int heft_key_cmp(const void *pa, const void *pb)
 #define HEFT_RADIX_BITS 11
 #define HEFT_RADIX_PASSES 6
 
+/* Below this many tasks a comparison sort orders them: the radix sort's
+ * bucket counts are a zeroed block of HEFT_RADIX_PASSES << HEFT_RADIX_BITS
+ * entries whatever the size, which a flush of a few hundred nodes (the
+ * head's window) paid for every time. */
+#define HEFT_SORT_SMALL 2048
+
+typedef struct heft_key3 {
+    uint64_t key;
+    int64_t orig, u;
+} heft_key3_t;
+
+static int heft_key3_cmp(const void *pa, const void *pb)
+{
+    const heft_key3_t *a = pa, *b = pb;
+    if (a->key != b->key)
+        return (a->key > b->key) - (a->key < b->key);
+    if (a->orig != b->orig)
+        return (a->orig > b->orig) - (a->orig < b->orig);
+    return (a->u > b->u) - (a->u < b->u);
+}
+
+/* The ascending key of a rank: descending rank (+0 and -0 alike). */
+static uint64_t heft_rank_key(double r)
+{
+    uint64_t bits = 0;
+    if (r != 0.0)
+        memcpy(&bits, &r, sizeof(bits));
+    return ~bits;
+}
+
 /* seq = hg's tasks in heft_first order, by a stable radix sort on the
  * ranks' bits (the bits of a non-negative double order as the values do)
- * and the caller's index among equal ranks. */
+ * and the caller's index among equal ranks; a comparison sort on the same
+ * keys below HEFT_SORT_SMALL tasks. */
 static ompc_status_t heft_order_sort(const heft_graph_t *hg, int64_t n,
                                      const double *rank, int64_t *seq)
 {
+    if (n < HEFT_SORT_SMALL) {
+        heft_key3_t *k = malloc(((size_t)n + 1) * sizeof(*k));
+        if (!k)
+            return OMPC_ERR_NOMEM;
+        for (int64_t u = 0; u < n; u++)
+            k[u] = (heft_key3_t){heft_rank_key(rank[u]), hg->orig[u], u};
+        qsort(k, (size_t)n, sizeof(*k), heft_key3_cmp);
+        for (int64_t j = 0; j < n; j++)
+            seq[j] = k[j].u;
+        free(k);
+        return OMPC_OK;
+    }
     enum { B = 1 << HEFT_RADIX_BITS };
     heft_key_t *a = malloc(((size_t)n + 1) * sizeof(*a));
     heft_key_t *b = malloc(((size_t)n + 1) * sizeof(*b));
@@ -754,10 +797,7 @@ static ompc_status_t heft_order_sort(const heft_graph_t *hg, int64_t n,
         return OMPC_ERR_NOMEM;
     }
     for (int64_t u = 0; u < n; u++) {
-        uint64_t bits = 0;
-        if (rank[u] != 0.0) /* +0 and -0 alike */
-            memcpy(&bits, &rank[u], sizeof(bits));
-        a[u] = (heft_key_t){~bits, u}; /* ascending key: descending rank */
+        a[u] = (heft_key_t){heft_rank_key(rank[u]), u};
         for (int d = 0; d < HEFT_RADIX_PASSES; d++)
             count[d][(a[u].key >> (d * HEFT_RADIX_BITS)) & (B - 1)]++;
     }
