@@ -1416,19 +1416,19 @@ static bool heft_refine_try(heft_refine_t *R, int64_t q0, int32_t h, int64_t v,
         R->tw[v] = a;
     for (q = q0; q < n; q++) {
         int64_t i = R->ord[q];
-        int32_t w = R->tw[i], v = R->cw[i];
+        int32_t w = R->tw[i], c = R->cw[i];
         double t = sched_data_ready(g, R->adj, R->tw, R->tf, i, w);
         heft_refine_touch(R, w, k);
-        heft_refine_touch(R, v, k);
+        heft_refine_touch(R, c, k);
         int64_t before = (R->tend[w] != R->cend[w]) +
-                         (v != w && R->tend[v] != R->cend[v]);
+                         (c != w && R->tend[c] != R->cend[c]);
         double s = t > R->tend[w] ? t : R->tend[w];
         double f = s + sched_cost(g, i, w);
         R->ts[i] = s;
         R->tf[i] = f;
         R->tend[w] = f;
-        R->cend[v] = R->cf[i];
-        ndiff += (R->tend[w] != R->cend[w]) + (v != w && R->tend[v] != R->cend[v]) -
+        R->cend[c] = R->cf[i];
+        ndiff += (R->tend[w] != R->cend[w]) + (c != w && R->tend[c] != R->cend[c]) -
                  before;
         for (int64_t p = R->adj->pred_off[i]; p < R->adj->pred_off[i + 1]; p++)
             pending -= R->chg[R->adj->pred_from[p]] == k;
