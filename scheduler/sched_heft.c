@@ -1399,11 +1399,12 @@ static double heft_refine_delta(const heft_refine_t *R, int64_t u, int32_t h, in
 }
 
 /* Trial k: the task at position q0 (u) moved to worker h, and v (if >= 0,
- * later in the order) to u's worker, the tasks after u re-timed until the
- * schedule is the kept one again.  Keeps it if the makespan stays within
+ * at position qv, later in the order) to u's worker, the tasks after u
+ * re-timed until the schedule is the kept one again (not before v).  Keeps it if the makespan stays within
  * bound.  *scanned grows by the tasks re-timed. */
 static bool heft_refine_try(heft_refine_t *R, int64_t q0, int32_t h, int64_t v,
-                            uint64_t k, double pmax, double bound, int64_t *scanned)
+                            int64_t qv, uint64_t k, double pmax, double bound,
+                            int64_t *scanned)
 {
     const sched_graph_t *g = R->g;
     int64_t n = R->n, u = R->ord[q0], q;
@@ -1443,7 +1444,7 @@ static bool heft_refine_try(heft_refine_t *R, int64_t q0, int32_t h, int64_t v,
             over = true;
             break;
         }
-        if (pending == 0 && ndiff == 0) {
+        if (pending == 0 && ndiff == 0 && q >= qv) {
             /* From here on every task starts as it did. */
             same = true;
             break;
@@ -1554,13 +1555,13 @@ static void heft_refine(const sched_graph_t *g, sched_result_t *r)
                         : heft_refine_home(&R, u);
         bool kept = false;
         if (h >= 0 && heft_refine_delta(&R, u, h, -1, 0) < 0.0)
-            kept = heft_refine_try(&R, q0, h, -1, ++trial, pmax, bound, &scanned);
+            kept = heft_refine_try(&R, q0, h, -1, q0, ++trial, pmax, bound, &scanned);
         if (h >= 0 && !kept) {
             /* Alone it made the schedule longer: with one of h's next tasks
              * in exchange, the loads stay as they were (a stencil's
              * alternation 0101 becomes column blocks 0011 one such swap a
              * step). */
-            int64_t best = -1;
+            int64_t best = -1, qbest = q0;
             double bd = 0.0;
             int32_t a = R.cw[u];
             for (int64_t j = q0 + 1; j < n && j <= q0 + HEFT_REFINE_SWAP; j++) {
@@ -1571,10 +1572,12 @@ static void heft_refine(const sched_graph_t *g, sched_result_t *r)
                 if (d < bd) {
                     bd = d;
                     best = v;
+                    qbest = j;
                 }
             }
             if (best >= 0)
-                kept = heft_refine_try(&R, q0, h, best, ++trial, pmax, bound, &scanned);
+                kept = heft_refine_try(&R, q0, h, best, qbest, ++trial, pmax, bound,
+                                       &scanned);
         }
         moved |= kept;
         int32_t w = R.cw[u];

@@ -793,11 +793,11 @@ static void test_refine(void)
         }
     /* Random graphs with every constraint: valid, no longer than allowed,
      * pinned tasks where pinned, and off (0) is HEFT's schedule. */
-    for (uint64_t seed = 1; seed <= 24; seed++) {
+    for (uint64_t seed = 1; seed <= 64; seed++) {
         unsigned flags = (unsigned)seed & 63u;
         int32_t P = 2 + (int32_t)(seed % 4);
         st_graph_t sg;
-        st_graph_random(&sg, seed, 300, P, 12, 3, flags);
+        st_graph_random(&sg, seed, 200, P, 10, 3, flags);
         CHECK_OK(sched_run(&sched_policy_heft, &sg.g, 0, &sg.r));
         double mk0 = sg.r.makespan;
         double far0 = far_weight(&sg.g, sg.worker);
