@@ -1346,12 +1346,15 @@ static int32_t heft_refine_home(heft_refine_t *R, int64_t u)
     int32_t a = R->cw[u], h = -1;
     for (int64_t p = adj->pred_off[u]; p < adj->pred_off[u + 1]; p++) {
         const sched_edge_t *e = &g->edges[adj->pred_edge[p]];
-        int32_t x = R->cw[e->from];
-        R->wsum[x] += heft_edge_weight(g, e);
-        if (h < 0 || R->wsum[x] > R->wsum[h] || (R->wsum[x] == R->wsum[h] && x < h))
+        R->wsum[R->cw[e->from]] += heft_edge_weight(g, e);
+    }
+    for (int64_t p = adj->pred_off[u]; p < adj->pred_off[u + 1]; p++) {
+        int32_t x = R->cw[adj->pred_from[p]];
+        if (x != a &&
+            (h < 0 || R->wsum[x] > R->wsum[h] || (R->wsum[x] == R->wsum[h] && x < h)))
             h = x;
     }
-    if (h >= 0 && !(R->wsum[h] > R->wsum[a]))
+    if (h >= 0 && R->wsum[h] < R->wsum[a])
         h = -1;
     for (int64_t p = adj->pred_off[u]; p < adj->pred_off[u + 1]; p++)
         R->wsum[R->cw[adj->pred_from[p]]] = 0.0;
@@ -1569,7 +1572,7 @@ static void heft_refine(const sched_graph_t *g, sched_result_t *r)
                 if (R.cw[v] != h || heft_refine_stays(g, v))
                     continue;
                 double d = heft_refine_delta(&R, u, h, v, a);
-                if (d < bd) {
+                if (d < bd || (best < 0 && d <= 0.0)) {
                     bd = d;
                     best = v;
                     qbest = j;
