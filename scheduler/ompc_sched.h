@@ -92,11 +92,14 @@ typedef struct sched_graph {
                                 * column blocks need half as many */
     double refine;             /* 0 = off, else >= 1.  HEFT only: after
                                 * placing, it moves each task (in start
-                                * order) to the worker holding most of its
-                                * inputs from inside the graph (weighed as
-                                * for stay), alone or in exchange for one
-                                * of that worker's next tasks, where that
-                                * moves less input weight between workers.
+                                * order) to the other worker holding most
+                                * of its inputs from inside the graph
+                                * (weighed as for stay) if that holds at
+                                * least as much as its own: alone where
+                                * that moves less input weight between
+                                * workers, else in exchange for one of
+                                * that worker's next tasks where that
+                                * moves no more.
                                 * A move is kept while the makespan, with
                                 * every task started as early as its
                                 * worker's order allows, stays within

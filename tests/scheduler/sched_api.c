@@ -791,6 +791,36 @@ static void test_refine(void)
                 CHECK(r2.makespan == r.makespan && memcmp(w, w2, sizeof(w)) == 0);
             }
         }
+    /* Hops as long as a task (a comm model, 16 bytes an input): HEFT
+     * alternates the stencil's steps 0101, 1010, where every task holds as
+     * many inputs on either worker; even exchanges reach column blocks,
+     * through schedules longer on the way than at the end. */
+    {
+        int64_t m = shape_edges('s', e);
+        for (int64_t k = 0; k < m; k++)
+            e[k] = (sched_edge_t){e[k].from, e[k].to, 0, 16};
+        double lat[4] = {0, 100, 100, 0}, ibw[4] = {0, 1e-3, 1e-3, 0};
+        sched_graph_t g = {.nworkers = 2,
+                           .ntasks = SHAPE_N,
+                           .cost = cost,
+                           .nedges = m,
+                           .edges = e,
+                           .comm_lat = lat,
+                           .comm_inv_bw = ibw,
+                           .cost_uniform = 1};
+        sched_result_t r = {w, s, f, 0};
+        CHECK_OK(sched_run(&sched_policy_heft, &g, 0, &r));
+        size_t far0 = far_edges(&g, w);
+        double mk0 = r.makespan;
+        g.refine = 1.25;
+        CHECK_OK(sched_run(&sched_policy_heft, &g, 0, &r));
+        CHECK_VALID(&g, &r);
+        size_t far1 = far_edges(&g, w);
+        printf("refine 1.25: s, hops of a task: %zu transfers, makespan %g without; "
+               "%zu, %g with\n",
+               far0, mk0, far1, r.makespan);
+        CHECK(far1 <= 2 * SHAPE_T && far1 < far0 && r.makespan <= mk0 * 1.25);
+    }
     /* Random graphs with every constraint: valid, no longer than allowed,
      * pinned tasks where pinned, and off (0) is HEFT's schedule. */
     for (uint64_t seed = 1; seed <= 64; seed++) {
