@@ -124,6 +124,7 @@ typedef struct ompc_config {
     int64_t sched_seed;
     int64_t default_cost_us;
     int64_t sched_stay_pct;  /* HEFT's sched_graph_t.stay, in percent */
+    int64_t sched_refine_pct; /* HEFT's sched_graph_t.refine, in percent */
     int64_t graph_window;
     int64_t dispatch_threads;
     int64_t head_threads;

@@ -125,6 +125,13 @@ static const cfg_row_t rows[] = {
         "each flush twice and keeps the schedule that moves fewer inputs "
         "unless it is longer (0: off; an experiment, see docs/performance.md)",
         CFG_INT, sched_stay_pct, 0, 10000),
+    ROW("OMPC_SCHED_REFINE", "0",
+        "after HEFT places a flush, move tasks (alone or two in exchange) to "
+        "the worker holding most of their inputs where that moves fewer inputs "
+        "and the flush's makespan stays within this percent of HEFT's (0: off; "
+        "100: no longer, and so is 1-99; an experiment, see "
+        "docs/performance.md)",
+        CFG_INT, sched_refine_pct, 0, 10000),
     ROW("OMPC_GRAPH_WINDOW", "256",
         "recorded target tasks that force a flush (scheduling and dispatch) "
         "without waiting for a barrier",

@@ -238,6 +238,10 @@ static void schedule_batch(tgt_node_t **v, size_t n, uint64_t batch,
         .prefer = prefer,
         .dataonly = dataonly,
         .stay = (double)cfg->sched_stay_pct / 100.0,
+        /* Below 100 would allow a makespan shorter than HEFT's only. */
+        .refine = cfg->sched_refine_pct <= 0    ? 0.0
+                  : cfg->sched_refine_pct < 100 ? 1.0
+                                                : (double)cfg->sched_refine_pct / 100.0,
     };
     sched_result_t r = {worker, start, finish, 0};
     /* The state carries over between flushes (round-robin's turn: a batch

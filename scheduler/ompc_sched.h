@@ -90,6 +90,23 @@ typedef struct sched_graph {
                                 * Greedy earliest finish gives a stencil
                                 * one input from afar per task where
                                 * column blocks need half as many */
+    double refine;             /* 0 = off, else >= 1.  HEFT only: after
+                                * placing, it moves each task (in start
+                                * order) to the other worker holding most
+                                * of its inputs from inside the graph
+                                * (weighed as for stay) if that holds at
+                                * least as much as its own: alone where
+                                * that moves less input weight between
+                                * workers, else in exchange for one of
+                                * that worker's next tasks where that
+                                * moves no more.
+                                * A move is kept while the makespan, with
+                                * every task started as early as its
+                                * worker's order allows, stays within
+                                * refine times HEFT's (1: no longer).
+                                * Pinned tasks and tasks with a preferred
+                                * worker stay.  The schedule is HEFT's if
+                                * no move is kept */
     int32_t cost_uniform;      /* 0: cost as above.  1: identical workers,
                                 * cost has ntasks entries and cost[i] is
                                 * task i's run time on every worker, so

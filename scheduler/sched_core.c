@@ -85,6 +85,9 @@ ompc_status_t sched_graph_validate(const sched_graph_t *g, const sched_result_t 
                            g->comm_msg);
     if (!sched_nonneg(g->stay))
         return sched_error(-1, "stay is %g, expected a finite value >= 0", g->stay);
+    if (!sched_nonneg(g->refine) || (g->refine > 0.0 && g->refine < 1.0))
+        return sched_error(-1, "refine is %g, expected 0 or a finite value >= 1",
+                           g->refine);
     if (r && n > 0 && (!r->worker || !r->start || !r->finish))
         return sched_error(-1, "the result arrays must all be non-NULL");
 

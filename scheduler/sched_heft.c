@@ -1298,13 +1298,358 @@ out:
     return st;
 }
 
+/* ------------------------------------------------------------- refine */
+/* Tasks re-timed per task of the graph, at most, by the refinement.  A
+ * move re-times the tasks after it until the schedule is the same again,
+ * which on a stencil is every later task: unbounded, a flush of n tasks
+ * would cost O(n^2) of them. */
+#define HEFT_REFINE_SCAN 512
+/* How far past a task the refinement looks for one to exchange it with,
+ * in positions. */
+#define HEFT_REFINE_SWAP 16
+
+/* Pinned tasks and tasks with a preferred worker are not moved. */
+static inline bool heft_refine_stays(const sched_graph_t *g, int64_t i)
+{
+    return (g->pinned && g->pinned[i] >= 0) || (g->prefer && g->prefer[i] >= 0);
+}
+
+typedef struct heft_skey {
+    double start;
+    int64_t topo, task;
+} heft_skey_t;
+
+static int heft_start_cmp(const void *pa, const void *pb)
+{
+    const heft_skey_t *a = pa, *b = pb;
+    if (a->start != b->start)
+        return a->start < b->start ? -1 : 1;
+    return (a->topo > b->topo) - (a->topo < b->topo);
+}
+
+/* The refinement's state.  c*: the schedule kept so far; t*: the trial,
+ * equal to c* outside the positions it re-timed.  Each worker's tasks run
+ * in position order, each as early as its inputs and the worker allow. */
+typedef struct heft_refine {
+    const sched_graph_t *g;
+    const sched_adj_t *adj;
+    int64_t n;
+    int64_t *ord; /* position -> task: by start, then topo */
+    int32_t *cw, *tw;
+    double *cs, *cf, *ts, *tf;
+    double *sufmax; /* latest kept finish from a position on */
+    double *pend; /* kept worker ends before the trial's task */
+    double *tend, *cend; /* during a trial: worker ends, both ways */
+    uint64_t *tver; /* the trial tend and cend[w] belong to */
+    uint64_t *chg; /* the trial that re-timed or moved a task */
+    double *wsum; /* input weight per worker, zero between */
+} heft_refine_t;
+
+static void heft_refine_free(heft_refine_t *R)
+{
+    free(R->ord);
+    free(R->cw);
+    free(R->tw);
+    free(R->cs);
+    free(R->cf);
+    free(R->ts);
+    free(R->tf);
+    free(R->sufmax);
+    free(R->pend);
+    free(R->tend);
+    free(R->cend);
+    free(R->tver);
+    free(R->chg);
+    free(R->wsum);
+}
+
+static inline double heft_edge_weight(const sched_graph_t *g, const sched_edge_t *e)
+{
+    return 1.0 + (g->comm_lat ? e->bytes : e->cost);
+}
+
+/* Worker x's ends enter trial k at their kept value. */
+static inline void heft_refine_touch(heft_refine_t *R, int32_t x, uint64_t k)
+{
+    if (R->tver[x] != k) {
+        R->tver[x] = k;
+        R->tend[x] = R->cend[x] = R->pend[x];
+    }
+}
+
+/* The worker holding most of task u's input weight if it holds more than
+ * u's own worker, else -1. */
+static int32_t heft_refine_home(heft_refine_t *R, int64_t u)
+{
+    const sched_graph_t *g = R->g;
+    const sched_adj_t *adj = R->adj;
+    int32_t a = R->cw[u], h = -1;
+    for (int64_t p = adj->pred_off[u]; p < adj->pred_off[u + 1]; p++) {
+        const sched_edge_t *e = &g->edges[adj->pred_edge[p]];
+        R->wsum[R->cw[e->from]] += heft_edge_weight(g, e);
+    }
+    for (int64_t p = adj->pred_off[u]; p < adj->pred_off[u + 1]; p++) {
+        int32_t x = R->cw[adj->pred_from[p]];
+        if (x != a &&
+            (h < 0 || R->wsum[x] > R->wsum[h] || (R->wsum[x] == R->wsum[h] && x < h)))
+            h = x;
+    }
+    if (h >= 0 && R->wsum[h] < R->wsum[a])
+        h = -1;
+    for (int64_t p = adj->pred_off[u]; p < adj->pred_off[u + 1]; p++)
+        R->wsum[R->cw[adj->pred_from[p]]] = 0.0;
+    return h;
+}
+
+/* Where x runs if u moves to h and v (if >= 0) to b. */
+static inline int32_t heft_refine_at(const heft_refine_t *R, int64_t x, int64_t u,
+                                     int32_t h, int64_t v, int32_t b)
+{
+    return x == u ? h : x == v ? b : R->cw[x];
+}
+
+/* How the weight of inputs moved between workers changes if u moves to h
+ * and v (if >= 0) to b: the edges of u, then those of v not to u. */
+static double heft_refine_delta(const heft_refine_t *R, int64_t u, int32_t h, int64_t v,
+                                int32_t b)
+{
+    const sched_graph_t *g = R->g;
+    const sched_adj_t *adj = R->adj;
+    double d = 0.0;
+    for (int k = 0; k < 2; k++) {
+        int64_t x = k ? v : u;
+        if (x < 0)
+            break;
+        int32_t now = R->cw[x], then = k ? b : h;
+        for (int64_t p = adj->pred_off[x]; p < adj->pred_off[x + 1]; p++) {
+            int64_t y = adj->pred_from[p];
+            if (k && y == u)
+                continue;
+            const sched_edge_t *e = &g->edges[adj->pred_edge[p]];
+            d += heft_edge_weight(g, e) *
+                 ((heft_refine_at(R, y, u, h, v, b) != then) - (R->cw[y] != now));
+        }
+        for (int64_t p = adj->succ_off[x]; p < adj->succ_off[x + 1]; p++) {
+            int64_t y = adj->succ_to[p];
+            if (k && y == u)
+                continue;
+            const sched_edge_t *e = &g->edges[adj->succ_edge[p]];
+            d += heft_edge_weight(g, e) *
+                 ((heft_refine_at(R, y, u, h, v, b) != then) - (R->cw[y] != now));
+        }
+    }
+    return d;
+}
+
+/* Trial k: the task at position q0 (u) moved to worker h, and v (if >= 0,
+ * at position qv, later in the order) to u's worker, the tasks after u
+ * re-timed until the schedule is the kept one again (not before v).  Keeps it if the makespan stays within
+ * bound.  *scanned grows by the tasks re-timed. */
+static bool heft_refine_try(heft_refine_t *R, int64_t q0, int32_t h, int64_t v,
+                            int64_t qv, uint64_t k, double pmax, double bound,
+                            int64_t *scanned)
+{
+    const sched_graph_t *g = R->g;
+    int64_t n = R->n, u = R->ord[q0], q;
+    int32_t a = R->cw[u];
+    double tmax = 0.0;
+    int64_t pending = 0, ndiff = 0;
+    bool same = false, over = false;
+    R->tw[u] = h;
+    if (v >= 0)
+        R->tw[v] = a;
+    for (q = q0; q < n; q++) {
+        int64_t i = R->ord[q];
+        int32_t w = R->tw[i], c = R->cw[i];
+        double t = sched_data_ready(g, R->adj, R->tw, R->tf, i, w);
+        heft_refine_touch(R, w, k);
+        heft_refine_touch(R, c, k);
+        int64_t before = (R->tend[w] != R->cend[w]) +
+                         (c != w && R->tend[c] != R->cend[c]);
+        double s = t > R->tend[w] ? t : R->tend[w];
+        double f = s + sched_cost(g, i, w);
+        R->ts[i] = s;
+        R->tf[i] = f;
+        R->tend[w] = f;
+        R->cend[c] = R->cf[i];
+        ndiff += (R->tend[w] != R->cend[w]) + (c != w && R->tend[c] != R->cend[c]) -
+                 before;
+        for (int64_t p = R->adj->pred_off[i]; p < R->adj->pred_off[i + 1]; p++)
+            pending -= R->chg[R->adj->pred_from[p]] == k;
+        if (i == u || i == v || f != R->cf[i]) {
+            R->chg[i] = k;
+            pending += R->adj->succ_off[i + 1] - R->adj->succ_off[i];
+        }
+        if (f > tmax)
+            tmax = f;
+        ++*scanned;
+        if (tmax > bound) {
+            over = true;
+            break;
+        }
+        if (pending == 0 && ndiff == 0 && q >= qv) {
+            /* From here on every task starts as it did. */
+            same = true;
+            break;
+        }
+    }
+    int64_t qe = q < n ? q : n - 1;
+    double mk = pmax > tmax ? pmax : tmax;
+    if (same && qe + 1 < n && R->sufmax[qe + 1] > mk)
+        mk = R->sufmax[qe + 1];
+    bool keep = !over && mk <= bound;
+    for (int64_t j = q0; j <= qe; j++) {
+        int64_t i = R->ord[j];
+        if (keep) {
+            R->cs[i] = R->ts[i];
+            R->cf[i] = R->tf[i];
+        } else {
+            R->ts[i] = R->cs[i];
+            R->tf[i] = R->cf[i];
+        }
+    }
+    if (keep) {
+        R->cw[u] = h;
+        if (v >= 0)
+            R->cw[v] = a;
+        for (int64_t j = qe; j >= q0; j--) {
+            double f = R->cf[R->ord[j]];
+            R->sufmax[j] = j + 1 < n && R->sufmax[j + 1] > f ? R->sufmax[j + 1] : f;
+        }
+    } else {
+        R->tw[u] = a;
+        if (v >= 0)
+            R->tw[v] = h;
+    }
+    return keep;
+}
+
+/* g->refine after HEFT placed r (see ompc_sched.h).  r is left as it was
+ * unless a move is kept; short of memory, HEFT's schedule stands (the
+ * refinement only improves a valid schedule). */
+static void heft_refine(const sched_graph_t *g, sched_result_t *r)
+{
+    int64_t n = g->ntasks;
+    int32_t P = g->nworkers;
+    if (!(g->refine > 0.0) || n == 0 || g->nedges == 0)
+        return;
+    sched_prep_t prep;
+    if (sched_prep_create(g, r, &prep) != OMPC_OK)
+        return;
+    size_t un = (size_t)n + 1, uP = (size_t)P;
+    heft_refine_t R = {.g = g, .adj = &prep.adj, .n = n};
+    heft_skey_t *key = malloc(un * sizeof(*key));
+    R.ord = malloc(un * sizeof(int64_t));
+    R.cw = malloc(un * sizeof(int32_t));
+    R.tw = malloc(un * sizeof(int32_t));
+    R.cs = malloc(un * sizeof(double));
+    R.cf = malloc(un * sizeof(double));
+    R.ts = malloc(un * sizeof(double));
+    R.tf = malloc(un * sizeof(double));
+    R.sufmax = malloc(un * sizeof(double));
+    R.chg = calloc(un, sizeof(uint64_t));
+    R.pend = calloc(uP, sizeof(double));
+    R.tend = calloc(uP, sizeof(double));
+    R.cend = calloc(uP, sizeof(double));
+    R.tver = calloc(uP, sizeof(uint64_t));
+    R.wsum = calloc(uP, sizeof(double));
+    if (!key || !R.ord || !R.cw || !R.tw || !R.cs || !R.cf || !R.ts || !R.tf ||
+        !R.sufmax || !R.chg || !R.pend || !R.tend || !R.cend || !R.tver || !R.wsum)
+        goto out;
+    /* Start order is a topological order (a task starts after its inputs
+     * finish) up to ties of tasks that take no time: topo breaks those. */
+    for (int64_t j = 0; j < n; j++)
+        key[prep.topo[j]].topo = j;
+    for (int64_t i = 0; i < n; i++) {
+        key[i].start = r->start[i];
+        key[i].task = i;
+    }
+    qsort(key, (size_t)n, sizeof(*key), heft_start_cmp);
+    for (int64_t j = 0; j < n; j++)
+        R.ord[j] = key[j].task;
+    /* HEFT's own schedule in this form: no task starts later than in r
+     * (by induction over the order), so it is within bound. */
+    memcpy(R.tw, r->worker, (size_t)n * sizeof(int32_t));
+    for (int64_t j = 0; j < n; j++) {
+        int64_t i = R.ord[j];
+        int32_t w = R.tw[i];
+        double t = sched_data_ready(g, &prep.adj, R.tw, R.tf, i, w);
+        double s = t > R.pend[w] ? t : R.pend[w];
+        R.ts[i] = s;
+        R.tf[i] = R.pend[w] = s + sched_cost(g, i, w);
+    }
+    memcpy(R.cw, R.tw, (size_t)n * sizeof(int32_t));
+    memcpy(R.cs, R.ts, (size_t)n * sizeof(double));
+    memcpy(R.cf, R.tf, (size_t)n * sizeof(double));
+    for (int64_t j = n - 1; j >= 0; j--) {
+        double f = R.cf[R.ord[j]];
+        R.sufmax[j] = j + 1 < n && R.sufmax[j + 1] > f ? R.sufmax[j + 1] : f;
+    }
+    memset(R.pend, 0, uP * sizeof(double));
+
+    double bound = r->makespan * g->refine, pmax = 0.0;
+    int64_t scanned = 0, budget = n * HEFT_REFINE_SCAN;
+    uint64_t trial = 0;
+    bool moved = false;
+    for (int64_t q0 = 0; q0 < n; q0++) {
+        int64_t u = R.ord[q0];
+        int32_t h = heft_refine_stays(g, u) || scanned >= budget
+                        ? -1
+                        : heft_refine_home(&R, u);
+        bool kept = false;
+        if (h >= 0 && heft_refine_delta(&R, u, h, -1, 0) < 0.0)
+            kept = heft_refine_try(&R, q0, h, -1, q0, ++trial, pmax, bound, &scanned);
+        if (h >= 0 && !kept) {
+            /* Alone it made the schedule longer: with one of h's next tasks
+             * in exchange, the loads stay as they were (a stencil's
+             * alternation 0101 becomes column blocks 0011 one such swap a
+             * step). */
+            int64_t best = -1, qbest = q0;
+            double bd = 0.0;
+            int32_t a = R.cw[u];
+            for (int64_t j = q0 + 1; j < n && j <= q0 + HEFT_REFINE_SWAP; j++) {
+                int64_t v = R.ord[j];
+                if (R.cw[v] != h || heft_refine_stays(g, v))
+                    continue;
+                double d = heft_refine_delta(&R, u, h, v, a);
+                if (d < bd || (best < 0 && d <= 0.0)) {
+                    bd = d;
+                    best = v;
+                    qbest = j;
+                }
+            }
+            if (best >= 0)
+                kept = heft_refine_try(&R, q0, h, best, qbest, ++trial, pmax, bound,
+                                       &scanned);
+        }
+        moved |= kept;
+        int32_t w = R.cw[u];
+        R.pend[w] = R.cf[u];
+        if (R.cf[u] > pmax)
+            pmax = R.cf[u];
+    }
+    if (moved) {
+        memcpy(r->worker, R.cw, (size_t)n * sizeof(int32_t));
+        memcpy(r->start, R.cs, (size_t)n * sizeof(double));
+        memcpy(r->finish, R.cf, (size_t)n * sizeof(double));
+        sched_result_close(g, r);
+    }
+out:
+    free(key);
+    heft_refine_free(&R);
+    sched_prep_free(&prep);
+}
+
 static ompc_status_t heft_run(const sched_policy_t *self, const sched_graph_t *g,
                               uint64_t seed, sched_state_t *state, sched_result_t *r)
 {
     (void)self;
     (void)seed;
     (void)state;
-    return heft_place_stay(g, 0, r);
+    ompc_status_t st = heft_place_stay(g, 0, r);
+    if (st == OMPC_OK)
+        heft_refine(g, r);
+    return st;
 }
 
 /* self is the first member of a sched_heft_policy_t: only
@@ -1315,7 +1660,10 @@ ompc_status_t sched_heft_param_run(const sched_policy_t *self, const sched_graph
     (void)seed;
     (void)state;
     const sched_heft_policy_t *hp = (const sched_heft_policy_t *)self;
-    return heft_place_stay(g, hp->candidates, r);
+    ompc_status_t st = heft_place_stay(g, hp->candidates, r);
+    if (st == OMPC_OK)
+        heft_refine(g, r);
+    return st;
 }
 
 void sched_heft_policy_init(sched_heft_policy_t *p, int32_t candidates)

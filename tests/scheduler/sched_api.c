@@ -735,6 +735,124 @@ static void test_threads(void)
     printf("threads: ok\n");
 }
 
+/* Inputs moved between workers, weighed as HEFT's refine does. */
+static double far_weight(const sched_graph_t *g, const int32_t *w)
+{
+    double far = 0.0;
+    for (int64_t k = 0; k < g->nedges; k++)
+        if (w[g->edges[k].from] != w[g->edges[k].to])
+            far += 1.0 + (g->comm_lat ? g->edges[k].bytes : g->edges[k].cost);
+    return far;
+}
+
+/* refine: after HEFT, single tasks move to the worker holding most of
+ * their inputs where that moves fewer inputs and the makespan stays within
+ * refine times HEFT's.  Task Bench's shapes (tasks 100, hops 20): never
+ * longer than allowed nor more inputs moved, the stencil on 2 workers
+ * with fewer transfers; the bounded search with every worker a candidate
+ * refines as the full one; random graphs with every constraint the
+ * checkers know stay valid. */
+static void test_refine(void)
+{
+    static double cost[SHAPE_N];
+    static sched_edge_t e[3 * SHAPE_N];
+    static int32_t w[SHAPE_N], w2[SHAPE_N];
+    static double s[SHAPE_N], f[SHAPE_N], s2[SHAPE_N], f2[SHAPE_N];
+    for (int i = 0; i < SHAPE_N; i++)
+        cost[i] = 100;
+    for (int32_t P = 2; P <= 3; P++)
+        for (const char *shape = "sft"; *shape; shape++) {
+            int64_t m = shape_edges(*shape, e);
+            sched_graph_t g = {.nworkers = P,
+                               .ntasks = SHAPE_N,
+                               .cost = cost,
+                               .nedges = m,
+                               .edges = e,
+                               .cost_uniform = 1};
+            sched_result_t r = {w, s, f, 0};
+            CHECK_OK(sched_run(&sched_policy_heft, &g, 0, &r));
+            size_t far0 = far_edges(&g, w);
+            double mk0 = r.makespan;
+            for (double refine = 1.0; refine <= 1.21; refine += 0.1) {
+                g.refine = refine;
+                CHECK_OK(sched_run(&sched_policy_heft, &g, 0, &r));
+                CHECK_VALID(&g, &r);
+                size_t far1 = far_edges(&g, w);
+                printf("refine %.1f: %c on %d workers: %zu transfers, makespan %g "
+                       "without; %zu, %g with\n",
+                       refine, *shape, (int)P, far0, mk0, far1, r.makespan);
+                CHECK(r.makespan <= mk0 * refine && far1 <= far0);
+                if (*shape == 's' && P == 2)
+                    CHECK(far1 < far0);
+                sched_heft_policy_t hp;
+                sched_heft_policy_init(&hp, P);
+                sched_result_t r2 = {w2, s2, f2, 0};
+                CHECK_OK(sched_run(&hp.policy, &g, 0, &r2));
+                CHECK(r2.makespan == r.makespan && memcmp(w, w2, sizeof(w)) == 0);
+            }
+        }
+    /* Hops as long as a task (a comm model, 16 bytes an input): HEFT
+     * alternates the stencil's steps 0101, 1010, where every task holds as
+     * many inputs on either worker; even exchanges reach column blocks,
+     * through schedules longer on the way than at the end. */
+    {
+        int64_t m = shape_edges('s', e);
+        for (int64_t k = 0; k < m; k++)
+            e[k] = (sched_edge_t){e[k].from, e[k].to, 0, 16};
+        double lat[4] = {0, 100, 100, 0}, ibw[4] = {0, 1e-3, 1e-3, 0};
+        sched_graph_t g = {.nworkers = 2,
+                           .ntasks = SHAPE_N,
+                           .cost = cost,
+                           .nedges = m,
+                           .edges = e,
+                           .comm_lat = lat,
+                           .comm_inv_bw = ibw,
+                           .cost_uniform = 1};
+        sched_result_t r = {w, s, f, 0};
+        CHECK_OK(sched_run(&sched_policy_heft, &g, 0, &r));
+        size_t far0 = far_edges(&g, w);
+        double mk0 = r.makespan;
+        g.refine = 1.25;
+        CHECK_OK(sched_run(&sched_policy_heft, &g, 0, &r));
+        CHECK_VALID(&g, &r);
+        size_t far1 = far_edges(&g, w);
+        printf("refine 1.25: s, hops of a task: %zu transfers, makespan %g without; "
+               "%zu, %g with\n",
+               far0, mk0, far1, r.makespan);
+        CHECK(far1 <= 2 * SHAPE_T && far1 < far0 && r.makespan <= mk0 * 1.25);
+    }
+    /* Random graphs with every constraint: valid, no longer than allowed,
+     * pinned tasks where pinned, and off (0) is HEFT's schedule. */
+    for (uint64_t seed = 1; seed <= 64; seed++) {
+        unsigned flags = (unsigned)seed & 63u;
+        int32_t P = 2 + (int32_t)(seed % 4);
+        st_graph_t sg;
+        st_graph_random(&sg, seed, 200, P, 10, 3, flags);
+        CHECK_OK(sched_run(&sched_policy_heft, &sg.g, 0, &sg.r));
+        double mk0 = sg.r.makespan;
+        double far0 = far_weight(&sg.g, sg.worker);
+        sg.g.refine = 1.0 + (double)(seed % 3) * 0.1;
+        CHECK_OK(sched_run(&sched_policy_heft, &sg.g, 0, &sg.r));
+        CHECK_VALID(&sg.g, &sg.r);
+        CHECK(sg.r.makespan <= mk0 * sg.g.refine);
+        CHECK(far_weight(&sg.g, sg.worker) <= far0);
+        st_graph_free(&sg);
+    }
+    /* Below 1 (but not 0), negative or not finite: refused. */
+    double bads[3] = {0.5, -1, INFINITY};
+    for (int k = 0; k < 3; k++) {
+        sched_graph_t bad = {.nworkers = 2,
+                             .ntasks = 1,
+                             .cost = cost,
+                             .cost_uniform = 1,
+                             .refine = bads[k]};
+        sched_result_t r = {w, s, f, 0};
+        CHECK(sched_run(&sched_policy_heft, &bad, 0, &r) == OMPC_ERR_INVALID);
+        CHECK(strstr(sched_last_error(), "refine") != NULL);
+    }
+    printf("refine: ok\n");
+}
+
 int main(void)
 {
     test_topcuoglu();
@@ -746,6 +864,7 @@ int main(void)
     test_comm_model();
     test_comm_msg();
     test_stay();
+    test_refine();
     test_validation();
     test_checker();
     test_foreign_policy();
