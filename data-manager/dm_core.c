@@ -59,6 +59,7 @@ static ompc_status_t dm_fn_decommit(ev_exec_info_t *info)
     dm_pages_map_lock();
     ompc_status_t st = ev_mem_unregister(info->ctx, (void *)(uintptr_t)a[0]);
     if (st == OMPC_OK) {
+        dm_pages_kept_forget((uintptr_t)a[0], (size_t)a[1]);
         void *p = mmap((void *)(uintptr_t)a[0], a[1], PROT_NONE,
                        MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
         st = p == MAP_FAILED ? OMPC_ERR_NOMEM : OMPC_OK;

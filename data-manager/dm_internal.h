@@ -118,6 +118,9 @@ void dm_pages_map_lock(void);
  * data lands; one it wrote through faults stops the rank by name. */
 ompc_status_t dm_pages_commit(ev_ctx_t *ev, uintptr_t addr, size_t span, uint64_t epoch);
 void dm_pages_map_unlock(void);
+/* Device pages a split's guards left protected over [addr, addr+span) are
+ * forgotten (their mapping is being reset: commit, close, decommit). */
+void dm_pages_kept_forget(uintptr_t addr, size_t span);
 /* Close a stale copy at once (dm_close_now's message, gate thread). */
 void dm_pages_close_now(uintptr_t addr, size_t span, uint64_t epoch);
 /* A commit for task seq (0: not known); data_follows: a transfer for

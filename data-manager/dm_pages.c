@@ -174,6 +174,98 @@ static pthread_mutex_t map_mtx = PTHREAD_MUTEX_INITIALIZER;
 void dm_pages_map_lock(void) { pthread_mutex_lock(&map_mtx); }
 void dm_pages_map_unlock(void) { pthread_mutex_unlock(&map_mtx); }
 
+/* ------------------------------------------ guarded pages kept protected
+ * The pages a split share's guards protected and its kernel never touched
+ * stay protected after dm_guard_end (docs/architecture.md, "Loops split
+ * across workers": their bytes are stale here, and a member's copy of a
+ * spread buffer keeps them stale until the next split over the same
+ * members protects them again, or a gather or a copy lands over them).
+ * Protecting and opening them on every split cost two mprotect calls
+ * over most of the other shares' pieces; kept, a stencil's next split
+ * protects nothing new.  Each slot holds one stretch, packed so that a
+ * slot changes in one atomic step: the page number above KEPT_NBITS, the
+ * page count below; 0 is a free slot.  A slot goes from a stretch to 0 by
+ * exactly one taker (atomic exchange or compare-and-swap), who then owns
+ * opening it or knowing it protected: dm_guard_begin takes them all (a
+ * split's guards protect what they need), a landing over one opens it
+ * (kept_drop), a commit, close or decommit forgets it (its mapping is
+ * reset there), and the SIGSEGV handler opens the one a thread touches
+ * outside a split (a kept span reused by a new buffer; the stale bytes it
+ * then sees are what an open page would have shown). */
+#define KEPT_SLOTS 256
+#define KEPT_NBITS 28
+static _Atomic uint64_t kept[KEPT_SLOTS];
+static _Atomic size_t kept_used; /* slots published since the last take */
+
+static uint64_t kept_pack(uintptr_t addr, uint64_t npages)
+{
+    return (uint64_t)(addr / DM_PAGE) << KEPT_NBITS | npages;
+}
+
+static uintptr_t kept_addr(uint64_t v) { return (uintptr_t)(v >> KEPT_NBITS) * DM_PAGE; }
+
+static uint64_t kept_len(uint64_t v)
+{
+    return (v & (((uint64_t)1 << KEPT_NBITS) - 1)) * DM_PAGE;
+}
+
+/* Publish [addr, addr+len) (page-aligned, protected) as kept; false when
+ * no slot is free or it is too long for one (the caller opens it). */
+static bool kept_put(uintptr_t addr, uint64_t len)
+{
+    uint64_t np = len / DM_PAGE;
+    if (np == 0 || np >= ((uint64_t)1 << KEPT_NBITS))
+        return false;
+    for (size_t i = 0; i < KEPT_SLOTS; i++) {
+        uint64_t z = 0;
+        if (atomic_compare_exchange_strong(&kept[i], &z, kept_pack(addr, np))) {
+            atomic_fetch_add(&kept_used, 1);
+            return true;
+        }
+    }
+    return false;
+}
+
+/* The stretches kept over [addr, addr+size), taken off the table; opened
+ * when open is set (a landing's bytes come next), else only forgotten. */
+static void kept_drop(uintptr_t addr, size_t size, bool open)
+{
+    if (atomic_load_explicit(&kept_used, memory_order_relaxed) == 0)
+        return;
+    for (size_t i = 0; i < KEPT_SLOTS; i++) {
+        uint64_t v = atomic_load_explicit(&kept[i], memory_order_relaxed);
+        if (!v || kept_addr(v) >= addr + size || kept_addr(v) + kept_len(v) <= addr)
+            continue;
+        if (!atomic_compare_exchange_strong(&kept[i], &v, 0))
+            continue;
+        if (open && mprotect((void *)kept_addr(v), (size_t)kept_len(v),
+                             PROT_READ | PROT_WRITE) != 0)
+            ompc_fatal("cannot open kept device pages at %#llx",
+                       (unsigned long long)kept_addr(v));
+    }
+}
+
+/* SIGSEGV handler, any thread: whether a was in a kept stretch, opened
+ * now (or taken meanwhile by another taker, who opens it or guards it:
+ * either way the access is tried again, and faults again if it must). */
+static bool kept_open_sig(uintptr_t a)
+{
+    if (atomic_load_explicit(&kept_used, memory_order_relaxed) == 0)
+        return false;
+    for (size_t i = 0; i < KEPT_SLOTS; i++) {
+        uint64_t v = atomic_load_explicit(&kept[i], memory_order_relaxed);
+        if (!v || a < kept_addr(v) || a >= kept_addr(v) + kept_len(v))
+            continue;
+        if (!atomic_compare_exchange_strong(&kept[i], &v, 0))
+            return true;
+        return mprotect((void *)kept_addr(v), (size_t)kept_len(v),
+                        PROT_READ | PROT_WRITE) == 0;
+    }
+    return false;
+}
+
+void dm_pages_kept_forget(uintptr_t addr, size_t span) { kept_drop(addr, span, false); }
+
 static long futex(_Atomic uint32_t *w, int op, uint32_t val)
 {
     return syscall(SYS_futex, (uint32_t *)w, op, val, NULL, NULL, 0);
@@ -219,6 +311,11 @@ static void on_segv(int sig, siginfo_t *si, void *ucv)
     int saved = errno;
     dm_pages_t *pg = atomic_load(&dm_pages_live);
     uintptr_t a = (uintptr_t)si->si_addr;
+    if (pg && si->si_code == SEGV_ACCERR && a >= live_base && a < live_end &&
+        kept_open_sig(a)) {
+        errno = saved; /* the access is tried again */
+        return;
+    }
     if (!pg || si->si_code != SEGV_ACCERR || a < live_base || a >= live_end ||
         atomic_load(&pg->running) == 0 ||
         (pg->svc_started && pthread_equal(pthread_self(), pg->svc))) {
@@ -608,6 +705,7 @@ static ompc_status_t commit_map(dm_pages_t *pg, ev_ctx_t *ev, uintptr_t addr, si
 {
     ompc_status_t st = OMPC_OK;
     if (!ev_mem_contains(ev, (const void *)addr, span)) {
+        kept_drop(addr, span, false);
         size_t held = 0;
         for (uintptr_t q = addr; pg && q < addr + span; q += DM_PAGE) {
             dm_fpage_t *e = fpage_get(pg, q);
@@ -770,6 +868,7 @@ ompc_status_t dm_pages_commit_ahead(ev_ctx_t *ev, uintptr_t addr, size_t span,
  * until then it waits, and those kernels keep their pages. */
 bool dm_pages_land_ready(uintptr_t addr, size_t size)
 {
+    kept_drop(addr, size, true);
     dm_pages_t *pg = atomic_load(&dm_pages_live);
     if (!pg || atomic_load_explicit(&pg->ndefers, memory_order_relaxed) == 0)
         return true;
@@ -901,6 +1000,7 @@ static bool none_dark(dm_pages_t *pg)
  * the move succeeds (true), else as it is. */
 static bool dark_open(dm_pages_t *pg, uintptr_t k, uint64_t span, void *s)
 {
+    kept_drop(k, (size_t)span, false);
     dark_forget(pg, k);
     bool moved = s &&
                  (void *)syscall(SYS_mremap, s, span, span, MREMAP_MAYMOVE | MREMAP_FIXED,
@@ -1044,6 +1144,7 @@ static void close_one(dm_pages_t *pg, uintptr_t addr, size_t span, uint64_t epoc
         /* A later launch committed it (before this close came, or after)
          * and its data is on the way: no access until it lands
          * (dm_pages_land). */
+        kept_drop(addr, span, false); /* dark: it opens whole as its data lands */
         if (mprotect((void *)addr, span, PROT_NONE) != 0 ||
             ompc_u64map_put(&pg->dark, addr, span) != OMPC_OK)
             ompc_fatal("rank %d: cannot close the stale copy of device buffer %#llx",
@@ -1051,6 +1152,7 @@ static void close_one(dm_pages_t *pg, uintptr_t addr, size_t span, uint64_t epoc
         atomic_fetch_add(&pg->ndark, 1);
         return;
     }
+    kept_drop(addr, span, false);
     if (ev_mem_unregister(pg->dm->ev, (void *)addr) != OMPC_OK ||
         mmap((void *)addr, span, PROT_NONE,
              MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1,
@@ -1290,6 +1392,51 @@ static ompc_status_t jobs_run(ev_ctx_t *ev, guard_job_t *j, size_t n)
     return st;
 }
 
+/* dm_guard_begin: every stretch earlier splits left protected is taken off
+ * the table; its pages that this split protects too (inside run i, not
+ * fetched now: !done[i]) are marked in have[i] and stay protected, the
+ * others open before anything is fetched into them. */
+static void kept_take(const dm_guard_run_t *v, size_t n, uint8_t *const *done,
+                      uint8_t *const *have)
+{
+    if (atomic_load(&kept_used) == 0)
+        return;
+    dm_pages_map_lock();
+    for (size_t k = 0; k < KEPT_SLOTS; k++) {
+        uint64_t x = atomic_exchange(&kept[k], 0);
+        if (!x)
+            continue;
+        uintptr_t ka = kept_addr(x), ke = ka + (uintptr_t)kept_len(x);
+        uintptr_t open_at = 0; /* start of a stretch to open (0: none) */
+        size_t r = 0;
+        for (uintptr_t q = ka; q <= ke; q += DM_PAGE) {
+            bool keep = false;
+            if (q < ke) {
+                if (!(r < n && q >= v[r].addr && q < v[r].addr + v[r].len))
+                    for (r = 0; r < n; r++)
+                        if (q >= v[r].addr && q < v[r].addr + v[r].len)
+                            break;
+                if (r < n) {
+                    size_t at = (size_t)((q - v[r].addr) / DM_PAGE);
+                    keep = !done[r][at];
+                    if (keep)
+                        have[r][at] = 1;
+                }
+            }
+            if (!keep && q < ke && !open_at)
+                open_at = q;
+            if ((keep || q == ke) && open_at) {
+                if (mprotect((void *)open_at, q - open_at, PROT_READ | PROT_WRITE) != 0)
+                    ompc_fatal("cannot open kept device pages at %#llx",
+                               (unsigned long long)open_at);
+                open_at = 0;
+            }
+        }
+    }
+    atomic_store(&kept_used, 0);
+    dm_pages_map_unlock();
+}
+
 ompc_status_t dm_guard_begin(dm_ctx_t *dm, const dm_guard_run_t *runs, size_t n,
                              const dm_guard_pre_t *pre, size_t npre)
 {
@@ -1358,12 +1505,26 @@ ompc_status_t dm_guard_begin(dm_ctx_t *dm, const dm_guard_run_t *runs, size_t n,
             }
         }
     }
+    uint8_t **have = calloc(n, sizeof(*have)); /* per run, per page: kept */
+    if (!have)
+        st = OMPC_ERR_NOMEM;
+    for (size_t i = 0; i < n && st == OMPC_OK; i++)
+        if (v[i].len && !(have[i] = calloc(v[i].len / DM_PAGE, 1)))
+            st = OMPC_ERR_NOMEM;
+    uint64_t t0 = ompc_now_ns();
+    if (st == OMPC_OK)
+        kept_take(v, n, done, have);
+    uint64_t t1 = ompc_now_ns();
     if (st == OMPC_OK)
         st = jobs_run(dm->ev, jobs, njobs);
+    uint64_t t2 = ompc_now_ns();
     free(jobs);
     if (st != OMPC_OK) {
-        for (size_t i = 0; i < n; i++)
+        for (size_t i = 0; i < n; i++) {
             free(done[i]);
+            free(have ? have[i] : NULL);
+        }
+        free(have);
         free(done);
         free(v);
         return st;
@@ -1371,31 +1532,48 @@ ompc_status_t dm_guard_begin(dm_ctx_t *dm, const dm_guard_run_t *runs, size_t n,
     pthread_mutex_lock(&guard_mtx);
     if (guard_on) {
         pthread_mutex_unlock(&guard_mtx);
-        for (size_t i = 0; i < n; i++)
+        for (size_t i = 0; i < n; i++) {
             free(done[i]);
+            free(have[i]);
+        }
+        free(have);
         free(done);
         free(v);
         return OMPC_ERR_INVALID; /* one share at a time */
     }
-    /* Every stretch of a run's pages not fetched above. */
+    /* Every stretch of a run's pages not fetched above and not kept
+     * protected from an earlier split. */
+    uint64_t nprot = 0, t3 = ompc_now_ns();
     dm_pages_map_lock();
     for (size_t i = 0; i < n && st == OMPC_OK; i++) {
         size_t np = (size_t)(v[i].len / DM_PAGE), q = 0;
         while (q < np && st == OMPC_OK) {
-            if (done[i][q]) {
+            if (done[i][q] || have[i][q]) {
                 q++;
                 continue;
             }
             size_t e = q;
-            while (e < np && !done[i][e])
+            while (e < np && !done[i][e] && !have[i][e])
                 e++;
             if (mprotect((void *)(uintptr_t)(v[i].addr + (uint64_t)q * DM_PAGE),
                          (size_t)(e - q) * DM_PAGE, PROT_NONE) != 0)
                 st = OMPC_ERR_NOMEM;
+            nprot += e - q;
             q = e;
         }
     }
     dm_pages_map_unlock();
+    if (ompc_trace_on()) {
+        const ompc_trace_arg_t a[] = {OMPC_TRACE_U64("fetches", njobs)};
+        const ompc_trace_arg_t b[] = {OMPC_TRACE_U64("pages", nprot)};
+        ompc_trace_span("split", "guard keep", t0, t1, NULL, 0);
+        ompc_trace_span("split", "guard fetch", t1, t2, a, OMPC_TRACE_NARGS(a));
+        ompc_trace_span("split", "guard protect", t3, ompc_now_ns(), b,
+                        OMPC_TRACE_NARGS(b));
+    }
+    for (size_t i = 0; i < n; i++)
+        free(have[i]);
+    free(have);
     guard_runs = v;
     guard_done = done;
     guard_n = n;
@@ -1412,7 +1590,10 @@ ompc_status_t dm_guard_end(dm_ctx_t *dm, uint64_t *fetched_p,
     ompc_status_t st = OMPC_OK;
     pthread_mutex_lock(&guard_mtx);
     if (guard_on) {
-        for (size_t i = 0; untouched && i < guard_n; i++) {
+        /* The pages never touched stay protected (kept, for the next
+         * split's guards), unless the table is full. */
+        dm_pages_map_lock();
+        for (size_t i = 0; i < guard_n; i++) {
             size_t np = (size_t)(guard_runs[i].len / DM_PAGE), q = 0;
             while (q < np) {
                 if (guard_done[i][q]) {
@@ -1422,17 +1603,16 @@ ompc_status_t dm_guard_end(dm_ctx_t *dm, uint64_t *fetched_p,
                 size_t e = q;
                 while (e < np && !guard_done[i][e])
                     e++;
-                untouched(arg, i, guard_runs[i].addr + (uint64_t)q * DM_PAGE,
-                          (uint64_t)(e - q) * DM_PAGE);
+                uintptr_t a = (uintptr_t)(guard_runs[i].addr + (uint64_t)q * DM_PAGE);
+                uint64_t len = (uint64_t)(e - q) * DM_PAGE;
+                if (untouched)
+                    untouched(arg, i, a, len);
+                if (!kept_put(a, len) &&
+                    mprotect((void *)a, (size_t)len, PROT_READ | PROT_WRITE) != 0)
+                    st = OMPC_ERR_NOMEM;
                 q = e;
             }
         }
-        dm_pages_map_lock();
-        for (size_t i = 0; i < guard_n; i++)
-            if (guard_runs[i].len &&
-                mprotect((void *)(uintptr_t)guard_runs[i].addr, guard_runs[i].len,
-                         PROT_READ | PROT_WRITE) != 0)
-                st = OMPC_ERR_NOMEM;
         dm_pages_map_unlock();
         for (size_t i = 0; i < guard_n; i++)
             free(guard_done[i]);

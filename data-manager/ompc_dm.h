@@ -144,8 +144,11 @@ ompc_status_t dm_gather(dm_ctx_t *dm, dm_buf_t *const *bufs, size_t n);
  * written to twin (the run's twin of its first byte, or NULL), so that a
  * comparison with the twin sees only the kernel's own writes.  Call it on
  * the thread that runs the kernel, after dm_pages_task_begin;
- * dm_guard_end, once the kernel's threads are done, opens the pages never
- * touched (their bytes stay stale) and says how many bytes came. */
+ * dm_guard_end, once the kernel's threads are done, says how many bytes
+ * came.  The pages never touched stay protected, their bytes stale: the
+ * next dm_guard_begin keeps those it protects too and opens the rest, and
+ * meanwhile a copy landing over them opens them first, as does a thread
+ * touching one outside a split (SIGSEGV). */
 typedef struct dm_guard_run {
     uint64_t addr, len;      /* here */
     int64_t rank;            /* where the current bytes are */
@@ -165,7 +168,7 @@ ompc_status_t dm_guard_begin(dm_ctx_t *dm, const dm_guard_run_t *runs, size_t n,
  * run (the bytes of a run in pages it shares with other bytes come at
  * once). */
 #define DM_GUARD_PAGE 4096u
-/* untouched (or NULL), called by dm_guard_end before the pages open, for
+/* untouched (or NULL), called by dm_guard_end, for
  * each stretch of a run's protected pages that stayed protected
  * throughout: the kernel neither read nor wrote them, and their twin bytes
  * were never written.  run: its index in dm_guard_begin's list. */

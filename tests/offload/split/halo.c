@@ -5,7 +5,11 @@
  * of the grid, a `target` region without teams, a partial `target update
  * to`), and a kernel whose shares read rows half the grid away, beyond
  * their neighbours, then one that writes outside its share (undone, run
- * whole).  Built with ompcc and with stock clang-19, the RESULT
+ * whole).  Then fresh buffers of the grids' size take their device memory
+ * (kept for the next buffer of the same size), where the guards of the
+ * last splits left pages protected: one written whole by a split kernel
+ * without data coming (map(from:)), one by a region without teams.
+ * Built with ompcc and with stock clang-19, the RESULT
  * line must be the same (compare_stock.sh); a lost, stale or misplaced
  * piece changes the checksums. */
 #include <stdint.h>
@@ -16,7 +20,7 @@
 #define NX 131
 #define STEPS 30
 
-static double u[NY * NX], v[NY * NX];
+static double u[NY * NX], v[NY * NX], w[NY * NX], x[NY * NX];
 
 /* A checksum that sees every bit of every value and its place. */
 static uint64_t digest(const double *a, int n)
@@ -96,8 +100,18 @@ int main(void)
             v[0] = 3.25;
         }
     }
+    for (int r = 0; r < 2; r++) {
+#pragma omp target teams distribute parallel for num_teams(8) map(from : w)
+        for (int i = 0; i < NY * NX; i++)
+            w[i] = 0.5 * i + r;
+#pragma omp target map(from : x)
+        for (int i = 0; i < NY * NX; i++)
+            x[i] = 2.0 * i - r;
+    }
     single = digest(u, NY * NX);
-    printf("RESULT u %016llx v %016llx mid %016llx probe %.17g\n", (unsigned long long)single,
-           (unsigned long long)digest(v, NY * NX), (unsigned long long)mid, probe);
+    printf("RESULT u %016llx v %016llx mid %016llx probe %.17g w %016llx x %016llx\n",
+           (unsigned long long)single, (unsigned long long)digest(v, NY * NX),
+           (unsigned long long)mid, probe, (unsigned long long)digest(w, NY * NX),
+           (unsigned long long)digest(x, NY * NX));
     return 0;
 }
