@@ -58,6 +58,7 @@ static ompc_status_t dm_fn_decommit(ev_exec_info_t *info)
     memcpy(a, info->args, sizeof(a));
     dm_pages_map_lock();
     ompc_status_t st = ev_mem_unregister(info->ctx, (void *)(uintptr_t)a[0]);
+    dm_pages_forget((uintptr_t)a[0]);
     if (st == OMPC_OK) {
         void *p = mmap((void *)(uintptr_t)a[0], a[1], PROT_NONE,
                        MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -246,7 +247,7 @@ static dm_buf_t *dm_buf_new(dm_ctx_t *dm, size_t size)
     /* One block: a buffer is made per mapped region (a task's firstprivate
      * copy too), so five more allocations each were a cost per task. */
     size_t P = (size_t)dm->nexec;
-    size_t words = (sizeof(dm_buf_t) + 7) / 8 + 4 * P + (3 * P + 7) / 8;
+    size_t words = (sizeof(dm_buf_t) + 7) / 8 + 4 * P + (4 * P + 7) / 8;
     uint64_t *blk = calloc(words, 8);
     if (!blk)
         return NULL;
@@ -259,6 +260,7 @@ static dm_buf_t *dm_buf_new(dm_ctx_t *dm, size_t size)
     b->valid = (uint8_t *)(w + 4 * P);
     b->committed = b->valid + P;
     b->cand = b->committed + P;
+    b->ro = b->cand + P;
     static _Atomic uint32_t serials;
     b->serial = atomic_fetch_add(&serials, 1) + 1;
     b->size = size;
@@ -1046,6 +1048,8 @@ static ompc_status_t acquire_pass(dm_ctx_t *dm, int exec, dm_buf_t *const *bufs,
             continue;
         int src = dm_pick_source(dm, b, exec);
         if (src >= 0) {
+            b->ro[src] = 1; /* the send hook protects it there */
+            atomic_store_explicit(&dm->ro_marks, true, memory_order_relaxed);
             st = ev_exchange(dm->ev, dm->exec_rank[src], addr_on(b, src), rank,
                              addr_on(b, exec), b->size, &hs[nh]);
             dm->stats.bytes_dev_to_dev += b->size;
@@ -1325,10 +1329,39 @@ int dm_source_for(dm_ctx_t *dm, dm_buf_t *b, int exec, bool *head_only, uint64_t
     pthread_mutex_lock(&dm->mtx);
     bool here = b->valid[exec] || !b->has_data;
     int src = here ? -1 : dm_pick_source(dm, b, exec);
+    if (src >= 0) {
+        b->ro[src] = 1; /* launch ahead's serve there protects it */
+        atomic_store_explicit(&dm->ro_marks, true, memory_order_relaxed);
+    }
     *head_only = !here && src < 0;
     *tag_p = b->wtag;
     pthread_mutex_unlock(&dm->mtx);
     return src;
+}
+
+size_t dm_open_take(dm_ctx_t *dm, int exec, dm_buf_t *const *bufs, size_t n,
+                    dm_stale_copy_t **list_p, size_t nlist)
+{
+    /* A program whose copies never moved between workers takes no lock. */
+    if (!dm->close_stale || n == 0 ||
+        !atomic_load_explicit(&dm->ro_marks, memory_order_relaxed))
+        return nlist;
+    pthread_mutex_lock(&dm->mtx);
+    for (size_t i = 0; i < n; i++) {
+        dm_buf_t *b = bufs[i];
+        if (b->fixed || !b->ro[exec])
+            continue;
+        b->ro[exec] = 0;
+        if (b->committed[exec] == DM_COMMIT_NONE)
+            continue; /* mapped afresh when committed again */
+        dm_stale_copy_t *v = realloc(*list_p, (nlist + 1) * sizeof(*v));
+        if (!v)
+            ompc_fatal("out of memory launching a kernel");
+        v[nlist++] = (dm_stale_copy_t){b->node.key, b->span, 0};
+        *list_p = v;
+    }
+    pthread_mutex_unlock(&dm->mtx);
+    return nlist;
 }
 
 void dm_count_forward(dm_ctx_t *dm, size_t bytes)

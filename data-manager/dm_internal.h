@@ -22,6 +22,9 @@ struct dm_buf {
     uint8_t *committed;      /* per executor: DM_COMMIT_* */
     uint8_t *cand;           /* per executor: in dm->cand[exec] (its copy
                                 there may have become stale) */
+    uint8_t *ro;             /* per executor: a copy was made from its copy
+                                there, which is read-only since (a hint:
+                                dm_open_take) */
     uint32_t serial;         /* this buffer's number (cnum) */
     uint64_t *cepoch;        /* per executor: the last close of its copy
                                 there (dm->close_ctr), sent with commits */
@@ -87,6 +90,7 @@ struct dm_ctx {
     /* Written under mtx, read without it (dm_bufs_find): the lowest and
      * highest address of the fixed buffers ever registered. */
     _Atomic dm_addr_t fixed_lo, fixed_hi;
+    _Atomic bool ro_marks;   /* some dm_buf_t.ro was ever set */
     uint64_t tag_ctr;        /* wtag values of changes nobody named */
     size_t keep_max;         /* OMPC_DEVICE_KEEP */
     size_t *kept;            /* per executor: bytes of free spans above
@@ -134,5 +138,12 @@ bool dm_pages_land_ready(uintptr_t addr, size_t size);
 /* Its land stage and done hooks (ev_set_land_stage_hooks). */
 void *dm_pages_land_stage(uintptr_t addr, size_t size);
 void dm_pages_land_done(uintptr_t addr, size_t size, void *staged);
+/* The event system's send hook (ev_set_send_hook), and launch ahead's
+ * serves (dm_exec_served): a copy of [addr, addr+size) is being made on
+ * another worker, so the copy here turns read-only (a kernel's write into
+ * it faults and goes back to the head). */
+void dm_pages_served(uintptr_t addr, size_t size);
+/* map_mtx held: the copy at addr is decommitted. */
+void dm_pages_forget(uintptr_t addr);
 
 #endif

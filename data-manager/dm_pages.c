@@ -87,6 +87,8 @@ typedef struct dm_defer {
 typedef struct dm_fpage {
     uintptr_t addr;
     void *twin; /* writable pages: the bytes as fetched or last written back */
+    bool committed; /* a page of a read-only committed copy, written by a
+                       kernel: read-only again once written back */
 } dm_fpage_t;
 
 /* The head's answer to a fetch.  from_rank < 0: the len bytes follow (in
@@ -153,6 +155,14 @@ struct dm_pages {
     size_t capdefers;
     _Atomic size_t ndefers;
     uintptr_t fetch_lo, fetch_hi;
+    /* Under map_mtx: committed copies that are read-only here (buffer
+     * address -> span), because a copy of them was made on another worker
+     * (dm_pages_served): a kernel's write into one faults and goes back to
+     * the head like any write through a fault.  nro counts them for the
+     * fast paths. */
+    ompc_u64map_t ro;
+    _Atomic size_t nro;
+    int memfd;                     /* /proc/self/mem, or -1 (dm_exec_store) */
     void *fetch_buf;               /* block bytes, exposed to events */
     unsigned char *reply;          /* EV_EXEC_MAX_RESULT: a fetch's reply */
     /* This executor's counts (its own figures; the head keeps per-worker
@@ -510,12 +520,46 @@ static bool page_committed(dm_pages_t *pg, uintptr_t page)
     return ev_mem_contains(pg->dm->ev, (const void *)page, DM_PAGE);
 }
 
-/* Back to PROT_NONE, memory returned (map_mtx held). */
+/* map_mtx held: the read-only committed copy holding addr (its address
+ * and span), if any. */
+static bool ro_find(dm_pages_t *pg, uintptr_t addr, uintptr_t *base_p, size_t *span_p)
+{
+    if (atomic_load_explicit(&pg->nro, memory_order_relaxed) == 0)
+        return false;
+    uintptr_t base;
+    size_t size;
+    uint64_t span;
+    if (!ev_mem_find(pg->dm->ev, (const void *)addr, &base, &size) ||
+        !ompc_u64map_get(&pg->ro, base, &span))
+        return false;
+    if (base_p)
+        *base_p = base;
+    if (span_p)
+        *span_p = (size_t)span;
+    return true;
+}
+
+/* map_mtx held: the copy at base is no longer read-only here (opened by
+ * the caller, mapped afresh or closed). */
+static void ro_forget(dm_pages_t *pg, uintptr_t base)
+{
+    uint64_t v;
+    if (atomic_load_explicit(&pg->nro, memory_order_relaxed) > 0 &&
+        ompc_u64map_remove(&pg->ro, base, &v))
+        atomic_fetch_sub(&pg->nro, 1);
+}
+
+/* Back to PROT_NONE, memory returned (map_mtx held).  A page of a
+ * committed copy goes back to read-only while its copy is. */
 static void page_drop(dm_pages_t *pg, dm_fpage_t *e)
 {
     if (!page_committed(pg, e->addr))
         mmap((void *)e->addr, DM_PAGE, PROT_NONE,
              MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    else if (e->committed && ro_find(pg, e->addr, NULL, NULL) &&
+             mprotect((void *)e->addr, DM_PAGE, PROT_READ) != 0)
+        ompc_fatal("rank %d: cannot protect device page %#llx again",
+                   ev_ctx_rank(pg->dm->ev), (unsigned long long)e->addr);
     free(e->twin);
     free(e);
 }
@@ -586,7 +630,8 @@ static bool commit_note(dm_pages_t *pg, uintptr_t addr, uint64_t epoch,
         /* A close waiting here for an older buffer that had this address
          * (freed since): not this one's. */
         for (size_t i = 0; i < pg->ncloses;)
-            if (pg->closes[i].addr == addr && pg->closes[i].epoch >> 32 < epoch >> 32)
+            if (pg->closes[i].addr == addr && pg->closes[i].epoch != 0 &&
+                pg->closes[i].epoch >> 32 < epoch >> 32)
                 pg->closes[i] = pg->closes[--pg->ncloses];
             else
                 i++;
@@ -608,6 +653,8 @@ static ompc_status_t commit_map(dm_pages_t *pg, ev_ctx_t *ev, uintptr_t addr, si
 {
     ompc_status_t st = OMPC_OK;
     if (!ev_mem_contains(ev, (const void *)addr, span)) {
+        if (pg)
+            ro_forget(pg, addr); /* mapped afresh below */
         size_t held = 0;
         for (uintptr_t q = addr; pg && q < addr + span; q += DM_PAGE) {
             dm_fpage_t *e = fpage_get(pg, q);
@@ -911,6 +958,31 @@ static bool dark_open(dm_pages_t *pg, uintptr_t k, uint64_t span, void *s)
     return moved;
 }
 
+/* map_mtx held: new bytes land at addr (a launch's data, or a
+ * write-back's patch of the valid copy): a read-only copy there is made
+ * anew, writable.  One still without access opens with its data
+ * (dark_open). */
+static void renew(dm_pages_t *pg, uintptr_t addr)
+{
+    uintptr_t rbase, k;
+    size_t rspan;
+    uint64_t span;
+    if (!ro_find(pg, addr, &rbase, &rspan))
+        return;
+    if (!dark_find(pg, rbase, 1, &k, &span) &&
+        mprotect((void *)rbase, rspan, PROT_READ | PROT_WRITE) != 0)
+        ompc_fatal("rank %d: cannot open device buffer %#llx for its data",
+                   ev_ctx_rank(pg->dm->ev), (unsigned long long)rbase);
+    ro_forget(pg, rbase);
+}
+
+/* Whether no copy here waits for its data or is read-only (the landing
+ * path's quick check, without map_mtx). */
+static bool none_landing(dm_pages_t *pg)
+{
+    return none_dark(pg) && (!pg || atomic_load_explicit(&pg->nro, memory_order_relaxed) == 0);
+}
+
 /* The event system's land hook, and launch ahead's arrivals: a copy kept
  * without access (after a close, or mapped as its data comes) opens as
  * its data lands.  Bytes that came with the message are moved in at once
@@ -919,13 +991,14 @@ static bool dark_open(dm_pages_t *pg, uintptr_t k, uint64_t span, void *s)
 bool dm_pages_land(uintptr_t addr, size_t size, const void *bytes)
 {
     dm_pages_t *pg = atomic_load(&dm_pages_live);
-    if (none_dark(pg))
+    if (none_landing(pg))
         return false;
     dm_pages_map_lock();
     landed_note(pg, addr);
     uintptr_t k;
     uint64_t span;
     bool placed = false;
+    renew(pg, addr);
     if (dark_find(pg, addr, size, &k, &span)) {
         void *s = bytes ? mmap(NULL, span, PROT_READ | PROT_WRITE,
                                MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
@@ -955,9 +1028,10 @@ typedef struct dm_stage {
 void *dm_pages_land_stage(uintptr_t addr, size_t size)
 {
     dm_pages_t *pg = atomic_load(&dm_pages_live);
-    if (none_dark(pg))
+    if (none_landing(pg))
         return NULL;
     dm_pages_map_lock();
+    renew(pg, addr);
     landed_note(pg, addr);
     uintptr_t k;
     uint64_t span;
@@ -1020,6 +1094,21 @@ static bool page_dark(dm_pages_t *pg, uintptr_t page)
     return dark_find(pg, page, 1, &k, &span);
 }
 
+/* map_mtx held: a task that names the copy at addr for writing starts:
+ * its completion makes this copy the only current one, so it is writable
+ * (docs/architecture.md, "Writes into a worker's copy"). */
+static void open_one(dm_pages_t *pg, uintptr_t addr)
+{
+    uintptr_t base;
+    size_t span;
+    if (!ro_find(pg, addr, &base, &span) || base != addr)
+        return;
+    if (mprotect((void *)base, span, PROT_READ | PROT_WRITE) != 0)
+        ompc_fatal("rank %d: cannot open device buffer %#llx for a kernel",
+                   ev_ctx_rank(pg->dm->ev), (unsigned long long)base);
+    ro_forget(pg, base);
+}
+
 /* map_mtx held: close one stale copy (closes_apply, dm_pages_close_now). */
 static void close_one(dm_pages_t *pg, uintptr_t addr, size_t span, uint64_t epoch)
 {
@@ -1040,6 +1129,7 @@ static void close_one(dm_pages_t *pg, uintptr_t addr, size_t span, uint64_t epoc
     ompc_u64map_get(&pg->landed, addr, &landed);
     if (landed >= epoch)
         return; /* a later launch's data is here already */
+    ro_forget(pg, addr);
     if (committed >= epoch) {
         /* A later launch committed it (before this close came, or after)
          * and its data is on the way: no access until it lands
@@ -1075,7 +1165,10 @@ static void closes_apply(dm_pages_t *pg, uint64_t seq)
             continue;
         }
         pg->closes[i] = pg->closes[--pg->ncloses];
-        close_one(pg, c.addr, c.span, c.epoch);
+        if (c.epoch == 0)
+            open_one(pg, c.addr);
+        else
+            close_one(pg, c.addr, c.span, c.epoch);
     }
     dm_pages_map_unlock();
 }
@@ -1086,7 +1179,100 @@ void dm_pages_close_now(uintptr_t addr, size_t span, uint64_t epoch)
     if (!pg)
         return;
     dm_pages_map_lock();
-    close_one(pg, addr, span, epoch);
+    if (epoch == 0)
+        open_one(pg, addr);
+    else
+        close_one(pg, addr, span, epoch);
+    dm_pages_map_unlock();
+}
+
+void dm_pages_served(uintptr_t addr, size_t size)
+{
+    (void)size;
+    dm_pages_t *pg = atomic_load(&dm_pages_live);
+    if (!pg || addr < live_base || addr >= live_end)
+        return;
+    uintptr_t base;
+    size_t span;
+    uint64_t v;
+    dm_pages_map_lock();
+    if (ev_mem_find(pg->dm->ev, (const void *)addr, &base, &span) &&
+        !ompc_u64map_get(&pg->ro, base, &v) && !page_dark(pg, base)) {
+        if (mprotect((void *)base, span, PROT_READ) != 0 ||
+            ompc_u64map_put(&pg->ro, base, span) != OMPC_OK)
+            ompc_fatal("rank %d: cannot protect device buffer %#llx",
+                       ev_ctx_rank(pg->dm->ev), (unsigned long long)base);
+        atomic_fetch_add(&pg->nro, 1);
+    }
+    dm_pages_map_unlock();
+}
+
+void dm_pages_forget(uintptr_t addr)
+{
+    dm_pages_t *pg = atomic_load(&dm_pages_live);
+    if (pg)
+        ro_forget(pg, addr);
+}
+
+void dm_exec_served(dm_addr_t addr, size_t size) { dm_pages_served((uintptr_t)addr, size); }
+
+void dm_exec_open(dm_addr_t addr)
+{
+    dm_pages_t *pg = atomic_load(&dm_pages_live);
+    if (!pg || atomic_load_explicit(&pg->nro, memory_order_relaxed) == 0)
+        return;
+    dm_pages_map_lock();
+    open_one(pg, (uintptr_t)addr);
+    dm_pages_map_unlock();
+}
+
+void dm_exec_store(void *dst, const void *src, size_t len)
+{
+    dm_pages_t *pg = atomic_load(&dm_pages_live);
+    if (!pg || atomic_load_explicit(&pg->nro, memory_order_relaxed) == 0 || len == 0) {
+        if (src)
+            memcpy(dst, src, len);
+        else
+            memset(dst, 0, len);
+        return;
+    }
+    dm_pages_map_lock();
+    uintptr_t base;
+    size_t span;
+    if (!ro_find(pg, (uintptr_t)dst, &base, &span)) {
+        if (src)
+            memcpy(dst, src, len);
+        else
+            memset(dst, 0, len);
+        dm_pages_map_unlock();
+        return;
+    }
+    /* Through /proc/self/mem, which ignores the pages' protection: a
+     * kernel running here keeps faulting on the copy meanwhile.  Where
+     * that is refused, the copy opens around the store. */
+    void *zeros = src ? NULL : calloc(1, len);
+    const char *from = src ? src : zeros;
+    size_t done = 0;
+    while (pg->memfd >= 0 && from && done < len) {
+        ssize_t w = pwrite(pg->memfd, from + done, len - done,
+                           (off_t)((uintptr_t)dst + done));
+        if (w <= 0)
+            break;
+        done += (size_t)w;
+    }
+    if (done < len) {
+        if (mprotect((void *)base, span, PROT_READ | PROT_WRITE) != 0)
+            ompc_fatal("rank %d: cannot open device buffer %#llx",
+                       ev_ctx_rank(pg->dm->ev), (unsigned long long)base);
+        if (src)
+            memcpy((char *)dst + done, (const char *)src + done, len - done);
+        else
+            memset((char *)dst + done, 0, len - done);
+        if (mprotect((void *)base, span, PROT_READ) != 0)
+            ompc_fatal("rank %d: cannot protect device buffer %#llx",
+                       ev_ctx_rank(pg->dm->ev), (unsigned long long)base);
+    }
+    free(zeros);
     dm_pages_map_unlock();
 }
 
@@ -1526,6 +1712,28 @@ static ompc_status_t serve_fault(dm_pages_t *pg, uintptr_t addr, bool write)
     }
     bool committed = page_committed(pg, page);
     bool dark = committed && page_dark(pg, page);
+    if (committed && !dark && write && ro_find(pg, page, NULL, NULL)) {
+        /* A write into a read-only copy (current elsewhere too): the page
+         * opens with a twin, and what the kernel wrote goes back to the
+         * head at the end of the task, as on a fetched page. */
+        e = calloc(1, sizeof(*e));
+        if (!e || ompc_u64map_put(&pg->pages, page, (uint64_t)(uintptr_t)e) != OMPC_OK) {
+            free(e);
+            st = OMPC_ERR_NOMEM;
+        } else {
+            e->addr = page;
+            e->committed = true;
+            st = fpage_make_writable(e);
+        }
+        dm_pages_map_unlock();
+        pthread_mutex_unlock(&pg->mtx);
+        atomic_fetch_add_explicit(&pg->faults, 1, memory_order_relaxed);
+        if (ompc_trace_on()) {
+            const ompc_trace_arg_t args[] = {OMPC_TRACE_U64("addr", addr)};
+            ompc_trace_span("pages", "write into a shared copy", t0, ompc_now_ns(), args, 1);
+        }
+        return st;
+    }
     dm_pages_map_unlock();
     if (dark) {
         pthread_mutex_unlock(&pg->mtx);
@@ -1756,12 +1964,15 @@ ompc_status_t dm_pages_create(dm_ctx_t *dm, bool executor)
         return OMPC_ERR_THREAD;
     }
     pg->svc_started = true;
+    /* The runtime's own writes into read-only copies (dm_exec_store). */
+    pg->memfd = open("/proc/self/mem", O_RDWR | O_CLOEXEC);
     live_base = dm->va_base;
     live_end = dm->va_base + dm->va_size;
     atomic_store(&dm_pages_live, pg);
     ev_set_land_hook(dm_pages_land);
     ev_set_land_ready_hook(dm_pages_land_ready);
     ev_set_land_stage_hooks(dm_pages_land_stage, dm_pages_land_done);
+    ev_set_send_hook(dm_pages_served);
     struct sigaction sa;
     memset(&sa, 0, sizeof(sa));
     sa.sa_sigaction = on_segv;
@@ -1806,6 +2017,9 @@ void dm_pages_destroy(dm_ctx_t *dm)
     ompc_u64map_fini(&pg->landed);
     ompc_u64map_fini(&pg->closed);
     ompc_u64map_fini(&pg->seen);
+    ompc_u64map_fini(&pg->ro);
+    if (pg->memfd >= 0)
+        close(pg->memfd);
     free(pg->closes);
     free(pg->defers);
     free(pg->seqs);

@@ -202,7 +202,8 @@ bool dm_exec_land_ready(dm_addr_t addr, size_t size);
 void dm_exec_task_commits(uint64_t seq);
 /* Executor side, gate thread: close this executor's copy of the buffer at
  * addr when task seq starts (dm_pages_task_begin), unless a commit of
- * epoch >= this close's came first. */
+ * epoch >= this close's came first.  Epoch 0: open it instead, if it is
+ * read-only (dm_open_take). */
 void dm_exec_close(uint64_t seq, dm_addr_t addr, size_t span, uint64_t epoch);
 /* Executor side, gate thread: bytes for the copy at addr arrived with a
  * message; true if this placed them (a copy kept without access until
@@ -271,6 +272,25 @@ void dm_stale_note(dm_ctx_t *dm, dm_buf_t *buf, int writer);
 ompc_status_t dm_close_now(dm_ctx_t *dm, int exec, const dm_stale_copy_t *c, size_t n);
 size_t dm_stale_take(dm_ctx_t *dm, int exec, dm_stale_fn_t judge, void *arg,
                      dm_stale_copy_t **out_p);
+/* Writes into a worker's copy (docs/architecture.md, "Device pages on
+ * demand"): a copy from which another worker's copy was made is read-only
+ * there.  dm_open_take appends to the list (*list_p, nlist entries,
+ * realloc'd; returns the new count) an entry {address, span, epoch 0} for
+ * each of the buffers a task about to start on exec names for writing
+ * whose copy there may be read-only: the executor opens it when the task
+ * starts (dm_exec_close with epoch 0), as the task's completion makes it
+ * the only current copy. */
+size_t dm_open_take(dm_ctx_t *dm, int exec, dm_buf_t *const *bufs, size_t n,
+                    dm_stale_copy_t **list_p, size_t nlist);
+/* Executor side: a copy of [addr, addr+size) is being sent to another
+ * worker (launch ahead's serve): the copy here turns read-only. */
+void dm_exec_served(dm_addr_t addr, size_t size);
+/* Executor side: open the copy at addr (a buffer's address) if it is
+ * read-only here: a task that names it for writing starts. */
+void dm_exec_open(dm_addr_t addr);
+/* Executor side: the runtime's own write of len bytes (src NULL: zeros)
+ * into a copy here, read-only or not (landed patches, split shares). */
+void dm_exec_store(void *dst, const void *src, size_t len);
 /* A forward between executors planned elsewhere, for the statistics. */
 void dm_count_forward(dm_ctx_t *dm, size_t bytes);
 /* Bytes brought to the host another way (with a kernel's reply). */

@@ -452,6 +452,10 @@ void graph_ahead_launch(tgt_node_t *n, int e, uint64_t t0)
     stale_judge_t sj = {n, e};
     h.nclose = dm_stale_take(dm, e, stale_judge, &sj, &closes);
     pthread_mutex_unlock(&tgt_g.ahead_mtx);
+    /* Copies e served to other workers are read-only there: those n may
+     * write open when it starts (its completion makes them the only
+     * current ones). */
+    h.nclose = dm_open_take(dm, e, n->wr, n->nwr, &closes, h.nclose);
     /* Predecessors still running that no transfer above waits for (an
      * order without data: a depend on a host variable, or a reader that
      * must be done before this task overwrites what it read). */
@@ -526,6 +530,7 @@ void graph_close_stale(tgt_node_t *n, int e)
     size_t nc = dm_stale_take(dm, e, stale_judge, &sj, &closes);
     pthread_mutex_unlock(&tgt_g.ahead_mtx);
     pthread_mutex_unlock(&tgt_g.mtx);
+    nc = dm_open_take(dm, e, n->wr, n->nwr, &closes, nc);
     ompc_status_t st = nc ? dm_close_now(dm, e, closes, nc) : OMPC_OK;
     free(closes);
     if (st != OMPC_OK)
