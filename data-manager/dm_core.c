@@ -1329,14 +1329,20 @@ int dm_source_for(dm_ctx_t *dm, dm_buf_t *b, int exec, bool *head_only, uint64_t
     pthread_mutex_lock(&dm->mtx);
     bool here = b->valid[exec] || !b->has_data;
     int src = here ? -1 : dm_pick_source(dm, b, exec);
-    if (src >= 0) {
-        b->ro[src] = 1; /* launch ahead's serve there protects it */
-        atomic_store_explicit(&dm->ro_marks, true, memory_order_relaxed);
-    }
     *head_only = !here && src < 0;
     *tag_p = b->wtag;
     pthread_mutex_unlock(&dm->mtx);
     return src;
+}
+
+void dm_served_from(dm_ctx_t *dm, dm_buf_t *b, int exec)
+{
+    if (!dm->close_stale || b->fixed)
+        return;
+    pthread_mutex_lock(&dm->mtx);
+    b->ro[exec] = 1;
+    pthread_mutex_unlock(&dm->mtx);
+    atomic_store_explicit(&dm->ro_marks, true, memory_order_relaxed);
 }
 
 size_t dm_open_take(dm_ctx_t *dm, int exec, dm_buf_t *const *bufs, size_t n,

@@ -282,6 +282,9 @@ size_t dm_stale_take(dm_ctx_t *dm, int exec, dm_stale_fn_t judge, void *arg,
  * the only current copy. */
 size_t dm_open_take(dm_ctx_t *dm, int exec, dm_buf_t *const *bufs, size_t n,
                     dm_stale_copy_t **list_p, size_t nlist);
+/* Head: launch ahead plans a copy of buf from exec's copy (a pull), which
+ * exec's serve makes read-only: noted for dm_open_take. */
+void dm_served_from(dm_ctx_t *dm, dm_buf_t *buf, int exec);
 /* Executor side: a copy of [addr, addr+size) is being sent to another
  * worker (launch ahead's serve): the copy here turns read-only. */
 void dm_exec_served(dm_addr_t addr, size_t size);

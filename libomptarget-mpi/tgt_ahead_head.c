@@ -421,6 +421,7 @@ void graph_ahead_launch(tgt_node_t *n, int e, uint64_t t0)
         }
         if (src >= 0) {
             int srank = dm_executor_rank(dm, src);
+            dm_served_from(dm, b, src); /* read-only there once served */
             pulls[h.npull++] = (tgt_wire_pull_t){wait, dm_buf_addr_on(b, src),
                                                  dm_buf_addr_on(b, e), dm_buf_size(b),
                                                  (uint64_t)srank};
