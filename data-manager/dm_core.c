@@ -287,6 +287,10 @@ ompc_status_t dm_alloc(dm_ctx_t *dm, size_t size, dm_buf_t **buf_p)
         b->node.key = f->addr;
         if (f->keep) {
             memcpy(b->committed, f->committed, (size_t)dm->nexec);
+            /* Its writers open those copies (dm_open_take): one missed
+             * would make a named writer's writes go back through faults,
+             * and their write-back invalidate its own copy. */
+            memcpy(b->ro, f->committed + dm->nexec, (size_t)dm->nexec);
             for (int i = 0; i < dm->nexec && b->span > DM_KEEP_COMMITTED; i++)
                 if (f->committed[i])
                     dm->kept[i] -= b->span;
@@ -542,7 +546,7 @@ ompc_status_t dm_free(dm_ctx_t *dm, dm_buf_t *b)
      * path).  The rest give their memory back, without waiting for the
      * executors. */
     bool small = b->span <= DM_KEEP_COMMITTED;
-    dm_free_span_t *f = calloc(1, sizeof(*f) + (size_t)dm->nexec);
+    dm_free_span_t *f = calloc(1, sizeof(*f) + 2 * (size_t)dm->nexec);
     if (!f)
         return OMPC_ERR_NOMEM;
     bool keep = false;
@@ -561,6 +565,7 @@ ompc_status_t dm_free(dm_ctx_t *dm, dm_buf_t *b)
             if (!small)
                 dm->kept[i] += b->span;
             f->committed[i] = 1;
+            f->committed[dm->nexec + i] = b->ro[i];
             keep = true;
             continue;
         }

@@ -69,7 +69,9 @@ typedef struct dm_free_span {
     size_t span;
     struct dm_free_span *next;
     bool keep;               /* pages still mapped where committed[] says */
-    uint8_t committed[];     /* per executor, when keep */
+    uint8_t committed[];     /* per executor, when keep; then per executor
+                                the buffer's ro[]: a copy kept read-only
+                                there stays so for the next buffer */
 } dm_free_span_t;
 
 struct dm_ctx {
