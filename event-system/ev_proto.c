@@ -445,7 +445,8 @@ static int dest_exch_send_step(ev_ctx_t *ctx, ev_op_t *op)
         bool inl = op->hdr.flags & EV_F_INLINE;
         void *src = (void *)(uintptr_t)op->hdr.addr;
         op->status = ok ? OMPC_OK : OMPC_ERR_BAD_ADDR;
-        ev_send_hook_fn_t hook = ok ? atomic_load_explicit(&send_hook, memory_order_relaxed)
+        ev_send_hook_fn_t hook = ok ? atomic_load_explicit(&send_hook,
+                                                           memory_order_relaxed)
                                     : NULL;
         if (hook && op->hdr.size)
             hook((uintptr_t)op->hdr.addr, (size_t)op->hdr.size);

@@ -1068,7 +1068,8 @@ static ompc_status_t fn_split_run(ev_exec_info_t *info)
         dm_exec_open(s->bufs[i].addr);
     for (uint32_t i = 0; i < s->nbufs; i++)
         if (s->bufs[i].zero)
-            dm_exec_store((void *)(uintptr_t)s->bufs[i].addr, NULL, (size_t)s->bufs[i].size);
+            dm_exec_store((void *)(uintptr_t)s->bufs[i].addr, NULL,
+                          (size_t)s->bufs[i].size);
     const char *msg = (const char *)info->args + sizeof(h) + bl + gl;
     size_t msg_len = info->args_size - sizeof(h) - bl - gl;
     s->kidx = tgt_kernel_msg_index(msg, msg_len);
