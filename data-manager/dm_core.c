@@ -1375,6 +1375,41 @@ size_t dm_open_take(dm_ctx_t *dm, int exec, dm_buf_t *const *bufs, size_t n,
     return nlist;
 }
 
+static bool buf_in(dm_buf_t *const *v, size_t n, const dm_buf_t *b)
+{
+    for (size_t i = 0; i < n; i++)
+        if (v[i] == b)
+            return true;
+    return false;
+}
+
+size_t dm_names_take(dm_ctx_t *dm, int exec, dm_buf_t *const *bufs, size_t n,
+                     dm_buf_t *const *wr, size_t nwr, dm_stale_copy_t **list_p,
+                     size_t nlist)
+{
+    /* A program whose copies never moved between workers sends nothing. */
+    if (!dm->close_stale || n + nwr == 0 ||
+        !atomic_load_explicit(&dm->ro_marks, memory_order_relaxed))
+        return nlist;
+    dm_stale_copy_t *v = realloc(*list_p, (nlist + n + nwr) * sizeof(*v));
+    if (!v)
+        ompc_fatal("out of memory launching a kernel");
+    *list_p = v;
+    pthread_mutex_lock(&dm->mtx);
+    for (size_t i = 0; i < n + nwr; i++) {
+        dm_buf_t *b = i < n ? bufs[i] : wr[i - n];
+        if (b->fixed || (i >= n && buf_in(bufs, n, b)))
+            continue;
+        bool w = i >= n || buf_in(wr, nwr, b);
+        if (w)
+            b->ro[exec] = 0; /* the executor opens it */
+        v[nlist++] = (dm_stale_copy_t){b->node.key, b->span,
+                                       w ? DM_EPOCH_OPEN : DM_EPOCH_NAMED};
+    }
+    pthread_mutex_unlock(&dm->mtx);
+    return nlist;
+}
+
 void dm_count_forward(dm_ctx_t *dm, size_t bytes)
 {
     pthread_mutex_lock(&dm->mtx);

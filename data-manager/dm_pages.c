@@ -84,6 +84,14 @@ typedef struct dm_defer {
 } dm_defer_t;
 
 /* A page this executor holds through a fault. */
+/* A buffer a task running here names (docs/architecture.md, "Writes into
+ * a worker's copy"), from its launch's list. */
+typedef struct dm_named {
+    uint64_t seq;
+    uintptr_t addr;
+    bool write;
+} dm_named_t;
+
 typedef struct dm_fpage {
     uintptr_t addr;
     void *twin; /* writable pages: the bytes as fetched or last written back */
@@ -162,6 +170,21 @@ struct dm_pages {
      * fast paths. */
     ompc_u64map_t ro;
     _Atomic size_t nro;
+    /* Under map_mtx: copies served to another worker that are still
+     * writable here (buffer address -> span).  One turns read-only when a
+     * kernel that does not name it starts here, or at once when such a
+     * kernel runs as it is served: a program whose kernels name what they
+     * touch pays nothing for it.  named lists the buffers the running
+     * tasks' launches named; nblind counts the running tasks whose launch
+     * named none (launched directly, or before any copy moved): those
+     * count as naming nothing.  served is set once anything was served
+     * (then a task launched directly takes map_mtx as it starts). */
+    ompc_u64map_t shared;
+    _Atomic size_t nshared;
+    dm_named_t *named;
+    size_t nnamed, capnamed;
+    _Atomic size_t nblind;
+    _Atomic bool served;
     int memfd;                     /* /proc/self/mem, or -1 (dm_exec_store) */
     void *fetch_buf;               /* block bytes, exposed to events */
     unsigned char *reply;          /* EV_EXEC_MAX_RESULT: a fetch's reply */
@@ -381,20 +404,29 @@ static void page_write_clash(dm_ctx_t *dm, int exec, const dm_buf_t *b, int name
  * of its buffer (the others become invalid).  For a task launched ahead
  * (seq), the graph's hooks first order the patch after the writers
  * before the task, then send the runs on to the tasks launched before
- * the write that read the buffer. */
+ * the write that read the buffer.  Runs into a buffer the writing task
+ * itself names for writing are dropped: they came from its own copy,
+ * read-only there because its opening was missed, and its completion
+ * makes that copy the only valid one; a patch elsewhere would make it
+ * stale, and a later close of it would lose the task's writes. */
 static ompc_status_t page_write(dm_ctx_t *dm, int exec, const void *args, size_t size)
 {
     const unsigned char *p = args, *end = p + size, *runs = NULL;
     ompc_status_t first = OMPC_OK;
     uint64_t seq = 0;
     const dm_buf_t *ordered = NULL; /* the buffer the order hook last saw */
+    bool own = false;               /* ordered is the writer's own */
+    unsigned char *kept = NULL;     /* the runs kept, once one is dropped */
+    size_t nkept = 0;
     while (p + 16 <= end) {
         uint64_t addr, len;
         memcpy(&addr, p, 8);
         memcpy(&len, p + 8, 8);
         uint64_t padded = (len + 7) & ~(uint64_t)7;
-        if (len == 0 || padded > (uint64_t)(end - p - 16))
+        if (len == 0 || padded > (uint64_t)(end - p - 16)) {
+            free(kept);
             return OMPC_ERR_INVALID;
+        }
         if (addr == 0 && len == 8) {
             memcpy(&seq, p + 16, 8);
             p += 16 + 8;
@@ -402,14 +434,16 @@ static ompc_status_t page_write(dm_ctx_t *dm, int exec, const void *args, size_t
         }
         if (!runs)
             runs = p;
+        const unsigned char *run = p;
         p += 16;
         size_t off;
         dm_buf_t *b = dm_buf_find(dm, addr, 1, &off);
         if (b && !b->fixed && b != ordered) {
             if (seq && dm->fw_hooks.order) {
-                dm->fw_hooks.order(exec, seq, b->node.key, b->size);
+                own = dm->fw_hooks.order(exec, seq, b->node.key, b->size);
             } else {
                 pthread_mutex_lock(&dm->mtx);
+                own = exec >= 0 && b->pin_count > 0 && b->pin_exec == exec;
                 int named_by = b->pin_count > 0 && b->pin_exec != exec ? b->pin_exec : -1;
                 pthread_mutex_unlock(&dm->mtx);
                 if (named_by >= 0)
@@ -419,6 +453,21 @@ static ompc_status_t page_write(dm_ctx_t *dm, int exec, const void *args, size_t
                     page_write_clash(dm, exec, b, named_by);
             }
             ordered = b;
+        }
+        if (b && !b->fixed && own) {
+            if (!kept) {
+                kept = malloc((size_t)(end - runs));
+                if (!kept)
+                    return OMPC_ERR_NOMEM;
+                nkept = (size_t)(run - runs);
+                memcpy(kept, runs, nkept);
+            }
+            p += padded;
+            continue;
+        }
+        if (kept) {
+            memcpy(kept + nkept, run, 16 + (size_t)padded);
+            nkept += 16 + (size_t)padded;
         }
         if (b && !b->fixed) {
             /* Bytes past the buffer's size belong to nobody. */
@@ -434,8 +483,13 @@ static ompc_status_t page_write(dm_ctx_t *dm, int exec, const void *args, size_t
         }
         p += padded;
     }
-    if (first == OMPC_OK && seq && runs && dm->fw_hooks.done)
-        dm->fw_hooks.done(exec, seq, runs, (size_t)(end - runs));
+    if (first == OMPC_OK && seq && runs && dm->fw_hooks.done) {
+        if (!kept)
+            dm->fw_hooks.done(exec, seq, runs, (size_t)(end - runs));
+        else if (nkept)
+            dm->fw_hooks.done(exec, seq, kept, nkept);
+    }
+    free(kept);
     return first;
 }
 
@@ -547,6 +601,78 @@ static void ro_forget(dm_pages_t *pg, uintptr_t base)
     if (atomic_load_explicit(&pg->nro, memory_order_relaxed) > 0 &&
         ompc_u64map_remove(&pg->ro, base, &v))
         atomic_fetch_sub(&pg->nro, 1);
+    if (atomic_load_explicit(&pg->nshared, memory_order_relaxed) > 0 &&
+        ompc_u64map_remove(&pg->shared, base, &v))
+        atomic_fetch_sub(&pg->nshared, 1);
+}
+
+/* map_mtx held: the copy at base (span bytes) turns read-only. */
+static void ro_protect(dm_pages_t *pg, uintptr_t base, size_t span)
+{
+    if (mprotect((void *)base, span, PROT_READ) != 0 ||
+        ompc_u64map_put(&pg->ro, base, span) != OMPC_OK)
+        ompc_fatal("rank %d: cannot protect device buffer %#llx", ev_ctx_rank(pg->dm->ev),
+                   (unsigned long long)base);
+    atomic_fetch_add(&pg->nro, 1);
+}
+
+/* map_mtx held: whether running task seq's launch named the buffer at
+ * addr. */
+static bool named_by(const dm_pages_t *pg, uint64_t seq, uintptr_t addr)
+{
+    for (size_t i = 0; i < pg->nnamed; i++)
+        if (pg->named[i].seq == seq && pg->named[i].addr == addr)
+            return true;
+    return false;
+}
+
+/* map_mtx held: whether a task running here names the buffer at addr for
+ * writing (its completion makes this copy the only current one). */
+static bool named_writer(const dm_pages_t *pg, uintptr_t addr)
+{
+    for (size_t i = 0; i < pg->nnamed; i++)
+        if (pg->named[i].addr == addr && pg->named[i].write)
+            return true;
+    return false;
+}
+
+/* map_mtx held: whether every task running here names the buffer at
+ * addr (then a copy of it served now may stay writable). */
+static bool named_by_all(const dm_pages_t *pg, uintptr_t addr)
+{
+    if (atomic_load(&pg->nblind) > 0)
+        return false;
+    for (size_t i = 0; i < pg->nnamed; i++)
+        if (!named_by(pg, pg->named[i].seq, addr))
+            return false;
+    return true;
+}
+
+static bool page_dark(dm_pages_t *pg, uintptr_t page);
+
+/* map_mtx held: task seq starts here (blind: its launch named nothing).
+ * The served copies it does not name turn read-only (one kept dark since
+ * its commit stays without access). */
+static void shared_start(dm_pages_t *pg, uint64_t seq, bool blind)
+{
+    if (atomic_load_explicit(&pg->nshared, memory_order_relaxed) == 0)
+        return;
+    size_t pos = 0, n = 0;
+    uint64_t k, v, *drop = malloc(ompc_u64map_size(&pg->shared) * 2 * sizeof(uint64_t));
+    if (!drop)
+        ompc_fatal("rank %d: out of memory starting a kernel", ev_ctx_rank(pg->dm->ev));
+    while (ompc_u64map_next(&pg->shared, &pos, &k, &v))
+        if (blind || !named_by(pg, seq, (uintptr_t)k)) {
+            drop[2 * n] = k;
+            drop[2 * n++ + 1] = v;
+        }
+    for (size_t i = 0; i < n; i++) {
+        ompc_u64map_remove(&pg->shared, drop[2 * i], &v);
+        atomic_fetch_sub(&pg->nshared, 1);
+        if (!page_dark(pg, (uintptr_t)drop[2 * i]))
+            ro_protect(pg, (uintptr_t)drop[2 * i], (size_t)drop[2 * i + 1]);
+    }
+    free(drop);
 }
 
 /* Back to PROT_NONE, memory returned (map_mtx held).  A page of a
@@ -630,7 +756,7 @@ static bool commit_note(dm_pages_t *pg, uintptr_t addr, uint64_t epoch,
         /* A close waiting here for an older buffer that had this address
          * (freed since): not this one's. */
         for (size_t i = 0; i < pg->ncloses;)
-            if (pg->closes[i].addr == addr && pg->closes[i].epoch != 0 &&
+            if (pg->closes[i].addr == addr && pg->closes[i].epoch >> 32 != 0 &&
                 pg->closes[i].epoch >> 32 < epoch >> 32)
                 pg->closes[i] = pg->closes[--pg->ncloses];
             else
@@ -959,28 +1085,32 @@ static bool dark_open(dm_pages_t *pg, uintptr_t k, uint64_t span, void *s)
 }
 
 /* map_mtx held: new bytes land at addr (a launch's data, or a
- * write-back's patch of the valid copy): a read-only copy there is made
- * anew, writable.  One still without access opens with its data
- * (dark_open). */
+ * write-back's patch of the valid copy): a copy there that was served is
+ * made anew, writable and served no more.  One still without access
+ * opens with its data (dark_open). */
 static void renew(dm_pages_t *pg, uintptr_t addr)
 {
     uintptr_t rbase, k;
     size_t rspan;
     uint64_t span;
-    if (!ro_find(pg, addr, &rbase, &rspan))
-        return;
-    if (!dark_find(pg, rbase, 1, &k, &span) &&
-        mprotect((void *)rbase, rspan, PROT_READ | PROT_WRITE) != 0)
-        ompc_fatal("rank %d: cannot open device buffer %#llx for its data",
-                   ev_ctx_rank(pg->dm->ev), (unsigned long long)rbase);
-    ro_forget(pg, rbase);
+    if (ro_find(pg, addr, &rbase, &rspan)) {
+        if (!dark_find(pg, rbase, 1, &k, &span) &&
+            mprotect((void *)rbase, rspan, PROT_READ | PROT_WRITE) != 0)
+            ompc_fatal("rank %d: cannot open device buffer %#llx for its data",
+                       ev_ctx_rank(pg->dm->ev), (unsigned long long)rbase);
+        ro_forget(pg, rbase);
+    } else if (atomic_load_explicit(&pg->nshared, memory_order_relaxed) > 0 &&
+               ev_mem_find(pg->dm->ev, (const void *)addr, &rbase, &rspan)) {
+        ro_forget(pg, rbase);
+    }
 }
 
-/* Whether no copy here waits for its data or is read-only (the landing
+/* Whether no copy here waits for its data or was served (the landing
  * path's quick check, without map_mtx). */
 static bool none_landing(dm_pages_t *pg)
 {
-    return none_dark(pg) && (!pg || atomic_load_explicit(&pg->nro, memory_order_relaxed) == 0);
+    return none_dark(pg) && (!pg || (atomic_load_explicit(&pg->nro, memory_order_relaxed) == 0 &&
+                                     atomic_load_explicit(&pg->nshared, memory_order_relaxed) == 0));
 }
 
 /* The event system's land hook, and launch ahead's arrivals: a copy kept
@@ -1101,12 +1231,25 @@ static void open_one(dm_pages_t *pg, uintptr_t addr)
 {
     uintptr_t base;
     size_t span;
-    if (!ro_find(pg, addr, &base, &span) || base != addr)
-        return;
-    if (mprotect((void *)base, span, PROT_READ | PROT_WRITE) != 0)
+    if (ro_find(pg, addr, &base, &span) && base == addr &&
+        mprotect((void *)base, span, PROT_READ | PROT_WRITE) != 0)
         ompc_fatal("rank %d: cannot open device buffer %#llx for a kernel",
                    ev_ctx_rank(pg->dm->ev), (unsigned long long)base);
-    ro_forget(pg, base);
+    ro_forget(pg, addr); /* served or not, the only current copy once done */
+}
+
+/* map_mtx held: task seq's launch names the buffer at addr. */
+static void named_add(dm_pages_t *pg, uint64_t seq, uintptr_t addr, bool write)
+{
+    if (pg->nnamed == pg->capnamed) {
+        size_t nc = pg->capnamed ? 2 * pg->capnamed : 16;
+        dm_named_t *v = realloc(pg->named, nc * sizeof(*v));
+        if (!v)
+            ompc_fatal("out of memory starting a kernel");
+        pg->named = v;
+        pg->capnamed = nc;
+    }
+    pg->named[pg->nnamed++] = (dm_named_t){seq, addr, write};
 }
 
 /* map_mtx held: close one stale copy (closes_apply, dm_pages_close_now). */
@@ -1155,9 +1298,10 @@ static void close_one(dm_pages_t *pg, uintptr_t addr, size_t span, uint64_t epoc
  * listed.  Unexposed (the event system receives into it no more; a later
  * commit maps it afresh) and without access, its memory returned: a
  * kernel that reaches it faults and gets the current bytes. */
-static void closes_apply(dm_pages_t *pg, uint64_t seq)
+static bool closes_apply(dm_pages_t *pg, uint64_t seq)
 {
     dm_pages_map_lock();
+    bool named = false;
     for (size_t i = 0; i < pg->ncloses;) {
         dm_close_t c = pg->closes[i];
         if (c.seq != seq) {
@@ -1165,12 +1309,20 @@ static void closes_apply(dm_pages_t *pg, uint64_t seq)
             continue;
         }
         pg->closes[i] = pg->closes[--pg->ncloses];
-        if (c.epoch == 0)
-            open_one(pg, c.addr);
-        else
+        if (c.epoch == DM_EPOCH_OPEN || c.epoch == DM_EPOCH_NAMED) {
+            if (c.epoch == DM_EPOCH_OPEN)
+                open_one(pg, c.addr);
+            named_add(pg, seq, c.addr, c.epoch == DM_EPOCH_OPEN);
+            named = true;
+        } else {
             close_one(pg, c.addr, c.span, c.epoch);
+        }
     }
+    if (!named)
+        atomic_fetch_add(&pg->nblind, 1);
+    shared_start(pg, seq, !named);
     dm_pages_map_unlock();
+    return named;
 }
 
 void dm_pages_close_now(uintptr_t addr, size_t span, uint64_t epoch)
@@ -1179,9 +1331,9 @@ void dm_pages_close_now(uintptr_t addr, size_t span, uint64_t epoch)
     if (!pg)
         return;
     dm_pages_map_lock();
-    if (epoch == 0)
+    if (epoch == DM_EPOCH_OPEN)
         open_one(pg, addr);
-    else
+    else if (epoch != DM_EPOCH_NAMED)
         close_one(pg, addr, span, epoch);
     dm_pages_map_unlock();
 }
@@ -1195,14 +1347,28 @@ void dm_pages_served(uintptr_t addr, size_t size)
     uintptr_t base;
     size_t span;
     uint64_t v;
+    /* Before the lock: a task starting without it (dm_pages_task_begin)
+     * either counts in nblind here or takes the lock to look. */
+    atomic_store(&pg->served, true);
     dm_pages_map_lock();
     if (ev_mem_find(pg->dm->ev, (const void *)addr, &base, &span) &&
         !ompc_u64map_get(&pg->ro, base, &v) && !page_dark(pg, base)) {
-        if (mprotect((void *)base, span, PROT_READ) != 0 ||
-            ompc_u64map_put(&pg->ro, base, span) != OMPC_OK)
-            ompc_fatal("rank %d: cannot protect device buffer %#llx",
-                       ev_ctx_rank(pg->dm->ev), (unsigned long long)base);
-        atomic_fetch_add(&pg->nro, 1);
+        bool was = ompc_u64map_get(&pg->shared, base, &v);
+        if (named_by_all(pg, base)) {
+            /* Read-only when a kernel that does not name it starts. */
+            if (!was) {
+                if (ompc_u64map_put(&pg->shared, base, span) != OMPC_OK)
+                    ompc_fatal("rank %d: out of memory serving device buffer %#llx",
+                               ev_ctx_rank(pg->dm->ev), (unsigned long long)base);
+                atomic_fetch_add(&pg->nshared, 1);
+            }
+        } else {
+            if (was) {
+                ompc_u64map_remove(&pg->shared, base, &v);
+                atomic_fetch_sub(&pg->nshared, 1);
+            }
+            ro_protect(pg, base, span);
+        }
     }
     dm_pages_map_unlock();
 }
@@ -1214,12 +1380,16 @@ void dm_pages_forget(uintptr_t addr)
         ro_forget(pg, addr);
 }
 
-void dm_exec_served(dm_addr_t addr, size_t size) { dm_pages_served((uintptr_t)addr, size); }
+void dm_exec_served(dm_addr_t addr, size_t size)
+{
+    dm_pages_served((uintptr_t)addr, size);
+}
 
 void dm_exec_open(dm_addr_t addr)
 {
     dm_pages_t *pg = atomic_load(&dm_pages_live);
-    if (!pg || atomic_load_explicit(&pg->nro, memory_order_relaxed) == 0)
+    if (!pg || (atomic_load_explicit(&pg->nro, memory_order_relaxed) == 0 &&
+                atomic_load_explicit(&pg->nshared, memory_order_relaxed) == 0))
         return;
     dm_pages_map_lock();
     open_one(pg, (uintptr_t)addr);
@@ -1712,6 +1882,17 @@ static ompc_status_t serve_fault(dm_pages_t *pg, uintptr_t addr, bool write)
     }
     bool committed = page_committed(pg, page);
     bool dark = committed && page_dark(pg, page);
+    uintptr_t rbase;
+    if (committed && !dark && write && ro_find(pg, page, &rbase, NULL) &&
+        named_writer(pg, rbase)) {
+        /* A task running here names it for writing (the copy was served
+         * while it ran): its completion makes this copy the only current
+         * one, bytes and all, so the copy simply opens. */
+        open_one(pg, rbase);
+        dm_pages_map_unlock();
+        pthread_mutex_unlock(&pg->mtx);
+        return OMPC_OK;
+    }
     if (committed && !dark && write && ro_find(pg, page, NULL, NULL)) {
         /* A write into a read-only copy (current elsewhere too): the page
          * opens with a twin, and what the kernel wrote goes back to the
@@ -1730,7 +1911,8 @@ static ompc_status_t serve_fault(dm_pages_t *pg, uintptr_t addr, bool write)
         atomic_fetch_add_explicit(&pg->faults, 1, memory_order_relaxed);
         if (ompc_trace_on()) {
             const ompc_trace_arg_t args[] = {OMPC_TRACE_U64("addr", addr)};
-            ompc_trace_span("pages", "write into a shared copy", t0, ompc_now_ns(), args, 1);
+            ompc_trace_span("pages", "write into a shared copy", t0, ompc_now_ns(), args,
+                            1);
         }
         return st;
     }
@@ -2018,6 +2200,8 @@ void dm_pages_destroy(dm_ctx_t *dm)
     ompc_u64map_fini(&pg->closed);
     ompc_u64map_fini(&pg->seen);
     ompc_u64map_fini(&pg->ro);
+    ompc_u64map_fini(&pg->shared);
+    free(pg->named);
     if (pg->memfd >= 0)
         close(pg->memfd);
     free(pg->closes);
@@ -2063,6 +2247,10 @@ static void drop_pages(dm_pages_t *pg, bool all)
     dm_pages_map_unlock();
 }
 
+/* Whether the task this thread runs had its named buffers listed
+ * (dm_pages_task_begin to _end). */
+static _Thread_local bool task_named;
+
 uint64_t dm_pages_task_begin(dm_ctx_t *dm, uint64_t seq)
 {
     dm_pages_t *pg = dm->pg;
@@ -2079,7 +2267,15 @@ uint64_t dm_pages_task_begin(dm_ctx_t *dm, uint64_t seq)
             pg->capseqs = nc;
         }
         pg->seqs[pg->nseqs++] = seq;
-        closes_apply(pg, seq);
+        task_named = closes_apply(pg, seq);
+    } else {
+        task_named = false;
+        atomic_fetch_add(&pg->nblind, 1);
+        if (atomic_load(&pg->served)) {
+            dm_pages_map_lock();
+            shared_start(pg, 0, true);
+            dm_pages_map_unlock();
+        }
     }
     defers_start(pg, seq);
     /* Pages held for kernels still running may predate writes ordered
@@ -2184,6 +2380,18 @@ ompc_status_t dm_pages_task_end(dm_ctx_t *dm, uint64_t faults_at_begin, uint64_t
     if (!pg)
         return OMPC_OK;
     ompc_status_t st = OMPC_OK;
+    /* The kernel wrote its last: served copies need not wait for it. */
+    if (task_named) {
+        dm_pages_map_lock();
+        for (size_t i = 0; i < pg->nnamed;)
+            if (pg->named[i].seq == seq)
+                pg->named[i] = pg->named[--pg->nnamed];
+            else
+                i++;
+        dm_pages_map_unlock();
+    } else {
+        atomic_fetch_sub(&pg->nblind, 1);
+    }
     pthread_mutex_lock(&pg->mtx);
     dm_pages_map_lock(); /* pages: a commit may change it meanwhile */
     bool held = ompc_u64map_size(&pg->pages) > 0;
