@@ -92,6 +92,22 @@ typedef struct dm_named {
     bool write;
 } dm_named_t;
 
+/* A small served copy that a kernel not naming it may write unseen: its
+ * bytes as that kernel started, diffed against the copy when it ends
+ * (shared_start, watches_end): a copy and a compare cost less than
+ * protecting the copy and opening it again for its next writer. */
+typedef struct dm_watch {
+    uint64_t task; /* the kernel's task_watch */
+    uintptr_t base;
+    size_t span;
+    unsigned char *snap;
+} dm_watch_t;
+
+/* At most this many bytes of served copies are watched for one kernel;
+ * the others turn read-only (a kernel beside many served copies would
+ * otherwise pay a copy of each at every start). */
+#define DM_WATCH_MAX (4 * DM_PAGE)
+
 typedef struct dm_fpage {
     uintptr_t addr;
     void *twin; /* writable pages: the bytes as fetched or last written back */
@@ -185,6 +201,12 @@ struct dm_pages {
     size_t nnamed, capnamed;
     _Atomic size_t nblind;
     _Atomic bool served;
+    /* Under map_mtx: the watched copies of the running kernels (nwatch
+     * for the fast paths), and the source of their task_watch ids. */
+    dm_watch_t *watches;
+    size_t capwatches;
+    _Atomic size_t nwatch;
+    _Atomic uint64_t watch_ids;
     int memfd;                     /* /proc/self/mem, or -1 (dm_exec_store) */
     void *fetch_buf;               /* block bytes, exposed to events */
     unsigned char *reply;          /* EV_EXEC_MAX_RESULT: a fetch's reply */
@@ -604,6 +626,42 @@ static void ro_forget(dm_pages_t *pg, uintptr_t base)
     if (atomic_load_explicit(&pg->nshared, memory_order_relaxed) > 0 &&
         ompc_u64map_remove(&pg->shared, base, &v))
         atomic_fetch_sub(&pg->nshared, 1);
+    /* Opened for its named writer (whose completion makes this copy,
+     * bytes and all, the only current one), made anew or closed: nothing
+     * left to diff. */
+    for (size_t i = 0; i < atomic_load_explicit(&pg->nwatch, memory_order_relaxed);)
+        if (pg->watches[i].base == base) {
+            free(pg->watches[i].snap);
+            pg->watches[i] = pg->watches[atomic_fetch_sub(&pg->nwatch, 1) - 1];
+        } else {
+            i++;
+        }
+}
+
+/* The watch id of the kernel this thread runs (dm_pages_task_begin to
+ * _end). */
+static _Thread_local uint64_t task_watch;
+
+/* map_mtx held: watch the copy at base for the kernel this thread starts;
+ * false if it cannot (then it is protected). */
+static bool watch_add(dm_pages_t *pg, uintptr_t base, size_t span)
+{
+    size_t n = atomic_load_explicit(&pg->nwatch, memory_order_relaxed);
+    if (n == pg->capwatches) {
+        size_t nc = pg->capwatches ? 2 * pg->capwatches : 8;
+        dm_watch_t *v = realloc(pg->watches, nc * sizeof(*v));
+        if (!v)
+            return false;
+        pg->watches = v;
+        pg->capwatches = nc;
+    }
+    unsigned char *snap = malloc(span);
+    if (!snap)
+        return false;
+    memcpy(snap, (const void *)base, span);
+    pg->watches[n] = (dm_watch_t){task_watch, base, span, snap};
+    atomic_fetch_add(&pg->nwatch, 1);
+    return true;
 }
 
 /* map_mtx held: the copy at base (span bytes) turns read-only. */
@@ -651,18 +709,24 @@ static bool named_by_all(const dm_pages_t *pg, uintptr_t addr)
 static bool page_dark(dm_pages_t *pg, uintptr_t page);
 
 /* map_mtx held: task seq starts here (blind: its launch named nothing).
- * The served copies it does not name turn read-only (one kept dark since
- * its commit stays without access). */
+ * The served copies it does not name are watched, up to DM_WATCH_MAX
+ * bytes of small ones, and stay served; the others turn read-only (one
+ * kept dark since its commit stays without access). */
 static void shared_start(dm_pages_t *pg, uint64_t seq, bool blind)
 {
     if (atomic_load_explicit(&pg->nshared, memory_order_relaxed) == 0)
         return;
-    size_t pos = 0, n = 0;
+    size_t pos = 0, n = 0, watched = 0;
     uint64_t k, v, *drop = malloc(ompc_u64map_size(&pg->shared) * 2 * sizeof(uint64_t));
     if (!drop)
         ompc_fatal("rank %d: out of memory starting a kernel", ev_ctx_rank(pg->dm->ev));
     while (ompc_u64map_next(&pg->shared, &pos, &k, &v))
         if (blind || !named_by(pg, seq, (uintptr_t)k)) {
+            if (v % DM_PAGE == 0 && watched + v <= DM_WATCH_MAX &&
+                !page_dark(pg, (uintptr_t)k) && watch_add(pg, (uintptr_t)k, (size_t)v)) {
+                watched += v;
+                continue;
+            }
             drop[2 * n] = k;
             drop[2 * n++ + 1] = v;
         }
@@ -1396,10 +1460,30 @@ void dm_exec_open(dm_addr_t addr)
     dm_pages_map_unlock();
 }
 
+/* map_mtx held: the runtime stores len bytes at dst (src NULL: zeros):
+ * the snapshots of watched copies take them too, so that they do not
+ * count as a kernel's writes. */
+static void watch_store(dm_pages_t *pg, uintptr_t dst, const void *src, size_t len)
+{
+    for (size_t i = 0; i < atomic_load_explicit(&pg->nwatch, memory_order_relaxed); i++) {
+        const dm_watch_t *w = &pg->watches[i];
+        uintptr_t lo = dst > w->base ? dst : w->base;
+        uintptr_t hi = dst + len < w->base + w->span ? dst + len : w->base + w->span;
+        if (lo >= hi)
+            continue;
+        if (src)
+            memcpy(w->snap + (lo - w->base), (const char *)src + (lo - dst), hi - lo);
+        else
+            memset(w->snap + (lo - w->base), 0, hi - lo);
+    }
+}
+
 void dm_exec_store(void *dst, const void *src, size_t len)
 {
     dm_pages_t *pg = atomic_load(&dm_pages_live);
-    if (!pg || atomic_load_explicit(&pg->nro, memory_order_relaxed) == 0 || len == 0) {
+    if (!pg || len == 0 ||
+        (atomic_load_explicit(&pg->nro, memory_order_relaxed) == 0 &&
+         atomic_load_explicit(&pg->nwatch, memory_order_relaxed) == 0)) {
         if (src)
             memcpy(dst, src, len);
         else
@@ -1407,6 +1491,7 @@ void dm_exec_store(void *dst, const void *src, size_t len)
         return;
     }
     dm_pages_map_lock();
+    watch_store(pg, (uintptr_t)dst, src, len);
     uintptr_t base;
     size_t span;
     if (!ro_find(pg, (uintptr_t)dst, &base, &span)) {
@@ -2202,6 +2287,9 @@ void dm_pages_destroy(dm_ctx_t *dm)
     ompc_u64map_fini(&pg->ro);
     ompc_u64map_fini(&pg->shared);
     free(pg->named);
+    for (size_t i = 0; i < atomic_load(&pg->nwatch); i++)
+        free(pg->watches[i].snap);
+    free(pg->watches);
     if (pg->memfd >= 0)
         close(pg->memfd);
     free(pg->closes);
@@ -2257,6 +2345,7 @@ uint64_t dm_pages_task_begin(dm_ctx_t *dm, uint64_t seq)
     if (!pg)
         return 0;
     pthread_mutex_lock(&pg->mtx);
+    task_watch = atomic_fetch_add(&pg->watch_ids, 1) + 1;
     if (seq) {
         if (pg->nseqs == pg->capseqs) {
             size_t nc = pg->capseqs ? 2 * pg->capseqs : 8;
@@ -2371,6 +2460,65 @@ static ompc_status_t write_back(dm_ctx_t *dm, uint64_t seq, const unsigned char 
     return st;
 }
 
+/* The kernel this thread ran (task seq) ended: what changed in the
+ * copies watched for it goes to the head, as a write through a fault
+ * does.  The bytes are taken under map_mtx (a close may take the copy
+ * away), diffed and sent without it. */
+static ompc_status_t watches_end(dm_ctx_t *dm, dm_pages_t *pg, uint64_t seq)
+{
+    if (atomic_load_explicit(&pg->nwatch, memory_order_relaxed) == 0)
+        return OMPC_OK;
+    /* Each of this kernel's watches, its snapshot in snap and the copy's
+     * current bytes in now. */
+    struct ended {
+        dm_watch_t w;
+        unsigned char *now;
+    } *mine = NULL;
+    size_t n = 0, cap = 0;
+    ompc_status_t st = OMPC_OK;
+    dm_pages_map_lock();
+    for (size_t i = 0; i < atomic_load_explicit(&pg->nwatch, memory_order_relaxed);) {
+        dm_watch_t w = pg->watches[i];
+        if (w.task != task_watch) {
+            i++;
+            continue;
+        }
+        pg->watches[i] = pg->watches[atomic_fetch_sub(&pg->nwatch, 1) - 1];
+        if (n == cap) {
+            size_t nc = cap ? 2 * cap : 4;
+            struct ended *v = realloc(mine, nc * sizeof(*v));
+            if (v) {
+                mine = v;
+                cap = nc;
+            }
+        }
+        unsigned char *now = n < cap ? malloc(w.span) : NULL;
+        if (!now) {
+            free(w.snap);
+            st = OMPC_ERR_NOMEM;
+            continue;
+        }
+        memcpy(now, (const void *)w.base, w.span);
+        mine[n++] = (struct ended){w, now};
+    }
+    dm_pages_map_unlock();
+    unsigned char *msg = NULL;
+    size_t len = 0, mcap = 0;
+    for (size_t i = 0; i < n; i++) {
+        for (size_t off = 0; st == OMPC_OK && off < mine[i].w.span; off += DM_PAGE) {
+            const dm_fpage_t e = {mine[i].w.base + off, mine[i].w.snap + off, true};
+            st = diff_page(&e, mine[i].now + off, &msg, &len, &mcap);
+        }
+        free(mine[i].now);
+        free(mine[i].w.snap);
+    }
+    free(mine);
+    if (st == OMPC_OK && len > 0)
+        st = write_back(dm, seq, msg, len);
+    free(msg);
+    return st;
+}
+
 ompc_status_t dm_pages_task_end(dm_ctx_t *dm, uint64_t faults_at_begin, uint64_t seq,
                                 bool *faulted_p)
 {
@@ -2379,7 +2527,7 @@ ompc_status_t dm_pages_task_end(dm_ctx_t *dm, uint64_t faults_at_begin, uint64_t
         *faulted_p = false;
     if (!pg)
         return OMPC_OK;
-    ompc_status_t st = OMPC_OK;
+    ompc_status_t st = watches_end(dm, pg, seq);
     /* The kernel wrote its last: served copies need not wait for it. */
     if (task_named) {
         dm_pages_map_lock();
