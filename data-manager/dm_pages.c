@@ -2513,8 +2513,15 @@ static ompc_status_t watches_end(dm_ctx_t *dm, dm_pages_t *pg, uint64_t seq)
         free(mine[i].w.snap);
     }
     free(mine);
-    if (st == OMPC_OK && len > 0)
+    if (st == OMPC_OK && len > 0) {
+        uint64_t t0 = ompc_now_ns();
         st = write_back(dm, seq, msg, len);
+        if (ompc_trace_on()) {
+            const ompc_trace_arg_t args[] = {OMPC_TRACE_U64("bytes", len)};
+            ompc_trace_span("pages", "write back from a served copy", t0, ompc_now_ns(),
+                            args, 1);
+        }
+    }
     free(msg);
     return st;
 }
