@@ -737,6 +737,14 @@ static void dm_drop_snapshot(dm_buf_t *b)
 
 ompc_status_t dm_write(dm_ctx_t *dm, dm_buf_t *b, size_t off, const void *src, size_t len)
 {
+    ev_handle_t *h = NULL;
+    ompc_status_t st = dm_write_start(dm, b, off, src, len, &h);
+    return h ? ev_finish(st, h) : st;
+}
+
+ompc_status_t dm_write_start(dm_ctx_t *dm, dm_buf_t *b, size_t off, const void *src,
+                             size_t len, ev_handle_t **h_p)
+{
     if (off + len > b->size || off + len < off)
         return OMPC_ERR_INVALID;
     if (len == 0)
@@ -788,8 +796,7 @@ ompc_status_t dm_write(dm_ctx_t *dm, dm_buf_t *b, size_t off, const void *src, s
     dm_addr_t a = addr_on(b, src_exec) + off;
     int rank = dm->exec_rank[src_exec];
     pthread_mutex_unlock(&dm->mtx);
-    ev_handle_t *h = NULL;
-    return ev_finish(ev_submit(dm->ev, rank, src, a, len, &h), h);
+    return ev_submit(dm->ev, rank, src, a, len, h_p);
 }
 
 bool dm_buf_has_data(dm_ctx_t *dm, dm_buf_t *b)

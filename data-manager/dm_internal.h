@@ -134,6 +134,11 @@ void dm_pages_close_now(uintptr_t addr, size_t span, uint64_t epoch);
 ompc_status_t dm_pages_commit_ahead(ev_ctx_t *ev, uintptr_t addr, size_t span,
                                     uint64_t epoch, uint64_t seq, bool data_follows);
 /* The event system's land hook (ev_set_land_hook). */
+/* dm_write without waiting: *h_p, when set, is the patch of the valid
+ * copy in flight (src untouched until it completes; the caller finishes
+ * it).  The bookkeeping is done on return. */
+ompc_status_t dm_write_start(dm_ctx_t *dm, dm_buf_t *b, size_t off, const void *src,
+                             size_t len, ev_handle_t **h_p);
 bool dm_pages_land(uintptr_t addr, size_t size, const void *bytes);
 /* Its land-ready hook (ev_set_land_ready_hook). */
 bool dm_pages_land_ready(uintptr_t addr, size_t size);

@@ -100,7 +100,9 @@ typedef struct dm_watch {
     uint64_t task; /* the kernel's task_watch */
     uintptr_t base;
     size_t span;
-    unsigned char *snap;
+    unsigned char *snap; /* NULL once settled (watch_settle) */
+    unsigned char *early; /* runs settled, sent at the kernel's end */
+    size_t nearly, capearly;
 } dm_watch_t;
 
 /* At most this many bytes of served copies are watched for one kernel;
@@ -422,6 +424,22 @@ static void page_write_clash(dm_ctx_t *dm, int exec, const dm_buf_t *b, int name
                     b->size, dm->exec_rank[named_by]);
 }
 
+/* Patches of a write-back in flight at once (page_write): a write-back
+ * of scattered bytes has a run per few bytes, and each patch of a copy on
+ * a worker waited for alone cost a round trip. */
+#define PW_FLIGHT 64
+
+/* Wait for the n patches in hs; the first error goes to *first. */
+static void pw_flush(ev_handle_t **hs, size_t *n, ompc_status_t *first)
+{
+    ompc_status_t st = ev_wait_all(hs, *n);
+    for (size_t i = 0; i < *n; i++)
+        ev_handle_release(hs[i]);
+    *n = 0;
+    if (st != OMPC_OK && *first == OMPC_OK)
+        *first = st;
+}
+
 /* A write-back (the runs of ompc_dm.h).  Each run patches the valid copy
  * of its buffer (the others become invalid).  For a task launched ahead
  * (seq), the graph's hooks first order the patch after the writers
@@ -438,6 +456,9 @@ static ompc_status_t page_write(dm_ctx_t *dm, int exec, const void *args, size_t
     uint64_t seq = 0;
     const dm_buf_t *ordered = NULL; /* the buffer the order hook last saw */
     bool own = false;               /* ordered is the writer's own */
+    bool served = false;            /* the runs come from a served copy */
+    ev_handle_t *flight[PW_FLIGHT]; /* patches not waited for yet */
+    size_t nflight = 0;
     unsigned char *kept = NULL;     /* the runs kept, once one is dropped */
     size_t nkept = 0;
     while (p + 16 <= end) {
@@ -446,12 +467,22 @@ static ompc_status_t page_write(dm_ctx_t *dm, int exec, const void *args, size_t
         memcpy(&len, p + 8, 8);
         uint64_t padded = (len + 7) & ~(uint64_t)7;
         if (len == 0 || padded > (uint64_t)(end - p - 16)) {
+            pw_flush(flight, &nflight, &first);
             free(kept);
             return OMPC_ERR_INVALID;
         }
-        if (addr == 0 && len == 8) {
+        if (addr == 0 && (len == 8 || len == 16)) {
             memcpy(&seq, p + 16, 8);
-            p += 16 + 8;
+            uint64_t from_served = 0;
+            if (len == 16)
+                memcpy(&from_served, p + 24, 8);
+            if (from_served && exec >= 0) {
+                pthread_mutex_lock(&dm->mtx);
+                dm->pstats[exec].served_writes++;
+                pthread_mutex_unlock(&dm->mtx);
+            }
+            served = from_served != 0;
+            p += 16 + padded;
             continue;
         }
         if (!runs)
@@ -479,8 +510,10 @@ static ompc_status_t page_write(dm_ctx_t *dm, int exec, const void *args, size_t
         if (b && !b->fixed && own) {
             if (!kept) {
                 kept = malloc((size_t)(end - runs));
-                if (!kept)
+                if (!kept) {
+                    pw_flush(flight, &nflight, &first);
                     return OMPC_ERR_NOMEM;
+                }
                 nkept = (size_t)(run - runs);
                 memcpy(kept, runs, nkept);
             }
@@ -495,16 +528,25 @@ static ompc_status_t page_write(dm_ctx_t *dm, int exec, const void *args, size_t
             /* Bytes past the buffer's size belong to nobody. */
             uint64_t n_in = off < b->size ? (b->size - off < len ? b->size - off : len)
                                           : 0;
-            ompc_status_t st = n_in ? dm_write(dm, b, off, p, n_in) : OMPC_OK;
+            ev_handle_t *h = NULL;
+            ompc_status_t st = n_in ? dm_write_start(dm, b, off, p, n_in, &h) : OMPC_OK;
+            if (h)
+                flight[nflight++] = h;
+            if (nflight == PW_FLIGHT)
+                pw_flush(flight, &nflight, &first);
             if (st != OMPC_OK && first == OMPC_OK)
                 first = st;
             pthread_mutex_lock(&dm->mtx);
-            if (exec >= 0)
+            if (exec >= 0) {
                 dm->pstats[exec].bytes_written_back += n_in;
+                if (served)
+                    dm->pstats[exec].bytes_from_served += n_in;
+            }
             pthread_mutex_unlock(&dm->mtx);
         }
         p += padded;
     }
+    pw_flush(flight, &nflight, &first);
     if (first == OMPC_OK && seq && runs && dm->fw_hooks.done) {
         if (!kept)
             dm->fw_hooks.done(exec, seq, runs, (size_t)(end - runs));
@@ -626,12 +668,12 @@ static void ro_forget(dm_pages_t *pg, uintptr_t base)
     if (atomic_load_explicit(&pg->nshared, memory_order_relaxed) > 0 &&
         ompc_u64map_remove(&pg->shared, base, &v))
         atomic_fetch_sub(&pg->nshared, 1);
-    /* Opened for its named writer (whose completion makes this copy,
-     * bytes and all, the only current one), made anew or closed: nothing
-     * left to diff. */
+    /* Made anew or closed: nothing left to diff.  A watch settled before
+     * keeps its runs (its kernel's own writes, sent at its end). */
     for (size_t i = 0; i < atomic_load_explicit(&pg->nwatch, memory_order_relaxed);)
-        if (pg->watches[i].base == base) {
+        if (pg->watches[i].base == base && pg->watches[i].snap) {
             free(pg->watches[i].snap);
+            free(pg->watches[i].early);
             pg->watches[i] = pg->watches[atomic_fetch_sub(&pg->nwatch, 1) - 1];
         } else {
             i++;
@@ -659,7 +701,7 @@ static bool watch_add(dm_pages_t *pg, uintptr_t base, size_t span)
     if (!snap)
         return false;
     memcpy(snap, (const void *)base, span);
-    pg->watches[n] = (dm_watch_t){task_watch, base, span, snap};
+    pg->watches[n] = (dm_watch_t){task_watch, base, span, snap, NULL, 0, 0};
     atomic_fetch_add(&pg->nwatch, 1);
     return true;
 }
@@ -1173,8 +1215,9 @@ static void renew(dm_pages_t *pg, uintptr_t addr)
  * path's quick check, without map_mtx). */
 static bool none_landing(dm_pages_t *pg)
 {
-    return none_dark(pg) && (!pg || (atomic_load_explicit(&pg->nro, memory_order_relaxed) == 0 &&
-                                     atomic_load_explicit(&pg->nshared, memory_order_relaxed) == 0));
+    return none_dark(pg) &&
+           (!pg || (atomic_load_explicit(&pg->nro, memory_order_relaxed) == 0 &&
+                    atomic_load_explicit(&pg->nshared, memory_order_relaxed) == 0));
 }
 
 /* The event system's land hook, and launch ahead's arrivals: a copy kept
@@ -1291,8 +1334,39 @@ static bool page_dark(dm_pages_t *pg, uintptr_t page)
 /* map_mtx held: a task that names the copy at addr for writing starts:
  * its completion makes this copy the only current one, so it is writable
  * (docs/architecture.md, "Writes into a worker's copy"). */
+static ompc_status_t diff_page(const dm_fpage_t *e, const unsigned char *cur,
+                               unsigned char **msg, size_t *len, size_t *cap);
+
+/* map_mtx held: a named writer opens the copy at base while kernels that
+ * do not name it watch it.  What each wrote so far is its own (the
+ * writer has not run yet): the runs are kept for that kernel's end.
+ * What any of them writes from now on mixes with the writer's bytes,
+ * which its completion carries (this copy then the only current one),
+ * so the watch ends here.  Diffed later, it would send the writer's
+ * bytes as that kernel's, and launch ahead would apply them to tasks
+ * after it over newer ones. */
+static void watch_settle(dm_pages_t *pg, uintptr_t base)
+{
+    for (size_t i = 0; i < atomic_load_explicit(&pg->nwatch, memory_order_relaxed); i++) {
+        dm_watch_t *w = &pg->watches[i];
+        if (w->base != base || !w->snap)
+            continue;
+        for (size_t off = 0; off < w->span; off += DM_PAGE) {
+            const dm_fpage_t e = {w->base + off, w->snap + off, true};
+            if (diff_page(&e, (const unsigned char *)w->base + off, &w->early, &w->nearly,
+                          &w->capearly) != OMPC_OK)
+                ompc_fatal("rank %d: out of memory opening device buffer %#llx",
+                           ev_ctx_rank(pg->dm->ev), (unsigned long long)base);
+        }
+        free(w->snap);
+        w->snap = NULL;
+    }
+}
+
 static void open_one(dm_pages_t *pg, uintptr_t addr)
 {
+    if (atomic_load_explicit(&pg->nwatch, memory_order_relaxed) > 0)
+        watch_settle(pg, addr);
     uintptr_t base;
     size_t span;
     if (ro_find(pg, addr, &base, &span) && base == addr &&
@@ -1467,6 +1541,8 @@ static void watch_store(dm_pages_t *pg, uintptr_t dst, const void *src, size_t l
 {
     for (size_t i = 0; i < atomic_load_explicit(&pg->nwatch, memory_order_relaxed); i++) {
         const dm_watch_t *w = &pg->watches[i];
+        if (!w->snap)
+            continue;
         uintptr_t lo = dst > w->base ? dst : w->base;
         uintptr_t hi = dst + len < w->base + w->span ? dst + len : w->base + w->span;
         if (lo >= hi)
@@ -2287,8 +2363,10 @@ void dm_pages_destroy(dm_ctx_t *dm)
     ompc_u64map_fini(&pg->ro);
     ompc_u64map_fini(&pg->shared);
     free(pg->named);
-    for (size_t i = 0; i < atomic_load(&pg->nwatch); i++)
+    for (size_t i = 0; i < atomic_load(&pg->nwatch); i++) {
         free(pg->watches[i].snap);
+        free(pg->watches[i].early);
+    }
     free(pg->watches);
     if (pg->memfd >= 0)
         close(pg->memfd);
@@ -2414,21 +2492,22 @@ static ompc_status_t diff_page(const dm_fpage_t *e, const unsigned char *cur,
     return OMPC_OK;
 }
 
-/* The run that names the writing task: {0, 8, seq}. */
-#define SEQ_RUN 24
+/* The run that names the writing task: {0, 16, seq, from a served copy}
+ * (the head counts those apart, OMPC_STATS). */
+#define SEQ_RUN 32
 
 /* Send the runs of msg to the head, in messages within the event
  * system's limit on arguments (a run never spans two: a page's runs are
  * at most a page plus its header), each led by the run naming the task
  * (seq), which the head's hooks need (dm_set_fault_write_hooks). */
-static ompc_status_t write_back(dm_ctx_t *dm, uint64_t seq, const unsigned char *msg,
-                                size_t len)
+static ompc_status_t write_back(dm_ctx_t *dm, uint64_t seq, bool served,
+                                const unsigned char *msg, size_t len)
 {
     unsigned char *all = malloc(SEQ_RUN + len);
     if (!all)
         return OMPC_ERR_NOMEM;
     memcpy(all + SEQ_RUN, msg, len);
-    const uint64_t hdr[3] = {0, 8, seq};
+    const uint64_t hdr[4] = {0, 16, seq, served};
     ompc_status_t st = OMPC_OK;
     if (ev_ctx_rank(dm->ev) == 0) {
         memcpy(all, hdr, SEQ_RUN);
@@ -2492,30 +2571,49 @@ static ompc_status_t watches_end(dm_ctx_t *dm, dm_pages_t *pg, uint64_t seq)
                 cap = nc;
             }
         }
-        unsigned char *now = n < cap ? malloc(w.span) : NULL;
-        if (!now) {
+        unsigned char *now = n < cap && w.snap ? malloc(w.span) : NULL;
+        if (n == cap || (w.snap && !now)) {
             free(w.snap);
+            free(w.early);
             st = OMPC_ERR_NOMEM;
             continue;
         }
-        memcpy(now, (const void *)w.base, w.span);
+        if (now)
+            memcpy(now, (const void *)w.base, w.span);
         mine[n++] = (struct ended){w, now};
     }
     dm_pages_map_unlock();
     unsigned char *msg = NULL;
     size_t len = 0, mcap = 0;
     for (size_t i = 0; i < n; i++) {
-        for (size_t off = 0; st == OMPC_OK && off < mine[i].w.span; off += DM_PAGE) {
+        for (size_t off = 0; st == OMPC_OK && mine[i].now && off < mine[i].w.span;
+             off += DM_PAGE) {
             const dm_fpage_t e = {mine[i].w.base + off, mine[i].w.snap + off, true};
             st = diff_page(&e, mine[i].now + off, &msg, &len, &mcap);
         }
+        if (st == OMPC_OK && mine[i].w.nearly) {
+            if (len + mine[i].w.nearly > mcap) {
+                unsigned char *m = realloc(msg, len + mine[i].w.nearly);
+                if (m) {
+                    msg = m;
+                    mcap = len + mine[i].w.nearly;
+                } else {
+                    st = OMPC_ERR_NOMEM;
+                }
+            }
+            if (st == OMPC_OK) {
+                memcpy(msg + len, mine[i].w.early, mine[i].w.nearly);
+                len += mine[i].w.nearly;
+            }
+        }
+        free(mine[i].w.early);
         free(mine[i].now);
         free(mine[i].w.snap);
     }
     free(mine);
     if (st == OMPC_OK && len > 0) {
         uint64_t t0 = ompc_now_ns();
-        st = write_back(dm, seq, msg, len);
+        st = write_back(dm, seq, true, msg, len);
         if (ompc_trace_on()) {
             const ompc_trace_arg_t args[] = {OMPC_TRACE_U64("bytes", len)};
             ompc_trace_span("pages", "write back from a served copy", t0, ompc_now_ns(),
@@ -2584,7 +2682,7 @@ ompc_status_t dm_pages_task_end(dm_ctx_t *dm, uint64_t faults_at_begin, uint64_t
              * may change pages meanwhile, so they are found again by
              * address below. */
             pthread_mutex_unlock(&pg->mtx);
-            st = write_back(dm, seq, msg, len);
+            st = write_back(dm, seq, false, msg, len);
             pthread_mutex_lock(&pg->mtx);
         }
         free(msg);

@@ -332,8 +332,9 @@ uint64_t dm_pages_task_begin(dm_ctx_t *dm, uint64_t seq);
 ompc_status_t dm_pages_task_end(dm_ctx_t *dm, uint64_t token, uint64_t seq,
                                 bool *faulted_p);
 /* A write-back is a list of runs, each {u64 addr, u64 len, then len bytes
- * padded to 8}; a run at address 0 of 8 bytes names the writing task's
- * seq instead. */
+ * padded to 8}; a run at address 0 of 8 or 16 bytes names the writing
+ * task's seq instead, and in its second word whether the runs come from a
+ * copy served to another worker (counted apart, OMPC_STATS). */
 /* Head: how write-backs of tasks launched ahead (seq != 0) meet the task
  * graph.  order(exec, seq, buf_addr, size) runs before a write-back
  * patches a buffer.  It returns true if the task itself names that buffer
@@ -375,6 +376,9 @@ typedef struct dm_page_stats {
     uint64_t peer_faults;         /* of faults: read straight from the
                                      worker holding the copy */
     uint64_t bytes_from_peers;
+    uint64_t served_writes;       /* write-backs of kernels' writes into
+                                     copies served to other workers */
+    uint64_t bytes_from_served;   /* of bytes_written_back: theirs */
 } dm_page_stats_t;
 /* Head: one executor's figures. */
 void dm_page_stats_of(dm_ctx_t *dm, int exec, dm_page_stats_t *stats_p);
