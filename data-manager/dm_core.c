@@ -58,6 +58,7 @@ static ompc_status_t dm_fn_decommit(ev_exec_info_t *info)
     memcpy(a, info->args, sizeof(a));
     dm_pages_map_lock();
     ompc_status_t st = ev_mem_unregister(info->ctx, (void *)(uintptr_t)a[0]);
+    dm_pages_forget((uintptr_t)a[0]);
     if (st == OMPC_OK) {
         dm_pages_kept_forget((uintptr_t)a[0], (size_t)a[1]);
         void *p = mmap((void *)(uintptr_t)a[0], a[1], PROT_NONE,
@@ -247,7 +248,7 @@ static dm_buf_t *dm_buf_new(dm_ctx_t *dm, size_t size)
     /* One block: a buffer is made per mapped region (a task's firstprivate
      * copy too), so five more allocations each were a cost per task. */
     size_t P = (size_t)dm->nexec;
-    size_t words = (sizeof(dm_buf_t) + 7) / 8 + 4 * P + (3 * P + 7) / 8;
+    size_t words = (sizeof(dm_buf_t) + 7) / 8 + 4 * P + (4 * P + 7) / 8;
     uint64_t *blk = calloc(words, 8);
     if (!blk)
         return NULL;
@@ -260,6 +261,7 @@ static dm_buf_t *dm_buf_new(dm_ctx_t *dm, size_t size)
     b->valid = (uint8_t *)(w + 4 * P);
     b->committed = b->valid + P;
     b->cand = b->committed + P;
+    b->ro = b->cand + P;
     static _Atomic uint32_t serials;
     b->serial = atomic_fetch_add(&serials, 1) + 1;
     b->size = size;
@@ -286,6 +288,10 @@ ompc_status_t dm_alloc(dm_ctx_t *dm, size_t size, dm_buf_t **buf_p)
         b->node.key = f->addr;
         if (f->keep) {
             memcpy(b->committed, f->committed, (size_t)dm->nexec);
+            /* Its writers open those copies (dm_open_take): one missed
+             * would make a named writer's writes go back through faults,
+             * and their write-back invalidate its own copy. */
+            memcpy(b->ro, f->committed + dm->nexec, (size_t)dm->nexec);
             for (int i = 0; i < dm->nexec && b->span > DM_KEEP_COMMITTED; i++)
                 if (f->committed[i])
                     dm->kept[i] -= b->span;
@@ -541,7 +547,7 @@ ompc_status_t dm_free(dm_ctx_t *dm, dm_buf_t *b)
      * path).  The rest give their memory back, without waiting for the
      * executors. */
     bool small = b->span <= DM_KEEP_COMMITTED;
-    dm_free_span_t *f = calloc(1, sizeof(*f) + (size_t)dm->nexec);
+    dm_free_span_t *f = calloc(1, sizeof(*f) + 2 * (size_t)dm->nexec);
     if (!f)
         return OMPC_ERR_NOMEM;
     bool keep = false;
@@ -560,6 +566,7 @@ ompc_status_t dm_free(dm_ctx_t *dm, dm_buf_t *b)
             if (!small)
                 dm->kept[i] += b->span;
             f->committed[i] = 1;
+            f->committed[dm->nexec + i] = b->ro[i];
             keep = true;
             continue;
         }
@@ -731,6 +738,14 @@ static void dm_drop_snapshot(dm_buf_t *b)
 
 ompc_status_t dm_write(dm_ctx_t *dm, dm_buf_t *b, size_t off, const void *src, size_t len)
 {
+    ev_handle_t *h = NULL;
+    ompc_status_t st = dm_write_start(dm, b, off, src, len, &h);
+    return h ? ev_finish(st, h) : st;
+}
+
+ompc_status_t dm_write_start(dm_ctx_t *dm, dm_buf_t *b, size_t off, const void *src,
+                             size_t len, ev_handle_t **h_p)
+{
     if (off + len > b->size || off + len < off)
         return OMPC_ERR_INVALID;
     if (len == 0)
@@ -782,8 +797,7 @@ ompc_status_t dm_write(dm_ctx_t *dm, dm_buf_t *b, size_t off, const void *src, s
     dm_addr_t a = addr_on(b, src_exec) + off;
     int rank = dm->exec_rank[src_exec];
     pthread_mutex_unlock(&dm->mtx);
-    ev_handle_t *h = NULL;
-    return ev_finish(ev_submit(dm->ev, rank, src, a, len, &h), h);
+    return ev_submit(dm->ev, rank, src, a, len, h_p);
 }
 
 bool dm_buf_has_data(dm_ctx_t *dm, dm_buf_t *b)
@@ -1047,6 +1061,8 @@ static ompc_status_t acquire_pass(dm_ctx_t *dm, int exec, dm_buf_t *const *bufs,
             continue;
         int src = dm_pick_source(dm, b, exec);
         if (src >= 0) {
+            b->ro[src] = 1; /* the send hook protects it there */
+            atomic_store_explicit(&dm->ro_marks, true, memory_order_relaxed);
             st = ev_exchange(dm->ev, dm->exec_rank[src], addr_on(b, src), rank,
                              addr_on(b, exec), b->size, &hs[nh]);
             dm->stats.bytes_dev_to_dev += b->size;
@@ -1330,6 +1346,76 @@ int dm_source_for(dm_ctx_t *dm, dm_buf_t *b, int exec, bool *head_only, uint64_t
     *tag_p = b->wtag;
     pthread_mutex_unlock(&dm->mtx);
     return src;
+}
+
+void dm_served_from(dm_ctx_t *dm, dm_buf_t *b, int exec)
+{
+    if (!dm->close_stale || b->fixed)
+        return;
+    pthread_mutex_lock(&dm->mtx);
+    b->ro[exec] = 1;
+    pthread_mutex_unlock(&dm->mtx);
+    atomic_store_explicit(&dm->ro_marks, true, memory_order_relaxed);
+}
+
+size_t dm_open_take(dm_ctx_t *dm, int exec, dm_buf_t *const *bufs, size_t n,
+                    dm_stale_copy_t **list_p, size_t nlist)
+{
+    /* A program whose copies never moved between workers takes no lock. */
+    if (!dm->close_stale || n == 0 ||
+        !atomic_load_explicit(&dm->ro_marks, memory_order_relaxed))
+        return nlist;
+    pthread_mutex_lock(&dm->mtx);
+    for (size_t i = 0; i < n; i++) {
+        dm_buf_t *b = bufs[i];
+        if (b->fixed || !b->ro[exec])
+            continue;
+        b->ro[exec] = 0;
+        if (b->committed[exec] == DM_COMMIT_NONE)
+            continue; /* mapped afresh when committed again */
+        dm_stale_copy_t *v = realloc(*list_p, (nlist + 1) * sizeof(*v));
+        if (!v)
+            ompc_fatal("out of memory launching a kernel");
+        v[nlist++] = (dm_stale_copy_t){b->node.key, b->span, 0};
+        *list_p = v;
+    }
+    pthread_mutex_unlock(&dm->mtx);
+    return nlist;
+}
+
+static bool buf_in(dm_buf_t *const *v, size_t n, const dm_buf_t *b)
+{
+    for (size_t i = 0; i < n; i++)
+        if (v[i] == b)
+            return true;
+    return false;
+}
+
+size_t dm_names_take(dm_ctx_t *dm, int exec, dm_buf_t *const *bufs, size_t n,
+                     dm_buf_t *const *wr, size_t nwr, dm_stale_copy_t **list_p,
+                     size_t nlist)
+{
+    /* A program whose copies never moved between workers sends nothing. */
+    if (!dm->close_stale || n + nwr == 0 ||
+        !atomic_load_explicit(&dm->ro_marks, memory_order_relaxed))
+        return nlist;
+    dm_stale_copy_t *v = realloc(*list_p, (nlist + n + nwr) * sizeof(*v));
+    if (!v)
+        ompc_fatal("out of memory launching a kernel");
+    *list_p = v;
+    pthread_mutex_lock(&dm->mtx);
+    for (size_t i = 0; i < n + nwr; i++) {
+        dm_buf_t *b = i < n ? bufs[i] : wr[i - n];
+        if (b->fixed || (i >= n && buf_in(bufs, n, b)))
+            continue;
+        bool w = i >= n || buf_in(wr, nwr, b);
+        if (w)
+            b->ro[exec] = 0; /* the executor opens it */
+        v[nlist++] = (dm_stale_copy_t){b->node.key, b->span,
+                                       w ? DM_EPOCH_OPEN : DM_EPOCH_NAMED};
+    }
+    pthread_mutex_unlock(&dm->mtx);
+    return nlist;
 }
 
 void dm_count_forward(dm_ctx_t *dm, size_t bytes)

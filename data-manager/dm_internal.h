@@ -22,6 +22,9 @@ struct dm_buf {
     uint8_t *committed;      /* per executor: DM_COMMIT_* */
     uint8_t *cand;           /* per executor: in dm->cand[exec] (its copy
                                 there may have become stale) */
+    uint8_t *ro;             /* per executor: a copy was made from its copy
+                                there, which is read-only since (a hint:
+                                dm_open_take) */
     uint32_t serial;         /* this buffer's number (cnum) */
     uint64_t *cepoch;        /* per executor: the last close of its copy
                                 there (dm->close_ctr), sent with commits */
@@ -66,7 +69,9 @@ typedef struct dm_free_span {
     size_t span;
     struct dm_free_span *next;
     bool keep;               /* pages still mapped where committed[] says */
-    uint8_t committed[];     /* per executor, when keep */
+    uint8_t committed[];     /* per executor, when keep; then per executor
+                                the buffer's ro[]: a copy kept read-only
+                                there stays so for the next buffer */
 } dm_free_span_t;
 
 struct dm_ctx {
@@ -87,6 +92,7 @@ struct dm_ctx {
     /* Written under mtx, read without it (dm_bufs_find): the lowest and
      * highest address of the fixed buffers ever registered. */
     _Atomic dm_addr_t fixed_lo, fixed_hi;
+    _Atomic bool ro_marks;   /* some dm_buf_t.ro was ever set */
     uint64_t tag_ctr;        /* wtag values of changes nobody named */
     size_t keep_max;         /* OMPC_DEVICE_KEEP */
     size_t *kept;            /* per executor: bytes of free spans above
@@ -131,11 +137,23 @@ void dm_pages_close_now(uintptr_t addr, size_t span, uint64_t epoch);
 ompc_status_t dm_pages_commit_ahead(ev_ctx_t *ev, uintptr_t addr, size_t span,
                                     uint64_t epoch, uint64_t seq, bool data_follows);
 /* The event system's land hook (ev_set_land_hook). */
+/* dm_write without waiting: *h_p, when set, is the patch of the valid
+ * copy in flight (src untouched until it completes; the caller finishes
+ * it).  The bookkeeping is done on return. */
+ompc_status_t dm_write_start(dm_ctx_t *dm, dm_buf_t *b, size_t off, const void *src,
+                             size_t len, ev_handle_t **h_p);
 bool dm_pages_land(uintptr_t addr, size_t size, const void *bytes);
 /* Its land-ready hook (ev_set_land_ready_hook). */
 bool dm_pages_land_ready(uintptr_t addr, size_t size);
 /* Its land stage and done hooks (ev_set_land_stage_hooks). */
 void *dm_pages_land_stage(uintptr_t addr, size_t size);
 void dm_pages_land_done(uintptr_t addr, size_t size, void *staged);
+/* The event system's send hook (ev_set_send_hook), and launch ahead's
+ * serves (dm_exec_served): a copy of [addr, addr+size) is being made on
+ * another worker, so the copy here turns read-only (a kernel's write into
+ * it faults and goes back to the head). */
+void dm_pages_served(uintptr_t addr, size_t size);
+/* map_mtx held: the copy at addr is decommitted. */
+void dm_pages_forget(uintptr_t addr);
 
 #endif

@@ -84,9 +84,37 @@ typedef struct dm_defer {
 } dm_defer_t;
 
 /* A page this executor holds through a fault. */
+/* A buffer a task running here names (docs/architecture.md, "Writes into
+ * a worker's copy"), from its launch's list. */
+typedef struct dm_named {
+    uint64_t seq;
+    uintptr_t addr;
+    bool write;
+} dm_named_t;
+
+/* A small served copy that a kernel not naming it may write unseen: its
+ * bytes as that kernel started, diffed against the copy when it ends
+ * (shared_start, watches_end): a copy and a compare cost less than
+ * protecting the copy and opening it again for its next writer. */
+typedef struct dm_watch {
+    uint64_t task; /* the kernel's task_watch */
+    uintptr_t base;
+    size_t span;
+    unsigned char *snap; /* NULL once settled (watch_settle) */
+    unsigned char *early; /* runs settled, sent at the kernel's end */
+    size_t nearly, capearly;
+} dm_watch_t;
+
+/* At most this many bytes of served copies are watched for one kernel;
+ * the others turn read-only (a kernel beside many served copies would
+ * otherwise pay a copy of each at every start). */
+#define DM_WATCH_MAX (4 * DM_PAGE)
+
 typedef struct dm_fpage {
     uintptr_t addr;
     void *twin; /* writable pages: the bytes as fetched or last written back */
+    bool committed; /* a page of a read-only committed copy, written by a
+                       kernel: read-only again once written back */
 } dm_fpage_t;
 
 /* The head's answer to a fetch.  from_rank < 0: the len bytes follow (in
@@ -153,6 +181,35 @@ struct dm_pages {
     size_t capdefers;
     _Atomic size_t ndefers;
     uintptr_t fetch_lo, fetch_hi;
+    /* Under map_mtx: committed copies that are read-only here (buffer
+     * address -> span), because a copy of them was made on another worker
+     * (dm_pages_served): a kernel's write into one faults and goes back to
+     * the head like any write through a fault.  nro counts them for the
+     * fast paths. */
+    ompc_u64map_t ro;
+    _Atomic size_t nro;
+    /* Under map_mtx: copies served to another worker that are still
+     * writable here (buffer address -> span).  One turns read-only when a
+     * kernel that does not name it starts here, or at once when such a
+     * kernel runs as it is served: a program whose kernels name what they
+     * touch pays nothing for it.  named lists the buffers the running
+     * tasks' launches named; nblind counts the running tasks whose launch
+     * named none (launched directly, or before any copy moved): those
+     * count as naming nothing.  served is set once anything was served
+     * (then a task launched directly takes map_mtx as it starts). */
+    ompc_u64map_t shared;
+    _Atomic size_t nshared;
+    dm_named_t *named;
+    size_t nnamed, capnamed;
+    _Atomic size_t nblind;
+    _Atomic bool served;
+    /* Under map_mtx: the watched copies of the running kernels (nwatch
+     * for the fast paths), and the source of their task_watch ids. */
+    dm_watch_t *watches;
+    size_t capwatches;
+    _Atomic size_t nwatch;
+    _Atomic uint64_t watch_ids;
+    int memfd;                     /* /proc/self/mem, or -1 (dm_exec_store) */
     void *fetch_buf;               /* block bytes, exposed to events */
     unsigned char *reply;          /* EV_EXEC_MAX_RESULT: a fetch's reply */
     /* This executor's counts (its own figures; the head keeps per-worker
@@ -464,39 +521,79 @@ static void page_write_clash(dm_ctx_t *dm, int exec, const dm_buf_t *b, int name
                     b->size, dm->exec_rank[named_by]);
 }
 
+/* Patches of a write-back in flight at once (page_write): a write-back
+ * of scattered bytes has a run per few bytes, and each patch of a copy on
+ * a worker waited for alone cost a round trip. */
+#define PW_FLIGHT 64
+
+/* Wait for the n patches in hs; the first error goes to *first. */
+static void pw_flush(ev_handle_t **hs, size_t *n, ompc_status_t *first)
+{
+    ompc_status_t st = ev_wait_all(hs, *n);
+    for (size_t i = 0; i < *n; i++)
+        ev_handle_release(hs[i]);
+    *n = 0;
+    if (st != OMPC_OK && *first == OMPC_OK)
+        *first = st;
+}
+
 /* A write-back (the runs of ompc_dm.h).  Each run patches the valid copy
  * of its buffer (the others become invalid).  For a task launched ahead
  * (seq), the graph's hooks first order the patch after the writers
  * before the task, then send the runs on to the tasks launched before
- * the write that read the buffer. */
+ * the write that read the buffer.  Runs into a buffer the writing task
+ * itself names for writing are dropped: they came from its own copy,
+ * read-only there because its opening was missed, and its completion
+ * makes that copy the only valid one; a patch elsewhere would make it
+ * stale, and a later close of it would lose the task's writes. */
 static ompc_status_t page_write(dm_ctx_t *dm, int exec, const void *args, size_t size)
 {
     const unsigned char *p = args, *end = p + size, *runs = NULL;
     ompc_status_t first = OMPC_OK;
     uint64_t seq = 0;
     const dm_buf_t *ordered = NULL; /* the buffer the order hook last saw */
+    bool own = false;               /* ordered is the writer's own */
+    bool served = false;            /* the runs come from a served copy */
+    ev_handle_t *flight[PW_FLIGHT]; /* patches not waited for yet */
+    size_t nflight = 0;
+    unsigned char *kept = NULL;     /* the runs kept, once one is dropped */
+    size_t nkept = 0;
     while (p + 16 <= end) {
         uint64_t addr, len;
         memcpy(&addr, p, 8);
         memcpy(&len, p + 8, 8);
         uint64_t padded = (len + 7) & ~(uint64_t)7;
-        if (len == 0 || padded > (uint64_t)(end - p - 16))
+        if (len == 0 || padded > (uint64_t)(end - p - 16)) {
+            pw_flush(flight, &nflight, &first);
+            free(kept);
             return OMPC_ERR_INVALID;
-        if (addr == 0 && len == 8) {
+        }
+        if (addr == 0 && (len == 8 || len == 16)) {
             memcpy(&seq, p + 16, 8);
-            p += 16 + 8;
+            uint64_t from_served = 0;
+            if (len == 16)
+                memcpy(&from_served, p + 24, 8);
+            if (from_served && exec >= 0) {
+                pthread_mutex_lock(&dm->mtx);
+                dm->pstats[exec].served_writes++;
+                pthread_mutex_unlock(&dm->mtx);
+            }
+            served = from_served != 0;
+            p += 16 + padded;
             continue;
         }
         if (!runs)
             runs = p;
+        const unsigned char *run = p;
         p += 16;
         size_t off;
         dm_buf_t *b = dm_buf_find(dm, addr, 1, &off);
         if (b && !b->fixed && b != ordered) {
             if (seq && dm->fw_hooks.order) {
-                dm->fw_hooks.order(exec, seq, b->node.key, b->size);
+                own = dm->fw_hooks.order(exec, seq, b->node.key, b->size);
             } else {
                 pthread_mutex_lock(&dm->mtx);
+                own = exec >= 0 && b->pin_count > 0 && b->pin_exec == exec;
                 int named_by = b->pin_count > 0 && b->pin_exec != exec ? b->pin_exec : -1;
                 pthread_mutex_unlock(&dm->mtx);
                 if (named_by >= 0)
@@ -507,22 +604,53 @@ static ompc_status_t page_write(dm_ctx_t *dm, int exec, const void *args, size_t
             }
             ordered = b;
         }
+        if (b && !b->fixed && own) {
+            if (!kept) {
+                kept = malloc((size_t)(end - runs));
+                if (!kept) {
+                    pw_flush(flight, &nflight, &first);
+                    return OMPC_ERR_NOMEM;
+                }
+                nkept = (size_t)(run - runs);
+                memcpy(kept, runs, nkept);
+            }
+            p += padded;
+            continue;
+        }
+        if (kept) {
+            memcpy(kept + nkept, run, 16 + (size_t)padded);
+            nkept += 16 + (size_t)padded;
+        }
         if (b && !b->fixed) {
             /* Bytes past the buffer's size belong to nobody. */
             uint64_t n_in = off < b->size ? (b->size - off < len ? b->size - off : len)
                                           : 0;
-            ompc_status_t st = n_in ? dm_write(dm, b, off, p, n_in) : OMPC_OK;
+            ev_handle_t *h = NULL;
+            ompc_status_t st = n_in ? dm_write_start(dm, b, off, p, n_in, &h) : OMPC_OK;
+            if (h)
+                flight[nflight++] = h;
+            if (nflight == PW_FLIGHT)
+                pw_flush(flight, &nflight, &first);
             if (st != OMPC_OK && first == OMPC_OK)
                 first = st;
             pthread_mutex_lock(&dm->mtx);
-            if (exec >= 0)
+            if (exec >= 0) {
                 dm->pstats[exec].bytes_written_back += n_in;
+                if (served)
+                    dm->pstats[exec].bytes_from_served += n_in;
+            }
             pthread_mutex_unlock(&dm->mtx);
         }
         p += padded;
     }
-    if (first == OMPC_OK && seq && runs && dm->fw_hooks.done)
-        dm->fw_hooks.done(exec, seq, runs, (size_t)(end - runs));
+    pw_flush(flight, &nflight, &first);
+    if (first == OMPC_OK && seq && runs && dm->fw_hooks.done) {
+        if (!kept)
+            dm->fw_hooks.done(exec, seq, runs, (size_t)(end - runs));
+        else if (nkept)
+            dm->fw_hooks.done(exec, seq, kept, nkept);
+    }
+    free(kept);
     return first;
 }
 
@@ -607,12 +735,160 @@ static bool page_committed(dm_pages_t *pg, uintptr_t page)
     return ev_mem_contains(pg->dm->ev, (const void *)page, DM_PAGE);
 }
 
-/* Back to PROT_NONE, memory returned (map_mtx held). */
+/* map_mtx held: the read-only committed copy holding addr (its address
+ * and span), if any. */
+static bool ro_find(dm_pages_t *pg, uintptr_t addr, uintptr_t *base_p, size_t *span_p)
+{
+    if (atomic_load_explicit(&pg->nro, memory_order_relaxed) == 0)
+        return false;
+    uintptr_t base;
+    size_t size;
+    uint64_t span;
+    if (!ev_mem_find(pg->dm->ev, (const void *)addr, &base, &size) ||
+        !ompc_u64map_get(&pg->ro, base, &span))
+        return false;
+    if (base_p)
+        *base_p = base;
+    if (span_p)
+        *span_p = (size_t)span;
+    return true;
+}
+
+/* map_mtx held: the copy at base is no longer read-only here (opened by
+ * the caller, mapped afresh or closed). */
+static void ro_forget(dm_pages_t *pg, uintptr_t base)
+{
+    uint64_t v;
+    if (atomic_load_explicit(&pg->nro, memory_order_relaxed) > 0 &&
+        ompc_u64map_remove(&pg->ro, base, &v))
+        atomic_fetch_sub(&pg->nro, 1);
+    if (atomic_load_explicit(&pg->nshared, memory_order_relaxed) > 0 &&
+        ompc_u64map_remove(&pg->shared, base, &v))
+        atomic_fetch_sub(&pg->nshared, 1);
+    /* Made anew or closed: nothing left to diff.  A watch settled before
+     * keeps its runs (its kernel's own writes, sent at its end). */
+    for (size_t i = 0; i < atomic_load_explicit(&pg->nwatch, memory_order_relaxed);)
+        if (pg->watches[i].base == base && pg->watches[i].snap) {
+            free(pg->watches[i].snap);
+            free(pg->watches[i].early);
+            pg->watches[i] = pg->watches[atomic_fetch_sub(&pg->nwatch, 1) - 1];
+        } else {
+            i++;
+        }
+}
+
+/* The watch id of the kernel this thread runs (dm_pages_task_begin to
+ * _end). */
+static _Thread_local uint64_t task_watch;
+
+/* map_mtx held: watch the copy at base for the kernel this thread starts;
+ * false if it cannot (then it is protected). */
+static bool watch_add(dm_pages_t *pg, uintptr_t base, size_t span)
+{
+    size_t n = atomic_load_explicit(&pg->nwatch, memory_order_relaxed);
+    if (n == pg->capwatches) {
+        size_t nc = pg->capwatches ? 2 * pg->capwatches : 8;
+        dm_watch_t *v = realloc(pg->watches, nc * sizeof(*v));
+        if (!v)
+            return false;
+        pg->watches = v;
+        pg->capwatches = nc;
+    }
+    unsigned char *snap = malloc(span);
+    if (!snap)
+        return false;
+    memcpy(snap, (const void *)base, span);
+    pg->watches[n] = (dm_watch_t){task_watch, base, span, snap, NULL, 0, 0};
+    atomic_fetch_add(&pg->nwatch, 1);
+    return true;
+}
+
+/* map_mtx held: the copy at base (span bytes) turns read-only. */
+static void ro_protect(dm_pages_t *pg, uintptr_t base, size_t span)
+{
+    if (mprotect((void *)base, span, PROT_READ) != 0 ||
+        ompc_u64map_put(&pg->ro, base, span) != OMPC_OK)
+        ompc_fatal("rank %d: cannot protect device buffer %#llx", ev_ctx_rank(pg->dm->ev),
+                   (unsigned long long)base);
+    atomic_fetch_add(&pg->nro, 1);
+}
+
+/* map_mtx held: whether running task seq's launch named the buffer at
+ * addr. */
+static bool named_by(const dm_pages_t *pg, uint64_t seq, uintptr_t addr)
+{
+    for (size_t i = 0; i < pg->nnamed; i++)
+        if (pg->named[i].seq == seq && pg->named[i].addr == addr)
+            return true;
+    return false;
+}
+
+/* map_mtx held: whether a task running here names the buffer at addr for
+ * writing (its completion makes this copy the only current one). */
+static bool named_writer(const dm_pages_t *pg, uintptr_t addr)
+{
+    for (size_t i = 0; i < pg->nnamed; i++)
+        if (pg->named[i].addr == addr && pg->named[i].write)
+            return true;
+    return false;
+}
+
+/* map_mtx held: whether every task running here names the buffer at
+ * addr (then a copy of it served now may stay writable). */
+static bool named_by_all(const dm_pages_t *pg, uintptr_t addr)
+{
+    if (atomic_load(&pg->nblind) > 0)
+        return false;
+    for (size_t i = 0; i < pg->nnamed; i++)
+        if (!named_by(pg, pg->named[i].seq, addr))
+            return false;
+    return true;
+}
+
+static bool page_dark(dm_pages_t *pg, uintptr_t page);
+
+/* map_mtx held: task seq starts here (blind: its launch named nothing).
+ * The served copies it does not name are watched, up to DM_WATCH_MAX
+ * bytes of small ones, and stay served; the others turn read-only (one
+ * kept dark since its commit stays without access). */
+static void shared_start(dm_pages_t *pg, uint64_t seq, bool blind)
+{
+    if (atomic_load_explicit(&pg->nshared, memory_order_relaxed) == 0)
+        return;
+    size_t pos = 0, n = 0, watched = 0;
+    uint64_t k, v, *drop = malloc(ompc_u64map_size(&pg->shared) * 2 * sizeof(uint64_t));
+    if (!drop)
+        ompc_fatal("rank %d: out of memory starting a kernel", ev_ctx_rank(pg->dm->ev));
+    while (ompc_u64map_next(&pg->shared, &pos, &k, &v))
+        if (blind || !named_by(pg, seq, (uintptr_t)k)) {
+            if (v % DM_PAGE == 0 && watched + v <= DM_WATCH_MAX &&
+                !page_dark(pg, (uintptr_t)k) && watch_add(pg, (uintptr_t)k, (size_t)v)) {
+                watched += v;
+                continue;
+            }
+            drop[2 * n] = k;
+            drop[2 * n++ + 1] = v;
+        }
+    for (size_t i = 0; i < n; i++) {
+        ompc_u64map_remove(&pg->shared, drop[2 * i], &v);
+        atomic_fetch_sub(&pg->nshared, 1);
+        if (!page_dark(pg, (uintptr_t)drop[2 * i]))
+            ro_protect(pg, (uintptr_t)drop[2 * i], (size_t)drop[2 * i + 1]);
+    }
+    free(drop);
+}
+
+/* Back to PROT_NONE, memory returned (map_mtx held).  A page of a
+ * committed copy goes back to read-only while its copy is. */
 static void page_drop(dm_pages_t *pg, dm_fpage_t *e)
 {
     if (!page_committed(pg, e->addr))
         mmap((void *)e->addr, DM_PAGE, PROT_NONE,
              MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    else if (e->committed && ro_find(pg, e->addr, NULL, NULL) &&
+             mprotect((void *)e->addr, DM_PAGE, PROT_READ) != 0)
+        ompc_fatal("rank %d: cannot protect device page %#llx again",
+                   ev_ctx_rank(pg->dm->ev), (unsigned long long)e->addr);
     free(e->twin);
     free(e);
 }
@@ -683,7 +959,8 @@ static bool commit_note(dm_pages_t *pg, uintptr_t addr, uint64_t epoch,
         /* A close waiting here for an older buffer that had this address
          * (freed since): not this one's. */
         for (size_t i = 0; i < pg->ncloses;)
-            if (pg->closes[i].addr == addr && pg->closes[i].epoch >> 32 < epoch >> 32)
+            if (pg->closes[i].addr == addr && pg->closes[i].epoch >> 32 != 0 &&
+                pg->closes[i].epoch >> 32 < epoch >> 32)
                 pg->closes[i] = pg->closes[--pg->ncloses];
             else
                 i++;
@@ -706,6 +983,8 @@ static ompc_status_t commit_map(dm_pages_t *pg, ev_ctx_t *ev, uintptr_t addr, si
     ompc_status_t st = OMPC_OK;
     if (!ev_mem_contains(ev, (const void *)addr, span)) {
         kept_drop(addr, span, false);
+        if (pg)
+            ro_forget(pg, addr); /* mapped afresh below */
         size_t held = 0;
         for (uintptr_t q = addr; pg && q < addr + span; q += DM_PAGE) {
             dm_fpage_t *e = fpage_get(pg, q);
@@ -1011,6 +1290,36 @@ static bool dark_open(dm_pages_t *pg, uintptr_t k, uint64_t span, void *s)
     return moved;
 }
 
+/* map_mtx held: new bytes land at addr (a launch's data, or a
+ * write-back's patch of the valid copy): a copy there that was served is
+ * made anew, writable and served no more.  One still without access
+ * opens with its data (dark_open). */
+static void renew(dm_pages_t *pg, uintptr_t addr)
+{
+    uintptr_t rbase, k;
+    size_t rspan;
+    uint64_t span;
+    if (ro_find(pg, addr, &rbase, &rspan)) {
+        if (!dark_find(pg, rbase, 1, &k, &span) &&
+            mprotect((void *)rbase, rspan, PROT_READ | PROT_WRITE) != 0)
+            ompc_fatal("rank %d: cannot open device buffer %#llx for its data",
+                       ev_ctx_rank(pg->dm->ev), (unsigned long long)rbase);
+        ro_forget(pg, rbase);
+    } else if (atomic_load_explicit(&pg->nshared, memory_order_relaxed) > 0 &&
+               ev_mem_find(pg->dm->ev, (const void *)addr, &rbase, &rspan)) {
+        ro_forget(pg, rbase);
+    }
+}
+
+/* Whether no copy here waits for its data or was served (the landing
+ * path's quick check, without map_mtx). */
+static bool none_landing(dm_pages_t *pg)
+{
+    return none_dark(pg) &&
+           (!pg || (atomic_load_explicit(&pg->nro, memory_order_relaxed) == 0 &&
+                    atomic_load_explicit(&pg->nshared, memory_order_relaxed) == 0));
+}
+
 /* The event system's land hook, and launch ahead's arrivals: a copy kept
  * without access (after a close, or mapped as its data comes) opens as
  * its data lands.  Bytes that came with the message are moved in at once
@@ -1019,13 +1328,14 @@ static bool dark_open(dm_pages_t *pg, uintptr_t k, uint64_t span, void *s)
 bool dm_pages_land(uintptr_t addr, size_t size, const void *bytes)
 {
     dm_pages_t *pg = atomic_load(&dm_pages_live);
-    if (none_dark(pg))
+    if (none_landing(pg))
         return false;
     dm_pages_map_lock();
     landed_note(pg, addr);
     uintptr_t k;
     uint64_t span;
     bool placed = false;
+    renew(pg, addr);
     if (dark_find(pg, addr, size, &k, &span)) {
         void *s = bytes ? mmap(NULL, span, PROT_READ | PROT_WRITE,
                                MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
@@ -1055,9 +1365,10 @@ typedef struct dm_stage {
 void *dm_pages_land_stage(uintptr_t addr, size_t size)
 {
     dm_pages_t *pg = atomic_load(&dm_pages_live);
-    if (none_dark(pg))
+    if (none_landing(pg))
         return NULL;
     dm_pages_map_lock();
+    renew(pg, addr);
     landed_note(pg, addr);
     uintptr_t k;
     uint64_t span;
@@ -1120,6 +1431,65 @@ static bool page_dark(dm_pages_t *pg, uintptr_t page)
     return dark_find(pg, page, 1, &k, &span);
 }
 
+/* map_mtx held: a task that names the copy at addr for writing starts:
+ * its completion makes this copy the only current one, so it is writable
+ * (docs/architecture.md, "Writes into a worker's copy"). */
+static ompc_status_t diff_page(const dm_fpage_t *e, const unsigned char *cur,
+                               unsigned char **msg, size_t *len, size_t *cap);
+
+/* map_mtx held: a named writer opens the copy at base while kernels that
+ * do not name it watch it.  What each wrote so far is its own (the
+ * writer has not run yet): the runs are kept for that kernel's end.
+ * What any of them writes from now on mixes with the writer's bytes,
+ * which its completion carries (this copy then the only current one),
+ * so the watch ends here.  Diffed later, it would send the writer's
+ * bytes as that kernel's, and launch ahead would apply them to tasks
+ * after it over newer ones. */
+static void watch_settle(dm_pages_t *pg, uintptr_t base)
+{
+    for (size_t i = 0; i < atomic_load_explicit(&pg->nwatch, memory_order_relaxed); i++) {
+        dm_watch_t *w = &pg->watches[i];
+        if (w->base != base || !w->snap)
+            continue;
+        for (size_t off = 0; off < w->span; off += DM_PAGE) {
+            const dm_fpage_t e = {w->base + off, w->snap + off, true};
+            if (diff_page(&e, (const unsigned char *)w->base + off, &w->early, &w->nearly,
+                          &w->capearly) != OMPC_OK)
+                ompc_fatal("rank %d: out of memory opening device buffer %#llx",
+                           ev_ctx_rank(pg->dm->ev), (unsigned long long)base);
+        }
+        free(w->snap);
+        w->snap = NULL;
+    }
+}
+
+static void open_one(dm_pages_t *pg, uintptr_t addr)
+{
+    if (atomic_load_explicit(&pg->nwatch, memory_order_relaxed) > 0)
+        watch_settle(pg, addr);
+    uintptr_t base;
+    size_t span;
+    if (ro_find(pg, addr, &base, &span) && base == addr &&
+        mprotect((void *)base, span, PROT_READ | PROT_WRITE) != 0)
+        ompc_fatal("rank %d: cannot open device buffer %#llx for a kernel",
+                   ev_ctx_rank(pg->dm->ev), (unsigned long long)base);
+    ro_forget(pg, addr); /* served or not, the only current copy once done */
+}
+
+/* map_mtx held: task seq's launch names the buffer at addr. */
+static void named_add(dm_pages_t *pg, uint64_t seq, uintptr_t addr, bool write)
+{
+    if (pg->nnamed == pg->capnamed) {
+        size_t nc = pg->capnamed ? 2 * pg->capnamed : 16;
+        dm_named_t *v = realloc(pg->named, nc * sizeof(*v));
+        if (!v)
+            ompc_fatal("out of memory starting a kernel");
+        pg->named = v;
+        pg->capnamed = nc;
+    }
+    pg->named[pg->nnamed++] = (dm_named_t){seq, addr, write};
+}
+
 /* map_mtx held: close one stale copy (closes_apply, dm_pages_close_now). */
 static void close_one(dm_pages_t *pg, uintptr_t addr, size_t span, uint64_t epoch)
 {
@@ -1140,6 +1510,7 @@ static void close_one(dm_pages_t *pg, uintptr_t addr, size_t span, uint64_t epoc
     ompc_u64map_get(&pg->landed, addr, &landed);
     if (landed >= epoch)
         return; /* a later launch's data is here already */
+    ro_forget(pg, addr);
     if (committed >= epoch) {
         /* A later launch committed it (before this close came, or after)
          * and its data is on the way: no access until it lands
@@ -1167,9 +1538,10 @@ static void close_one(dm_pages_t *pg, uintptr_t addr, size_t span, uint64_t epoc
  * listed.  Unexposed (the event system receives into it no more; a later
  * commit maps it afresh) and without access, its memory returned: a
  * kernel that reaches it faults and gets the current bytes. */
-static void closes_apply(dm_pages_t *pg, uint64_t seq)
+static bool closes_apply(dm_pages_t *pg, uint64_t seq)
 {
     dm_pages_map_lock();
+    bool named = false;
     for (size_t i = 0; i < pg->ncloses;) {
         dm_close_t c = pg->closes[i];
         if (c.seq != seq) {
@@ -1177,9 +1549,20 @@ static void closes_apply(dm_pages_t *pg, uint64_t seq)
             continue;
         }
         pg->closes[i] = pg->closes[--pg->ncloses];
-        close_one(pg, c.addr, c.span, c.epoch);
+        if (c.epoch == DM_EPOCH_OPEN || c.epoch == DM_EPOCH_NAMED) {
+            if (c.epoch == DM_EPOCH_OPEN)
+                open_one(pg, c.addr);
+            named_add(pg, seq, c.addr, c.epoch == DM_EPOCH_OPEN);
+            named = true;
+        } else {
+            close_one(pg, c.addr, c.span, c.epoch);
+        }
     }
+    if (!named)
+        atomic_fetch_add(&pg->nblind, 1);
+    shared_start(pg, seq, !named);
     dm_pages_map_unlock();
+    return named;
 }
 
 void dm_pages_close_now(uintptr_t addr, size_t span, uint64_t epoch)
@@ -1188,7 +1571,141 @@ void dm_pages_close_now(uintptr_t addr, size_t span, uint64_t epoch)
     if (!pg)
         return;
     dm_pages_map_lock();
-    close_one(pg, addr, span, epoch);
+    if (epoch == DM_EPOCH_OPEN)
+        open_one(pg, addr);
+    else if (epoch != DM_EPOCH_NAMED)
+        close_one(pg, addr, span, epoch);
+    dm_pages_map_unlock();
+}
+
+void dm_pages_served(uintptr_t addr, size_t size)
+{
+    (void)size;
+    dm_pages_t *pg = atomic_load(&dm_pages_live);
+    if (!pg || addr < live_base || addr >= live_end)
+        return;
+    uintptr_t base;
+    size_t span;
+    uint64_t v;
+    /* Before the lock: a task starting without it (dm_pages_task_begin)
+     * either counts in nblind here or takes the lock to look. */
+    atomic_store(&pg->served, true);
+    dm_pages_map_lock();
+    if (ev_mem_find(pg->dm->ev, (const void *)addr, &base, &span) &&
+        !ompc_u64map_get(&pg->ro, base, &v) && !page_dark(pg, base)) {
+        bool was = ompc_u64map_get(&pg->shared, base, &v);
+        if (named_by_all(pg, base)) {
+            /* Read-only when a kernel that does not name it starts. */
+            if (!was) {
+                if (ompc_u64map_put(&pg->shared, base, span) != OMPC_OK)
+                    ompc_fatal("rank %d: out of memory serving device buffer %#llx",
+                               ev_ctx_rank(pg->dm->ev), (unsigned long long)base);
+                atomic_fetch_add(&pg->nshared, 1);
+            }
+        } else {
+            if (was) {
+                ompc_u64map_remove(&pg->shared, base, &v);
+                atomic_fetch_sub(&pg->nshared, 1);
+            }
+            ro_protect(pg, base, span);
+        }
+    }
+    dm_pages_map_unlock();
+}
+
+void dm_pages_forget(uintptr_t addr)
+{
+    dm_pages_t *pg = atomic_load(&dm_pages_live);
+    if (pg)
+        ro_forget(pg, addr);
+}
+
+void dm_exec_served(dm_addr_t addr, size_t size)
+{
+    dm_pages_served((uintptr_t)addr, size);
+}
+
+void dm_exec_open(dm_addr_t addr)
+{
+    dm_pages_t *pg = atomic_load(&dm_pages_live);
+    if (!pg || (atomic_load_explicit(&pg->nro, memory_order_relaxed) == 0 &&
+                atomic_load_explicit(&pg->nshared, memory_order_relaxed) == 0))
+        return;
+    dm_pages_map_lock();
+    open_one(pg, (uintptr_t)addr);
+    dm_pages_map_unlock();
+}
+
+/* map_mtx held: the runtime stores len bytes at dst (src NULL: zeros):
+ * the snapshots of watched copies take them too, so that they do not
+ * count as a kernel's writes. */
+static void watch_store(dm_pages_t *pg, uintptr_t dst, const void *src, size_t len)
+{
+    for (size_t i = 0; i < atomic_load_explicit(&pg->nwatch, memory_order_relaxed); i++) {
+        const dm_watch_t *w = &pg->watches[i];
+        if (!w->snap)
+            continue;
+        uintptr_t lo = dst > w->base ? dst : w->base;
+        uintptr_t hi = dst + len < w->base + w->span ? dst + len : w->base + w->span;
+        if (lo >= hi)
+            continue;
+        if (src)
+            memcpy(w->snap + (lo - w->base), (const char *)src + (lo - dst), hi - lo);
+        else
+            memset(w->snap + (lo - w->base), 0, hi - lo);
+    }
+}
+
+void dm_exec_store(void *dst, const void *src, size_t len)
+{
+    dm_pages_t *pg = atomic_load(&dm_pages_live);
+    if (!pg || len == 0 ||
+        (atomic_load_explicit(&pg->nro, memory_order_relaxed) == 0 &&
+         atomic_load_explicit(&pg->nwatch, memory_order_relaxed) == 0)) {
+        if (src)
+            memcpy(dst, src, len);
+        else
+            memset(dst, 0, len);
+        return;
+    }
+    dm_pages_map_lock();
+    watch_store(pg, (uintptr_t)dst, src, len);
+    uintptr_t base;
+    size_t span;
+    if (!ro_find(pg, (uintptr_t)dst, &base, &span)) {
+        if (src)
+            memcpy(dst, src, len);
+        else
+            memset(dst, 0, len);
+        dm_pages_map_unlock();
+        return;
+    }
+    /* Through /proc/self/mem, which ignores the pages' protection: a
+     * kernel running here keeps faulting on the copy meanwhile.  Where
+     * that is refused, the copy opens around the store. */
+    void *zeros = src ? NULL : calloc(1, len);
+    const char *from = src ? src : zeros;
+    size_t done = 0;
+    while (pg->memfd >= 0 && from && done < len) {
+        ssize_t w = pwrite(pg->memfd, from + done, len - done,
+                           (off_t)((uintptr_t)dst + done));
+        if (w <= 0)
+            break;
+        done += (size_t)w;
+    }
+    if (done < len) {
+        if (mprotect((void *)base, span, PROT_READ | PROT_WRITE) != 0)
+            ompc_fatal("rank %d: cannot open device buffer %#llx",
+                       ev_ctx_rank(pg->dm->ev), (unsigned long long)base);
+        if (src)
+            memcpy((char *)dst + done, (const char *)src + done, len - done);
+        else
+            memset((char *)dst + done, 0, len - done);
+        if (mprotect((void *)base, span, PROT_READ) != 0)
+            ompc_fatal("rank %d: cannot protect device buffer %#llx",
+                       ev_ctx_rank(pg->dm->ev), (unsigned long long)base);
+    }
+    free(zeros);
     dm_pages_map_unlock();
 }
 
@@ -1706,6 +2223,40 @@ static ompc_status_t serve_fault(dm_pages_t *pg, uintptr_t addr, bool write)
     }
     bool committed = page_committed(pg, page);
     bool dark = committed && page_dark(pg, page);
+    uintptr_t rbase;
+    if (committed && !dark && write && ro_find(pg, page, &rbase, NULL) &&
+        named_writer(pg, rbase)) {
+        /* A task running here names it for writing (the copy was served
+         * while it ran): its completion makes this copy the only current
+         * one, bytes and all, so the copy simply opens. */
+        open_one(pg, rbase);
+        dm_pages_map_unlock();
+        pthread_mutex_unlock(&pg->mtx);
+        return OMPC_OK;
+    }
+    if (committed && !dark && write && ro_find(pg, page, NULL, NULL)) {
+        /* A write into a read-only copy (current elsewhere too): the page
+         * opens with a twin, and what the kernel wrote goes back to the
+         * head at the end of the task, as on a fetched page. */
+        e = calloc(1, sizeof(*e));
+        if (!e || ompc_u64map_put(&pg->pages, page, (uint64_t)(uintptr_t)e) != OMPC_OK) {
+            free(e);
+            st = OMPC_ERR_NOMEM;
+        } else {
+            e->addr = page;
+            e->committed = true;
+            st = fpage_make_writable(e);
+        }
+        dm_pages_map_unlock();
+        pthread_mutex_unlock(&pg->mtx);
+        atomic_fetch_add_explicit(&pg->faults, 1, memory_order_relaxed);
+        if (ompc_trace_on()) {
+            const ompc_trace_arg_t args[] = {OMPC_TRACE_U64("addr", addr)};
+            ompc_trace_span("pages", "write into a shared copy", t0, ompc_now_ns(), args,
+                            1);
+        }
+        return st;
+    }
     dm_pages_map_unlock();
     if (dark) {
         pthread_mutex_unlock(&pg->mtx);
@@ -1936,12 +2487,15 @@ ompc_status_t dm_pages_create(dm_ctx_t *dm, bool executor)
         return OMPC_ERR_THREAD;
     }
     pg->svc_started = true;
+    /* The runtime's own writes into read-only copies (dm_exec_store). */
+    pg->memfd = open("/proc/self/mem", O_RDWR | O_CLOEXEC);
     live_base = dm->va_base;
     live_end = dm->va_base + dm->va_size;
     atomic_store(&dm_pages_live, pg);
     ev_set_land_hook(dm_pages_land);
     ev_set_land_ready_hook(dm_pages_land_ready);
     ev_set_land_stage_hooks(dm_pages_land_stage, dm_pages_land_done);
+    ev_set_send_hook(dm_pages_served);
     struct sigaction sa;
     memset(&sa, 0, sizeof(sa));
     sa.sa_sigaction = on_segv;
@@ -1986,6 +2540,16 @@ void dm_pages_destroy(dm_ctx_t *dm)
     ompc_u64map_fini(&pg->landed);
     ompc_u64map_fini(&pg->closed);
     ompc_u64map_fini(&pg->seen);
+    ompc_u64map_fini(&pg->ro);
+    ompc_u64map_fini(&pg->shared);
+    free(pg->named);
+    for (size_t i = 0; i < atomic_load(&pg->nwatch); i++) {
+        free(pg->watches[i].snap);
+        free(pg->watches[i].early);
+    }
+    free(pg->watches);
+    if (pg->memfd >= 0)
+        close(pg->memfd);
     free(pg->closes);
     free(pg->defers);
     free(pg->seqs);
@@ -2029,12 +2593,17 @@ static void drop_pages(dm_pages_t *pg, bool all)
     dm_pages_map_unlock();
 }
 
+/* Whether the task this thread runs had its named buffers listed
+ * (dm_pages_task_begin to _end). */
+static _Thread_local bool task_named;
+
 uint64_t dm_pages_task_begin(dm_ctx_t *dm, uint64_t seq)
 {
     dm_pages_t *pg = dm->pg;
     if (!pg)
         return 0;
     pthread_mutex_lock(&pg->mtx);
+    task_watch = atomic_fetch_add(&pg->watch_ids, 1) + 1;
     if (seq) {
         if (pg->nseqs == pg->capseqs) {
             size_t nc = pg->capseqs ? 2 * pg->capseqs : 8;
@@ -2045,7 +2614,15 @@ uint64_t dm_pages_task_begin(dm_ctx_t *dm, uint64_t seq)
             pg->capseqs = nc;
         }
         pg->seqs[pg->nseqs++] = seq;
-        closes_apply(pg, seq);
+        task_named = closes_apply(pg, seq);
+    } else {
+        task_named = false;
+        atomic_fetch_add(&pg->nblind, 1);
+        if (atomic_load(&pg->served)) {
+            dm_pages_map_lock();
+            shared_start(pg, 0, true);
+            dm_pages_map_unlock();
+        }
     }
     defers_start(pg, seq);
     /* Pages held for kernels still running may predate writes ordered
@@ -2095,21 +2672,22 @@ static ompc_status_t diff_page(const dm_fpage_t *e, const unsigned char *cur,
     return OMPC_OK;
 }
 
-/* The run that names the writing task: {0, 8, seq}. */
-#define SEQ_RUN 24
+/* The run that names the writing task: {0, 16, seq, from a served copy}
+ * (the head counts those apart, OMPC_STATS). */
+#define SEQ_RUN 32
 
 /* Send the runs of msg to the head, in messages within the event
  * system's limit on arguments (a run never spans two: a page's runs are
  * at most a page plus its header), each led by the run naming the task
  * (seq), which the head's hooks need (dm_set_fault_write_hooks). */
-static ompc_status_t write_back(dm_ctx_t *dm, uint64_t seq, const unsigned char *msg,
-                                size_t len)
+static ompc_status_t write_back(dm_ctx_t *dm, uint64_t seq, bool served,
+                                const unsigned char *msg, size_t len)
 {
     unsigned char *all = malloc(SEQ_RUN + len);
     if (!all)
         return OMPC_ERR_NOMEM;
     memcpy(all + SEQ_RUN, msg, len);
-    const uint64_t hdr[3] = {0, 8, seq};
+    const uint64_t hdr[4] = {0, 16, seq, served};
     ompc_status_t st = OMPC_OK;
     if (ev_ctx_rank(dm->ev) == 0) {
         memcpy(all, hdr, SEQ_RUN);
@@ -2141,6 +2719,94 @@ static ompc_status_t write_back(dm_ctx_t *dm, uint64_t seq, const unsigned char 
     return st;
 }
 
+/* The kernel this thread ran (task seq) ended: what changed in the
+ * copies watched for it goes to the head, as a write through a fault
+ * does.  The bytes are taken under map_mtx (a close may take the copy
+ * away), diffed and sent without it. */
+static ompc_status_t watches_end(dm_ctx_t *dm, dm_pages_t *pg, uint64_t seq,
+                                 bool *wrote_p)
+{
+    if (atomic_load_explicit(&pg->nwatch, memory_order_relaxed) == 0)
+        return OMPC_OK;
+    /* Each of this kernel's watches, its snapshot in snap and the copy's
+     * current bytes in now. */
+    struct ended {
+        dm_watch_t w;
+        unsigned char *now;
+    } *mine = NULL;
+    size_t n = 0, cap = 0;
+    ompc_status_t st = OMPC_OK;
+    dm_pages_map_lock();
+    for (size_t i = 0; i < atomic_load_explicit(&pg->nwatch, memory_order_relaxed);) {
+        dm_watch_t w = pg->watches[i];
+        if (w.task != task_watch) {
+            i++;
+            continue;
+        }
+        pg->watches[i] = pg->watches[atomic_fetch_sub(&pg->nwatch, 1) - 1];
+        if (n == cap) {
+            size_t nc = cap ? 2 * cap : 4;
+            struct ended *v = realloc(mine, nc * sizeof(*v));
+            if (v) {
+                mine = v;
+                cap = nc;
+            }
+        }
+        unsigned char *now = n < cap && w.snap ? malloc(w.span) : NULL;
+        if (n == cap || (w.snap && !now)) {
+            free(w.snap);
+            free(w.early);
+            st = OMPC_ERR_NOMEM;
+            continue;
+        }
+        if (now)
+            memcpy(now, (const void *)w.base, w.span);
+        mine[n++] = (struct ended){w, now};
+    }
+    dm_pages_map_unlock();
+    unsigned char *msg = NULL;
+    size_t len = 0, mcap = 0;
+    for (size_t i = 0; i < n; i++) {
+        for (size_t off = 0; st == OMPC_OK && mine[i].now && off < mine[i].w.span;
+             off += DM_PAGE) {
+            const dm_fpage_t e = {mine[i].w.base + off, mine[i].w.snap + off, true};
+            st = diff_page(&e, mine[i].now + off, &msg, &len, &mcap);
+        }
+        if (st == OMPC_OK && mine[i].w.nearly) {
+            if (len + mine[i].w.nearly > mcap) {
+                unsigned char *m = realloc(msg, len + mine[i].w.nearly);
+                if (m) {
+                    msg = m;
+                    mcap = len + mine[i].w.nearly;
+                } else {
+                    st = OMPC_ERR_NOMEM;
+                }
+            }
+            if (st == OMPC_OK) {
+                memcpy(msg + len, mine[i].w.early, mine[i].w.nearly);
+                len += mine[i].w.nearly;
+            }
+        }
+        free(mine[i].w.early);
+        free(mine[i].now);
+        free(mine[i].w.snap);
+    }
+    free(mine);
+    if (st == OMPC_OK && len > 0) {
+        uint64_t t0 = ompc_now_ns();
+        if (wrote_p)
+            *wrote_p = true;
+        st = write_back(dm, seq, true, msg, len);
+        if (ompc_trace_on()) {
+            const ompc_trace_arg_t args[] = {OMPC_TRACE_U64("bytes", len)};
+            ompc_trace_span("pages", "write back from a served copy", t0, ompc_now_ns(),
+                            args, 1);
+        }
+    }
+    free(msg);
+    return st;
+}
+
 ompc_status_t dm_pages_task_end(dm_ctx_t *dm, uint64_t faults_at_begin, uint64_t seq,
                                 bool *faulted_p, bool *wrote_p)
 {
@@ -2151,7 +2817,19 @@ ompc_status_t dm_pages_task_end(dm_ctx_t *dm, uint64_t faults_at_begin, uint64_t
         *wrote_p = false;
     if (!pg)
         return OMPC_OK;
-    ompc_status_t st = OMPC_OK;
+    ompc_status_t st = watches_end(dm, pg, seq, wrote_p);
+    /* The kernel wrote its last: served copies need not wait for it. */
+    if (task_named) {
+        dm_pages_map_lock();
+        for (size_t i = 0; i < pg->nnamed;)
+            if (pg->named[i].seq == seq)
+                pg->named[i] = pg->named[--pg->nnamed];
+            else
+                i++;
+        dm_pages_map_unlock();
+    } else {
+        atomic_fetch_sub(&pg->nblind, 1);
+    }
     pthread_mutex_lock(&pg->mtx);
     dm_pages_map_lock(); /* pages: a commit may change it meanwhile */
     bool held = ompc_u64map_size(&pg->pages) > 0;
@@ -2189,12 +2867,12 @@ ompc_status_t dm_pages_task_end(dm_ctx_t *dm, uint64_t faults_at_begin, uint64_t
              * may change pages meanwhile, so they are found again by
              * address below. */
             pthread_mutex_unlock(&pg->mtx);
-            st = write_back(dm, seq, msg, len);
+            st = write_back(dm, seq, false, msg, len);
             pthread_mutex_lock(&pg->mtx);
         }
         free(msg);
-        if (wrote_p)
-            *wrote_p = len > 0;
+        if (wrote_p && len > 0)
+            *wrote_p = true;
         if (st == OMPC_OK && atomic_load(&pg->running) > 1) {
             /* Kernels still running keep their pages. */
             dm_pages_map_lock();

@@ -205,7 +205,13 @@ bool dm_exec_land_ready(dm_addr_t addr, size_t size);
 void dm_exec_task_commits(uint64_t seq);
 /* Executor side, gate thread: close this executor's copy of the buffer at
  * addr when task seq starts (dm_pages_task_begin), unless a commit of
- * epoch >= this close's came first. */
+ * epoch >= this close's came first.  Epoch DM_EPOCH_OPEN: the task names
+ * the buffer for writing, open the copy instead, if it is read-only
+ * (dm_open_take, dm_names_take); DM_EPOCH_NAMED: the task names it
+ * (dm_names_take).  Real closes carry the buffer's serial in the high
+ * half, never 0. */
+#define DM_EPOCH_OPEN 0
+#define DM_EPOCH_NAMED 1
 void dm_exec_close(uint64_t seq, dm_addr_t addr, size_t span, uint64_t epoch);
 /* Executor side, gate thread: bytes for the copy at addr arrived with a
  * message; true if this placed them (a copy kept without access until
@@ -274,6 +280,37 @@ void dm_stale_note(dm_ctx_t *dm, dm_buf_t *buf, int writer);
 ompc_status_t dm_close_now(dm_ctx_t *dm, int exec, const dm_stale_copy_t *c, size_t n);
 size_t dm_stale_take(dm_ctx_t *dm, int exec, dm_stale_fn_t judge, void *arg,
                      dm_stale_copy_t **out_p);
+/* Writes into a worker's copy (docs/architecture.md, "Device pages on
+ * demand"): a copy from which another worker's copy was made is read-only
+ * there.  dm_open_take appends to the list (*list_p, nlist entries,
+ * realloc'd; returns the new count) an entry {address, span, epoch 0} for
+ * each of the buffers a task about to start on exec names for writing
+ * whose copy there may be read-only: the executor opens it when the task
+ * starts (dm_exec_close with epoch 0), as the task's completion makes it
+ * the only current copy. */
+size_t dm_open_take(dm_ctx_t *dm, int exec, dm_buf_t *const *bufs, size_t n,
+                    dm_stale_copy_t **list_p, size_t nlist);
+/* For a task launched ahead on exec, once some copy was served: appends
+ * an entry for each buffer the task names (bufs, n), epoch DM_EPOCH_OPEN
+ * for those it may write (wr, nwr), else DM_EPOCH_NAMED.  The executor
+ * then opens the copies the task writes, whatever the marks say, and
+ * turns read-only, as the task starts, only the served copies it does not
+ * name. */
+size_t dm_names_take(dm_ctx_t *dm, int exec, dm_buf_t *const *bufs, size_t n,
+                     dm_buf_t *const *wr, size_t nwr, dm_stale_copy_t **list_p,
+                     size_t nlist);
+/* Head: launch ahead plans a copy of buf from exec's copy (a pull), which
+ * exec's serve makes read-only: noted for dm_open_take. */
+void dm_served_from(dm_ctx_t *dm, dm_buf_t *buf, int exec);
+/* Executor side: a copy of [addr, addr+size) is being sent to another
+ * worker (launch ahead's serve): the copy here turns read-only. */
+void dm_exec_served(dm_addr_t addr, size_t size);
+/* Executor side: open the copy at addr (a buffer's address) if it is
+ * read-only here: a task that names it for writing starts. */
+void dm_exec_open(dm_addr_t addr);
+/* Executor side: the runtime's own write of len bytes (src NULL: zeros)
+ * into a copy here, read-only or not (landed patches, split shares). */
+void dm_exec_store(void *dst, const void *src, size_t len);
 /* A forward between executors planned elsewhere, for the statistics. */
 void dm_count_forward(dm_ctx_t *dm, size_t bytes);
 /* Bytes brought to the host another way (with a kernel's reply). */
@@ -299,20 +336,28 @@ uint64_t dm_pages_task_begin(dm_ctx_t *dm, uint64_t seq);
 ompc_status_t dm_pages_task_end(dm_ctx_t *dm, uint64_t token, uint64_t seq,
                                 bool *faulted_p, bool *wrote_p);
 /* A write-back is a list of runs, each {u64 addr, u64 len, then len bytes
- * padded to 8}; a run at address 0 of 8 bytes names the writing task's
- * seq instead. */
+ * padded to 8}; a run at address 0 of 8 or 16 bytes names the writing
+ * task's seq instead, and in its second word whether the runs come from a
+ * copy served to another worker (counted apart, OMPC_STATS). */
 /* Head: how write-backs of tasks launched ahead (seq != 0) meet the task
  * graph.  order(exec, seq, buf_addr, size) runs before a write-back
- * patches a buffer: it returns once every writer of that buffer ordered
- * before the task is taken in here (its completion would otherwise make
- * its own copy, without these bytes, the only valid one), and ends the job
- * by name if a writer may run at the same time on another executor.
- * done(exec, seq, runs, len) runs once the message's runs are applied:
- * it sends them on to tasks launched before the write that will read the
- * buffer, and returns once they are there.  Without hooks (or seq 0), a
- * buffer pinned by a kernel on another executor is refused by name. */
+ * patches a buffer.  It returns true if the task itself names that buffer
+ * for writing: its completion makes its own copy, which holds the bytes,
+ * the only valid one, and the runs into that buffer are dropped (patching
+ * another copy would make the writer's own copy stale, and a later close
+ * could remove the only one with its writes).  Else it returns false once
+ * every writer of that buffer ordered before the task is taken in here
+ * (its completion would otherwise make its own copy, without these bytes,
+ * the only valid one), and ends the job by name if a writer may run at
+ * the same time on another executor.  done(exec, seq, runs, len) runs once
+ * the message's runs are applied (those kept): it sends them on to tasks
+ * launched before the write that will read the buffer, and returns once
+ * they are there.  Without hooks (or seq 0), runs into a buffer pinned by
+ * a kernel on the writing executor are dropped as above (the pin is a
+ * named writer's), and one pinned by a kernel on another executor is
+ * refused by name. */
 typedef struct dm_fault_write_hooks {
-    void (*order)(int exec, uint64_t seq, uint64_t buf_addr, size_t size);
+    bool (*order)(int exec, uint64_t seq, uint64_t buf_addr, size_t size);
     void (*done)(int exec, uint64_t seq, const void *runs, size_t len);
 } dm_fault_write_hooks_t;
 void dm_set_fault_write_hooks(dm_ctx_t *dm, const dm_fault_write_hooks_t *hooks);
@@ -335,6 +380,9 @@ typedef struct dm_page_stats {
     uint64_t peer_faults;         /* of faults: read straight from the
                                      worker holding the copy */
     uint64_t bytes_from_peers;
+    uint64_t served_writes;       /* write-backs of kernels' writes into
+                                     copies served to other workers */
+    uint64_t bytes_from_served;   /* of bytes_written_back: theirs */
 } dm_page_stats_t;
 /* Head: one executor's figures. */
 void dm_page_stats_of(dm_ctx_t *dm, int exec, dm_page_stats_t *stats_p);

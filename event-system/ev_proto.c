@@ -291,6 +291,8 @@ void ev_set_land_stage_hooks(ev_land_stage_fn_t stage, ev_land_done_fn_t done)
     atomic_store(&land_done, done);
     atomic_store(&land_stage, stage);
 }
+static _Atomic(ev_send_hook_fn_t) send_hook;
+void ev_set_send_hook(ev_send_hook_fn_t fn) { atomic_store(&send_hook, fn); }
 
 static int dest_alloc_step(ev_ctx_t *ctx, ev_op_t *op)
 {
@@ -443,6 +445,11 @@ static int dest_exch_send_step(ev_ctx_t *ctx, ev_op_t *op)
         bool inl = op->hdr.flags & EV_F_INLINE;
         void *src = (void *)(uintptr_t)op->hdr.addr;
         op->status = ok ? OMPC_OK : OMPC_ERR_BAD_ADDR;
+        ev_send_hook_fn_t hook = ok ? atomic_load_explicit(&send_hook,
+                                                           memory_order_relaxed)
+                                    : NULL;
+        if (hook && op->hdr.size)
+            hook((uintptr_t)op->hdr.addr, (size_t)op->hdr.size);
         if (!ok)
             warn_bad_range(ctx, op, op->hdr.addr, op->hdr.size);
         reply_send(ctx, op, op->peer, EV_MPITAG_DATA(op->tag), op->status, op->hdr.size,

@@ -58,6 +58,19 @@ bool ev_region_contains(ev_ctx_t *ctx, uintptr_t addr, size_t size)
     return ok;
 }
 
+bool ev_mem_find(ev_ctx_t *ctx, const void *addr, uintptr_t *base_p, size_t *size_p)
+{
+    pthread_mutex_lock(&ctx->reg_mtx);
+    ev_region_t *f = region_of(ompc_tmap_floor(&ctx->regions, (uintptr_t)addr));
+    bool ok = f && (uintptr_t)addr < f->node.key + f->size;
+    if (ok) {
+        *base_p = f->node.key;
+        *size_p = f->size;
+    }
+    pthread_mutex_unlock(&ctx->reg_mtx);
+    return ok;
+}
+
 static void region_free(ompc_tmap_node_t *n, void *arg)
 {
     (void)arg;

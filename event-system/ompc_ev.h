@@ -152,6 +152,8 @@ ompc_status_t ev_mem_register(ev_ctx_t *ctx, void *base, size_t size);
 ompc_status_t ev_mem_unregister(ev_ctx_t *ctx, void *base);
 /* Whether [base, base+size) lies inside one exposed region. */
 bool ev_mem_contains(ev_ctx_t *ctx, const void *base, size_t size);
+/* The exposed region holding addr: its start and size (false: none). */
+bool ev_mem_find(ev_ctx_t *ctx, const void *addr, uintptr_t *base_p, size_t *size_p);
 /* Called (gate thread) before a transfer lands in memory exposed with
  * ev_mem_register: size bytes at addr, and the bytes themselves when they
  * came with the message (else they stream in after the call).  It returns
@@ -176,6 +178,12 @@ void ev_set_land_ready_hook(ev_land_ready_fn_t fn);
 typedef void *(*ev_land_stage_fn_t)(uintptr_t addr, size_t size);
 typedef void (*ev_land_done_fn_t)(uintptr_t addr, size_t size, void *staged);
 void ev_set_land_stage_hooks(ev_land_stage_fn_t stage, ev_land_done_fn_t done);
+/* Called (gate thread) before the source side of an exchange reads size
+ * bytes at addr of memory exposed with ev_mem_register: a copy of them is
+ * being made on another rank.  One per process (the data manager's: the
+ * copy here stops being the only one, and turns read-only). */
+typedef void (*ev_send_hook_fn_t)(uintptr_t addr, size_t size);
+void ev_set_send_hook(ev_send_hook_fn_t fn);
 
 /* ------------------------------------------------------------------ events
  * Each call starts one event and returns at once with a handle (the caller

@@ -236,6 +236,10 @@ static void serve(ahd_wait_t *w)
                    "which this rank does not hold",
                    tgt_rt->rank, (unsigned long long)w->size, (unsigned long long)w->addr,
                    w->crank);
+    /* The copy here stops being the only current one: read-only now, so
+     * that a kernel's write into it through a pointer reaches the head. */
+    if (w->size && w->crank != tgt_rt->rank)
+        dm_exec_served(w->addr, w->size);
     if (w->size == 0 || w->size <= FWD_INLINE_MAX) {
         /* Timed from here: the data exists and the consumer asked for it,
          * so what follows is the hop alone (the head learns it, for HEFT). */
@@ -591,7 +595,7 @@ static void patches_apply(ahd_exec_t *x, uint64_t seq)
                            "for task %llu, which does not hold that buffer here",
                            tgt_rt->rank, (unsigned long long)addr,
                            (unsigned long long)seq);
-            memcpy((void *)(uintptr_t)addr, p->runs + at + 16, rl);
+            dm_exec_store((void *)(uintptr_t)addr, p->runs + at + 16, rl);
             at += 16 + ((rl + 7) & ~(uint64_t)7);
         }
         free(p);

@@ -421,6 +421,7 @@ void graph_ahead_launch(tgt_node_t *n, int e, uint64_t t0)
         }
         if (src >= 0) {
             int srank = dm_executor_rank(dm, src);
+            dm_served_from(dm, b, src); /* read-only there once served */
             pulls[h.npull++] = (tgt_wire_pull_t){wait, dm_buf_addr_on(b, src),
                                                  dm_buf_addr_on(b, e), dm_buf_size(b),
                                                  (uint64_t)srank};
@@ -454,6 +455,11 @@ void graph_ahead_launch(tgt_node_t *n, int e, uint64_t t0)
     stale_judge_t sj = {n, e};
     h.nclose = dm_stale_take(dm, e, stale_judge, &sj, &closes);
     pthread_mutex_unlock(&tgt_g.ahead_mtx);
+    /* Copies e served to other workers turn read-only there when a task
+     * that does not name them starts: the buffers n names, and those it
+     * may write open when it starts (its completion makes them the only
+     * current ones). */
+    h.nclose = dm_names_take(dm, e, n->bufs, n->nbufs, n->wr, n->nwr, &closes, h.nclose);
     /* Predecessors still running that no transfer above waits for (an
      * order without data: a depend on a host variable, or a reader that
      * must be done before this task overwrites what it read). */
@@ -528,6 +534,7 @@ void graph_close_stale(tgt_node_t *n, int e)
     size_t nc = dm_stale_take(dm, e, stale_judge, &sj, &closes);
     pthread_mutex_unlock(&tgt_g.ahead_mtx);
     pthread_mutex_unlock(&tgt_g.mtx);
+    nc = dm_open_take(dm, e, n->wr, n->nwr, &closes, nc);
     ompc_status_t st = nc ? dm_close_now(dm, e, closes, nc) : OMPC_OK;
     free(closes);
     if (st != OMPC_OK)
@@ -680,8 +687,11 @@ static bool must_order(const tgt_node_t *n, uint64_t seq, const tgt_node_t *w)
  * ordered neither way runs at the same time: the two writes cannot be
  * merged, and the job stops naming it, as without launch ahead.
  * Writers ordered after the task get the bytes (graph_ahead_fault_write_
- * done). */
-void graph_ahead_fault_write_order(int exec, uint64_t seq, uint64_t buf_addr, size_t size)
+ * done).  A task that names the buffer for writing wrote its own copy
+ * (read-only there because its opening was missed): true, and nothing
+ * waits; its completion makes that copy, bytes and all, the only valid
+ * one. */
+bool graph_ahead_fault_write_order(int exec, uint64_t seq, uint64_t buf_addr, size_t size)
 {
     const ompc_config_t *cfg = ompc_config_get();
     uint64_t deadline = ompc_now_ns() + (uint64_t)cfg->peer_timeout_ms * 1000000u;
@@ -689,6 +699,10 @@ void graph_ahead_fault_write_order(int exec, uint64_t seq, uint64_t buf_addr, si
     pthread_mutex_lock(&tgt_g.mtx);
     ompc_tmap_node_t *t = graph_tmap_find(&tgt_g.ahead_nodes, (uintptr_t)seq);
     const tgt_node_t *w = t ? OMPC_TMAP_ENTRY(t, tgt_node_t, ahead.anode) : NULL;
+    if (w && w->k && writes_buf(w, buf_addr)) {
+        pthread_mutex_unlock(&tgt_g.mtx);
+        return true;
+    }
     while (w) {
         tgt_node_t *before = NULL;
         const tgt_node_t *clash = NULL;
@@ -772,6 +786,7 @@ void graph_ahead_fault_write_order(int exec, uint64_t seq, uint64_t buf_addr, si
     if (needing)
         graph_need_add(-1);
     pthread_mutex_unlock(&tgt_g.mtx);
+    return false;
 }
 
 /* A patch on its way to one task's executor. */

@@ -417,10 +417,11 @@ void graph_ahead_finish(tgt_node_t *n);
  * read (tgt_ahead_head.c, the same judgement as a launch ahead). */
 void graph_close_stale(tgt_node_t *n, int e);
 /* dm_set_fault_write_hooks: a write-back of a task launched ahead waits
- * for the writers of the buffer ordered before the task (order), then goes
- * on to the tasks launched before it that must see it (done).  Any head
- * thread but the gate, no lock held. */
-void graph_ahead_fault_write_order(int exec, uint64_t seq, uint64_t buf_addr,
+ * for the writers of the buffer ordered before the task (order: true if
+ * the task names the buffer for writing, and the runs are dropped), then
+ * goes on to the tasks launched before it that must see it (done).  Any
+ * head thread but the gate, no lock held. */
+bool graph_ahead_fault_write_order(int exec, uint64_t seq, uint64_t buf_addr,
                                    size_t size);
 void graph_ahead_fault_write_done(int exec, uint64_t seq, const void *runs, size_t len);
 /* dm_set_fault_source: where a fault of a task launched ahead reads a

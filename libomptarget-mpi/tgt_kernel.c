@@ -64,7 +64,7 @@ ompc_status_t tgt_kernel_run(const void *args, size_t args_size, uint64_t *ns_p,
         tgt_wire_span_t s;
         const void *bytes;
         cp = tgt_wire_copy_next(cp, &s, &bytes);
-        memcpy((void *)(uintptr_t)s.addr, bytes, s.len);
+        dm_exec_store((void *)(uintptr_t)s.addr, bytes, s.len);
     }
     if (v_p)
         *v_p = v;

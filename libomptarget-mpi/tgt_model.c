@@ -755,6 +755,14 @@ void tgt_stats_print(uint64_t t_shutdown0, uint64_t t_end)
                     (unsigned long long)ps.peer_faults,
                     (unsigned long long)ps.bytes_from_peers,
                     (unsigned long long)ps.bytes_written_back);
+        if (ps.served_writes)
+            fprintf(stderr,
+                    "[ompc stats] worker %d (rank %d): %llu write-backs of %llu bytes "
+                    "from copies served to other workers (written through pointers "
+                    "by kernels that do not name them)\n",
+                    e, dm_executor_rank(tgt_rt->dm, e),
+                    (unsigned long long)ps.served_writes,
+                    (unsigned long long)ps.bytes_from_served);
     }
     pthread_mutex_lock(&model.mtx);
     double hop = model.hop;

@@ -250,8 +250,9 @@ static void span_twin(void *arg, uint32_t buf, uint64_t from, uint64_t to)
 static void span_restore(void *arg, uint32_t buf, uint64_t from, uint64_t to)
 {
     share_t *s = arg;
-    memcpy((char *)(uintptr_t)s->bufs[buf].addr + from, s->twins[buf] + from,
-           (size_t)(to - from));
+    /* The copy may be read-only here (served to a peer meanwhile). */
+    dm_exec_store((char *)(uintptr_t)s->bufs[buf].addr + from, s->twins[buf] + from,
+                  (size_t)(to - from));
 }
 
 /* What a share's kernel touched of other shares' pieces (pages fetched on
@@ -1091,9 +1092,15 @@ static ompc_status_t fn_split_run(ev_exec_info_t *info)
             share_free(s);
             return OMPC_ERR_BAD_ADDR;
         }
+    /* The share may write them (a split kernel names its buffers): copies
+     * read-only here since they were served open, as for any named
+     * writer. */
+    for (uint32_t i = 0; i < s->nbufs; i++)
+        dm_exec_open(s->bufs[i].addr);
     for (uint32_t i = 0; i < s->nbufs; i++)
         if (s->bufs[i].zero)
-            memset((void *)(uintptr_t)s->bufs[i].addr, 0, (size_t)s->bufs[i].size);
+            dm_exec_store((void *)(uintptr_t)s->bufs[i].addr, NULL,
+                          (size_t)s->bufs[i].size);
     const char *msg = (const char *)info->args + sizeof(h) + bl + gl;
     size_t msg_len = info->args_size - sizeof(h) - bl - gl;
     s->kidx = tgt_kernel_msg_index(msg, msg_len);
@@ -1318,7 +1325,7 @@ static ompc_status_t fn_split_apply(ev_exec_info_t *info)
                 return OMPC_ERR_BAD_ADDR;
             }
             if (pass == 1 && !(xl && sp.addr >= xa && sp.addr - xa < xl))
-                memcpy((void *)(uintptr_t)sp.addr, q, (size_t)sp.len);
+                dm_exec_store((void *)(uintptr_t)sp.addr, q, (size_t)sp.len);
             q += tgt_pad8(sp.len);
         }
     }

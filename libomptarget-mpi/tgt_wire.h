@@ -157,7 +157,8 @@ typedef struct tgt_wire_launch {
 
 /* Pages of the executor's device space to back before the kernel runs;
  * in the close list, a copy there that is stale once the task starts
- * (docs/architecture.md, "Device pages on demand"). */
+ * (docs/architecture.md, "Device pages on demand"), or with epoch 0 a
+ * read-only copy there that the task may write, to open when it starts. */
 typedef struct tgt_wire_commit {
     uint64_t addr;
     uint64_t span;

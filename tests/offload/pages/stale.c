@@ -13,6 +13,10 @@
  *   unnamed: N (A) names buf; U (A, later) writes buf only through the
  *            pointer, into the copy A holds since N; R (B) names buf and
  *            must see U's bytes, and so must the host at the end.
+ *   unnamed_big: the same with a buffer of 64 pages: a copy that big is
+ *            protected when U starts (U's write faults), a small one is
+ *            diffed at U's end (docs/architecture.md, "Writes into a
+ *            worker's copy").
  * Every round writes new values: a lost, stale or reordered write changes
  * a checked sum. */
 #include <omp.h>
@@ -21,7 +25,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#define N 2048 /* longs: four pages */
+#define N 2048 /* longs: four pages (unnamed_big: sixteen times that) */
 #define ROUNDS 16
 #define STEP 61
 
@@ -30,18 +34,20 @@ static long val(int r, int i) { return 1000L * (r + 1) + i; }
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "named";
-    int held = !strcmp(mode, "held"), unnamed = !strcmp(mode, "unnamed");
+    int held = !strcmp(mode, "held"), big = !strcmp(mode, "unnamed_big");
+    int unnamed = big || !strcmp(mode, "unnamed");
+    const int n = big ? 16 * N : N;
     if (!held && !unnamed && strcmp(mode, "named")) {
         fprintf(stderr, "stale: unknown mode %s\n", mode);
         return 2;
     }
     int dev = omp_get_default_device(), host = omp_get_initial_device();
-    long *buf = omp_target_alloc(N * sizeof(long), dev);
+    long *buf = omp_target_alloc(n * sizeof(long), dev);
     long **tab = omp_target_alloc(sizeof(long *), dev);
     long *out = omp_target_alloc(ROUNDS * sizeof(long), dev);
-    long *zero = calloc(N, sizeof(long));
+    long *zero = calloc(n, sizeof(long));
     if (!buf || !tab || !out || !zero ||
-        omp_target_memcpy(buf, zero, N * sizeof(long), 0, 0, dev, host) ||
+        omp_target_memcpy(buf, zero, n * sizeof(long), 0, 0, dev, host) ||
         omp_target_memcpy(tab, &buf, sizeof(buf), 0, 0, dev, host) ||
         omp_target_memcpy(out, zero, ROUNDS * sizeof(long), 0, 0, dev, host))
         return 2;
@@ -50,13 +56,13 @@ int main(int argc, char **argv)
         if (!unnamed) {
             /* W, on A: names buf. */
 #pragma omp target is_device_ptr(buf) firstprivate(r) depend(inout : token) nowait
-            for (int i = 0; i < N; i += STEP)
+            for (int i = 0; i < n; i += STEP)
                 buf[i] = val(r, i);
             /* T, on B: buf only through tab. */
 #pragma omp target is_device_ptr(tab, out) firstprivate(r) depend(inout : token) nowait
             {
                 long s = 0;
-                for (int i = 0; i < N; i += STEP)
+                for (int i = 0; i < n; i += STEP)
                     s += tab[0][i] - val(r, i);
                 out[r] = s;
             }
@@ -71,7 +77,7 @@ int main(int argc, char **argv)
         } else {
             /* N, on A: names buf, writes every checked element. */
 #pragma omp target is_device_ptr(buf) firstprivate(r) depend(inout : token) nowait
-            for (int i = 0; i < N; i += STEP)
+            for (int i = 0; i < n; i += STEP)
                 buf[i] = val(r, i);
             /* On B: the order, and time for R's request for buf to reach
              * A before U runs there (A answers it once N is done, so R's
@@ -83,22 +89,22 @@ int main(int argc, char **argv)
             }
             /* U, on A: through tab only, into A's copy. */
 #pragma omp target is_device_ptr(tab) firstprivate(r) depend(inout : token) nowait
-            for (int i = 0; i < N; i += STEP)
+            for (int i = 0; i < n; i += STEP)
                 tab[0][i] += 7;
             /* R, on B: names buf. */
 #pragma omp target is_device_ptr(buf, out) firstprivate(r) depend(inout : token) nowait
             {
                 long s = 0;
-                for (int i = 0; i < N; i += STEP)
+                for (int i = 0; i < n; i += STEP)
                     s += buf[i] - val(r, i) - 7;
                 out[r] = s;
             }
         }
     }
 #pragma omp taskwait
-    long got[ROUNDS], *last = malloc(N * sizeof(long));
+    long got[ROUNDS], *last = malloc(n * sizeof(long));
     if (!last || omp_target_memcpy(got, out, sizeof(got), 0, 0, host, dev) ||
-        omp_target_memcpy(last, buf, N * sizeof(long), 0, 0, host, dev))
+        omp_target_memcpy(last, buf, n * sizeof(long), 0, 0, host, dev))
         return 2;
     int bad = 0;
     for (int r = 0; r < ROUNDS; r++)
@@ -106,7 +112,7 @@ int main(int argc, char **argv)
             fprintf(stderr, "stale %s: round %d read old bytes (sum of differences %ld)\n",
                     mode, r, got[r]);
     long diff = 0;
-    for (int i = 0; i < N; i += STEP)
+    for (int i = 0; i < n; i += STEP)
         diff += last[i] - val(ROUNDS - 1, i) - (unnamed ? 7 : 0);
     if (diff != 0) {
         fprintf(stderr, "stale %s: the host read old bytes (sum of differences %ld)\n",
