@@ -75,6 +75,7 @@ void graph_list_push(node_list_t *l, tgt_node_t *n)
 #define NODE_CACHE_MAX 4096
 #define NODE_ROUND 256 /* blocks sized in steps: nodes differ by a few slots */
 
+#ifndef NODE_CACHE_OFF
 /* A kept block starts with this. */
 typedef struct node_free {
     struct node_free *next;
@@ -109,6 +110,7 @@ static void node_cache_key_make(void)
     if (pthread_key_create(&node_cache_key, node_cache_drain) != 0)
         ompc_fatal("cannot create a thread key for node blocks");
 }
+#endif
 
 void *graph_node_block(size_t size)
 {
